@@ -1,0 +1,115 @@
+import { mkdirSync } from 'node:fs';
+import { hostname, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { Command, Flags, type Interfaces } from '@oclif/core';
+import type { Engine, EngineOptions } from '../engine/engine.js';
+import type { TokenStore } from '../store/store.js';
+import { EXIT, renderCliError } from './errors.js';
+import { formatError } from './render/errors.js';
+
+export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>;
+export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>;
+
+/**
+ * What every tokenctl command shares: `--db` (and TOKENCTL_DB), `--json`, opening the store and
+ * the engine only when needed, closing them, and turning any error into a message on stderr and
+ * an exit code (see `cli/errors.ts`). Commands stay thin: parse, call the engine, render.
+ */
+export abstract class BaseCommand<T extends typeof Command> extends Command {
+  static override enableJsonFlag = true;
+
+  static override baseFlags = {
+    db: Flags.string({
+      description: 'Token store: a SQLite file path or a postgres:// URL [default: tokens.db in the tokenctl data directory]',
+      env: 'TOKENCTL_DB',
+      helpGroup: 'GLOBAL',
+    }),
+  };
+
+  protected flags!: BaseFlags<T>;
+  protected args!: BaseArgs<T>;
+  private store?: TokenStore;
+
+  public override async init(): Promise<void> {
+    await super.init();
+    const { args, flags } = await this.parse({
+      flags: this.ctor.flags,
+      baseFlags: (super.ctor as typeof BaseCommand).baseFlags,
+      enableJsonFlag: this.ctor.enableJsonFlag,
+      args: this.ctor.args,
+      strict: this.ctor.strict,
+    });
+    this.flags = flags as BaseFlags<T>;
+    this.args = args as BaseArgs<T>;
+  }
+
+  /** Where the store is: `--db`, TOKENCTL_DB, or the default file in the data directory. */
+  protected storeLocation(): string {
+    const db = (this.flags as { db?: string }).db;
+    if (db) return db;
+    mkdirSync(this.config.dataDir, { recursive: true, mode: 0o700 });
+    return join(this.config.dataDir, 'tokens.db');
+  }
+
+  /** Opens the store (once). */
+  protected async openStore(): Promise<TokenStore> {
+    if (!this.store) {
+      const { openStore } = await import('../store/open-store.js');
+      this.store = await openStore(this.storeLocation());
+    }
+    return this.store;
+  }
+
+  /** An engine on the store, with the environment's settings. */
+  protected async engine(options: Partial<EngineOptions> = {}): Promise<Engine> {
+    const [{ Engine }, store] = await Promise.all([import('../engine/engine.js'), this.openStore()]);
+    return new Engine({ issuer: defaultIssuer(), node: defaultNode(), ...options, store });
+  }
+
+  /** Who acts, for the audit trail. */
+  protected actor(): string {
+    let user = 'unknown';
+    try {
+      user = userInfo().username;
+    } catch {
+      /* no passwd entry (containers): keep "unknown" */
+    }
+    return `cli:${user}`;
+  }
+
+  protected override async catch(err: Error & { exitCode?: number }): Promise<unknown> {
+    // oclif's --help/--version and this.exit() travel as errors too: let them through.
+    if (err instanceof Error && (err.constructor.name === 'ExitError' || (err as { code?: string }).code === 'EEXIT')) throw err;
+    const rendered = renderCliError(err);
+    if (this.jsonEnabled()) {
+      process.stderr.write(JSON.stringify({ error: { code: rendered.code, message: rendered.message, ...(rendered.hint ? { hint: rendered.hint } : {}) } }) + '\n');
+    } else {
+      process.stderr.write(formatError(rendered) + '\n');
+    }
+    if (process.env.TOKENCTL_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    process.exitCode = rendered.exitCode;
+    await this.closeStore();
+    return this.exit(rendered.exitCode);
+  }
+
+  protected override async finally(err: Error | undefined): Promise<unknown> {
+    await this.closeStore();
+    return super.finally(err);
+  }
+
+  private async closeStore(): Promise<void> {
+    const store = this.store;
+    this.store = undefined;
+    await store?.close();
+  }
+}
+
+export function defaultNode(): string {
+  return process.env.TOKENCTL_NODE || hostname();
+}
+
+export function defaultIssuer(): string {
+  return process.env.TOKENCTL_ISSUER || `https://${defaultNode()}`;
+}
+
+export { EXIT };

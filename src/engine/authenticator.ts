@@ -1,0 +1,103 @@
+import { createHash } from 'node:crypto';
+import type { ClientRecord, TokenStore } from '../store/store.js';
+import { isPlausibleClientId, type PresentedCredentials } from './client-auth.js';
+import { InvalidClientError } from './errors.js';
+import { FairLimiter } from './fair-limiter.js';
+import { getDummyHash, verifySecret } from './secrets.js';
+
+export interface AuthenticatorOptions {
+  /** Password hashes computed at once (each takes ~16 MiB and tens of ms). Default 2. */
+  maxConcurrentHashes?: number;
+  /** Hashes one client may have waiting. Default 8. */
+  maxQueuedPerClient?: number;
+  /** Hashes all clients together may have waiting. Default 256. */
+  maxQueued?: number;
+  /** Verified (and refused) presentations remembered. Default 10,000 each. */
+  cacheSize?: number;
+}
+
+/** Key of presentations for client ids that do not exist: they share one fair-queue lane. */
+const UNKNOWN_LANE = '\u0000unknown';
+
+/**
+ * Authenticates clients (spec part 5) without paying a slow hash on every request.
+ *
+ * A verified presentation is remembered together with the secret hash it was verified against;
+ * the client's row is read from the store on every request and the memory counts only while
+ * that row still holds the same hash. Rotating the secret or deleting the client, from this
+ * process or any other, ends it at once. Refused presentations are remembered the same way, so
+ * repeating one wrong password costs no hash. Hashing itself goes through a {@link FairLimiter}.
+ *
+ * Failures take the same work whether or not the client exists (a hash per candidate password),
+ * so that timing does not tell which client ids exist.
+ */
+export class ClientAuthenticator {
+  private readonly limiter: FairLimiter;
+  private readonly accepted: BoundedMap;
+  private readonly refused: BoundedMap;
+
+  constructor(
+    private readonly store: TokenStore,
+    options: AuthenticatorOptions = {},
+  ) {
+    this.limiter = new FairLimiter(options.maxConcurrentHashes ?? 2, options.maxQueuedPerClient ?? 8, options.maxQueued ?? 256);
+    this.accepted = new BoundedMap(options.cacheSize ?? 10_000);
+    this.refused = new BoundedMap(options.cacheSize ?? 10_000);
+  }
+
+  /** Returns the authenticated client, or throws {@link InvalidClientError}. */
+  async authenticate(presented: PresentedCredentials): Promise<ClientRecord> {
+    const { clientId, secrets } = presented;
+    if (!isPlausibleClientId(clientId)) throw new InvalidClientError(clientId.slice(0, 200));
+    const client = await this.store.getClient(clientId);
+    const storedHash = client?.secretHash ?? null;
+
+    if (secrets.length === 0) {
+      // Scenario II: only a public client may present no password.
+      if (client && storedHash === null) return client;
+      throw new InvalidClientError(clientId);
+    }
+    if (client && storedHash !== null) {
+      if (await this.verifyAny(clientId, secrets, storedHash)) return client;
+      throw new InvalidClientError(clientId);
+    }
+    // Unknown client, or a public client that sent a password: refuse after the same work.
+    await this.verifyAny(client ? clientId : UNKNOWN_LANE, secrets, '\u0000none:' + clientId);
+    throw new InvalidClientError(clientId);
+  }
+
+  private async verifyAny(lane: string, secrets: string[], storedHash: string): Promise<boolean> {
+    const keys = secrets.map((secret) => cacheKey(lane, secret));
+    if (keys.some((key) => this.accepted.get(key) === storedHash)) return true;
+    if (keys.every((key) => this.refused.get(key) === storedHash)) return false;
+
+    const realHash = storedHash.startsWith('\u0000') ? await getDummyHash() : storedHash;
+    for (const [i, secret] of secrets.entries()) {
+      const ok = await this.limiter.run(lane, () => verifySecret(secret, realHash));
+      if (ok && realHash === storedHash) {
+        this.accepted.set(keys[i]!, storedHash);
+        return true;
+      }
+    }
+    for (const key of keys) this.refused.set(key, storedHash);
+    return false;
+  }
+}
+
+function cacheKey(lane: string, secret: string): string {
+  return lane + '\u0000' + createHash('sha256').update(secret, 'utf8').digest('base64url');
+}
+
+/** A Map that forgets its oldest entries past `limit`. */
+class BoundedMap {
+  private readonly map = new Map<string, string>();
+  constructor(private readonly limit: number) {}
+  get(key: string): string | undefined {
+    return this.map.get(key);
+  }
+  set(key: string, value: string): void {
+    this.map.delete(key);
+    this.map.set(key, value);
+    if (this.map.size > this.limit) this.map.delete(this.map.keys().next().value!);
+  }
+}

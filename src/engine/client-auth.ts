@@ -1,0 +1,80 @@
+import { InvalidClientError, InvalidRequestError } from './errors.js';
+
+/**
+ * What a request presented to prove which client it is (spec part 5, contract 3).
+ * `secrets` lists the candidate passwords the presentation can mean, in order; empty when
+ * no password was presented (a public client).
+ */
+export interface PresentedCredentials {
+  clientId: string;
+  secrets: string[];
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Strict Base64 decoding to UTF-8: null if the input is not canonical Base64 of valid UTF-8. */
+export function decodeBase64Strict(value: string): string | null {
+  if (value.length % 4 !== 0 || !BASE64.test(value)) return null;
+  const bytes = Buffer.from(value, 'base64');
+  if (bytes.toString('base64') !== value) return null;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+/** application/x-www-form-urlencoded decoding of one component (RFC 6749 appendix B). */
+function formDecode(value: string): string | null {
+  try {
+    return decodeURIComponent(value.replace(/\+/g, ' '));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Parses an `Authorization: Basic …` header into the credentials it can mean:
+ * - spec part 5 scenario I: `base64(client_id ":" base64(password))`;
+ * - spec part 5 scenario II: `base64(client_id ":")`, a public client;
+ * - RFC 6749 §2.3.1: `base64(urlencode(client_id) ":" urlencode(password))`.
+ * The candidates are tried in that order against the one registered password.
+ * Throws {@link InvalidClientError} for a header that is not a Basic credential at all.
+ */
+export function parseBasicAuthorization(header: string): PresentedCredentials {
+  const match = /^Basic[ ]+([^ ]+)[ ]*$/i.exec(header);
+  const decoded = match?.[1] ? decodeBase64Strict(match[1]) : null;
+  const colon = decoded?.indexOf(':') ?? -1;
+  if (decoded == null || colon <= 0) throw new InvalidClientError('(malformed Authorization header)');
+  const rawId = decoded.slice(0, colon);
+  const rawSecret = decoded.slice(colon + 1);
+  const clientId = formDecode(rawId) ?? rawId;
+  if (!isPlausibleClientId(clientId)) throw new InvalidClientError('(malformed Authorization header)');
+  if (rawSecret === '') return { clientId, secrets: [] };
+  const candidates = [decodeBase64Strict(rawSecret), formDecode(rawSecret), rawSecret];
+  return { clientId, secrets: unique(candidates) };
+}
+
+/** Credentials sent as form parameters (spec part 5, revocation and introspection). */
+export function formCredentials(clientId: string | undefined, clientSecret: string | undefined): PresentedCredentials {
+  if (clientId === undefined || clientId === '') {
+    throw new InvalidRequestError('The parameter client_id is missing', 'client_id');
+  }
+  return { clientId, secrets: clientSecret === undefined || clientSecret === '' ? [] : [clientSecret] };
+}
+
+/** Builds the spec's scenario I / II header value (the CLI's `--url` client uses it). */
+export function buildSpecAuthorization(clientId: string, password?: string): string {
+  const inner = password ? `${clientId}:${Buffer.from(password, 'utf8').toString('base64')}` : `${clientId}:`;
+  return 'Basic ' + Buffer.from(inner, 'utf8').toString('base64');
+}
+
+/** Client ids are printable, without control characters, at most 200 characters. */
+export function isPlausibleClientId(id: string): boolean {
+  // eslint-disable-next-line no-control-regex
+  return id.length > 0 && id.length <= 200 && !/[\u0000-\u001f\u007f]/.test(id);
+}
+
+function unique(values: (string | null)[]): string[] {
+  return [...new Set(values.filter((v): v is string => v !== null && v !== ''))];
+}

@@ -1,0 +1,121 @@
+import type { AuditEntry, AuditFilter, BulkSelector, ClientRecord, TokenFilter, TokenStore } from '../store/store.js';
+import { ClientAuthenticator, type AuthenticatorOptions } from './authenticator.js';
+import { listAudit } from './audit.js';
+import type { PresentedCredentials } from './client-auth.js';
+import * as clients from './clients.js';
+import { systemClock, type Clock } from './clock.js';
+import { clientView, DAY_MS, HOUR_MS, MAX_REFRESH_GRACE_MS, type EngineConfig, type EngineContext } from './context.js';
+import { InvalidInputError } from './errors.js';
+import { inspect, introspect } from './introspect.js';
+import { issueTokens, type IssueInput } from './issue.js';
+import { countPurgeable, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
+import { refresh, type RefreshInput } from './refresh.js';
+import type { ClientView, Inspection, IntrospectionResult, RevocationResult, TokenResponse, TokenView } from './results.js';
+import { countBulk, revokeAsClient, revokeAsOperator, revokeBulk, type RevokeInput } from './revoke.js';
+
+export interface EngineOptions extends Partial<EngineConfig> {
+  store: TokenStore;
+  clock?: Clock;
+  auth?: AuthenticatorOptions;
+}
+
+/**
+ * The token lifecycle of spec parts 1–7: one object that the CLI and the HTTP server both call.
+ * It knows nothing of oclif, HTTP or SQL: it works on a {@link TokenStore} and a {@link Clock}.
+ * `actor` arguments name who acts, for the audit trail: a client id, or `cli:<os user>`.
+ */
+export class Engine {
+  readonly store: TokenStore;
+  readonly config: EngineConfig;
+  private readonly ctx: EngineContext;
+  private readonly authenticator: ClientAuthenticator;
+
+  constructor(options: EngineOptions) {
+    const config: EngineConfig = {
+      issuer: options.issuer ?? 'https://localhost',
+      node: options.node ?? 'tokenctl',
+      accessTtlMs: options.accessTtlMs ?? HOUR_MS,
+      refreshTtlMs: options.refreshTtlMs ?? 30 * DAY_MS,
+      rotateRefreshTokens: options.rotateRefreshTokens ?? false,
+      refreshGraceMs: options.refreshGraceMs ?? 0,
+    };
+    if (config.refreshGraceMs < 0 || config.refreshGraceMs > MAX_REFRESH_GRACE_MS) {
+      throw new InvalidInputError('the refresh grace period must be between 0s and 60s');
+    }
+    if (config.accessTtlMs < 1000 || config.refreshTtlMs < 1000) throw new InvalidInputError('token lifetimes must be at least 1s');
+    this.store = options.store;
+    this.config = config;
+    this.ctx = { store: options.store, clock: options.clock ?? systemClock, config };
+    this.authenticator = new ClientAuthenticator(options.store, options.auth);
+  }
+
+  // ---- clients ------------------------------------------------------------------------------
+  createClient(input: clients.CreateClientInput, actor: string): Promise<clients.ClientWithSecret> {
+    return clients.createClient(this.ctx, input, actor);
+  }
+  async listClients(): Promise<ClientView[]> {
+    return (await this.store.listClients()).map(clientView);
+  }
+  async getClient(id: string): Promise<ClientView> {
+    return clientView(await clients.getClientOrThrow(this.ctx, id));
+  }
+  deleteClient(id: string, actor: string): Promise<ClientView> {
+    return clients.deleteClient(this.ctx, id, actor);
+  }
+  rotateClientSecret(id: string, actor: string, secret?: string): Promise<clients.ClientWithSecret> {
+    return clients.rotateClientSecret(this.ctx, id, actor, secret);
+  }
+  /** Spec part 5: returns the client the credentials prove, or throws InvalidClientError. */
+  authenticate(credentials: PresentedCredentials): Promise<ClientRecord> {
+    return this.authenticator.authenticate(credentials);
+  }
+
+  // ---- the lifecycle --------------------------------------------------------------------------
+  /** The stand-in for the spec's "not shown" login: a new grant. */
+  issue(input: IssueInput): Promise<TokenResponse> {
+    return issueTokens(this.ctx, input);
+  }
+  /** Spec 4.1. */
+  refresh(input: RefreshInput): Promise<TokenResponse> {
+    return refresh(this.ctx, input);
+  }
+  /** Spec 4.2, by an authenticated client. */
+  revoke(input: RevokeInput): Promise<RevocationResult> {
+    return revokeAsClient(this.ctx, input);
+  }
+  /** Revocation by an operator (CLI): any client's token. */
+  revokeAsOperator(token: string, actor: string): Promise<RevocationResult> {
+    return revokeAsOperator(this.ctx, token, actor);
+  }
+  countBulk(selector: BulkSelector): Promise<number> {
+    return countBulk(this.ctx, selector);
+  }
+  revokeBulk(selector: BulkSelector, actor: string): Promise<{ revoked: number; elapsed_ms: number }> {
+    return revokeBulk(this.ctx, selector, actor);
+  }
+  /** Spec 4.3. */
+  introspect(token: string): Promise<IntrospectionResult> {
+    return introspect(this.ctx, token);
+  }
+  /** The operator's view of a token, by the token or by its jti. */
+  inspect(by: { token: string } | { jti: string }): Promise<Inspection> {
+    return inspect(this.ctx, by);
+  }
+
+  // ---- maintenance ------------------------------------------------------------------------------
+  listTokens(filter: Omit<TokenFilter, 'now'>): Promise<TokenView[]> {
+    return listTokens(this.ctx, filter);
+  }
+  countPurgeable(olderThanMs: number): Promise<number> {
+    return countPurgeable(this.ctx, olderThanMs);
+  }
+  purge(options: PurgeOptions, actor: string): Promise<PurgeResult> {
+    return purge(this.ctx, options, actor);
+  }
+  status(): Promise<StatusReport> {
+    return status(this.ctx);
+  }
+  audit(filter: AuditFilter): Promise<AuditEntry[]> {
+    return listAudit(this.ctx, filter);
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * The one error vocabulary of tokenctl. The engine throws these; `http/errors.ts` turns them
+ * into the spec's records (7.1, 7.2, contract 3) and `cli/base-command.ts` into messages and exit
+ * codes. Internal detail goes into `cause`, never into the message.
+ */
+export abstract class TokenctlError extends Error {
+  /** A stable machine-readable code (RFC 6749 §5.2 names where one applies). */
+  abstract readonly code: string;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A required parameter is missing, repeated or malformed (RFC 6749 §5.2 invalid_request). */
+export class InvalidRequestError extends TokenctlError {
+  readonly code = 'invalid_request';
+  constructor(
+    message: string,
+    readonly parameter?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** grant_type is not `refresh_token` (RFC 6749 §5.2). */
+export class UnsupportedGrantTypeError extends TokenctlError {
+  readonly code = 'unsupported_grant_type';
+  constructor(readonly grantType: string) {
+    super(`grant_type "${grantType}" is not supported: this endpoint takes grant_type=refresh_token`);
+  }
+}
+
+/** token_type_hint is neither `access_token` nor `refresh_token` (RFC 7009 §2.2.1). */
+export class UnsupportedTokenTypeError extends TokenctlError {
+  readonly code = 'unsupported_token_type';
+  constructor(readonly hint: string) {
+    super(`unsupported_token_type: token_type_hint must be access_token or refresh_token, not "${hint}"`);
+  }
+}
+
+/**
+ * Client authentication failed (spec 7.2; RFC 6749 invalid_client). The message names the client
+ * ID as the spec's 7.2 record does, and never says which part was wrong.
+ */
+export class InvalidClientError extends TokenctlError {
+  readonly code = 'invalid_client';
+  constructor(readonly clientId: string) {
+    super(`The client account or password is incorrect: ${clientId}`);
+  }
+}
+
+export type InvalidTokenReason = 'expired' | 'revoked' | 'unknown';
+
+/**
+ * A refresh token cannot be used (spec 7.1; contract 3). Only the expired case carries the token
+ * in its description, because spec 7.1 says so; the others never echo it.
+ */
+export class InvalidTokenError extends TokenctlError {
+  readonly code = 'invalid_token';
+  constructor(
+    readonly reason: InvalidTokenReason,
+    token: string,
+  ) {
+    super(InvalidTokenError.describe(reason, token));
+  }
+
+  static describe(reason: InvalidTokenReason, token: string): string {
+    switch (reason) {
+      case 'expired':
+        return `The refresh token is invalid because it has expired: ${token}`;
+      case 'revoked':
+        return 'The refresh token is invalid because it has been revoked';
+      case 'unknown':
+        return 'The refresh token is invalid: it is not recognised';
+    }
+  }
+}
+
+/** A requested scope exceeds the grant (RFC 6749 §6, invalid_scope). */
+export class InvalidScopeError extends TokenctlError {
+  readonly code = 'invalid_scope';
+}
+
+/** An operator named a client or token that does not exist. */
+export class NotFoundError extends TokenctlError {
+  readonly code = 'not_found';
+}
+
+/** An operator's input is not acceptable (bad scope string, bad secret, bad lifetime...). */
+export class InvalidInputError extends TokenctlError {
+  readonly code = 'invalid_input';
+}
+
+/** The service cannot answer now: store unreachable, or too much password hashing queued. */
+export class ServiceUnavailableError extends TokenctlError {
+  readonly code = 'temporarily_unavailable';
+}

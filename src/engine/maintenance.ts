@@ -1,0 +1,59 @@
+import type { StoreStats, TokenFilter } from '../store/store.js';
+import { audit } from './audit.js';
+import { tokenView, type EngineContext } from './context.js';
+import type { TokenView } from './results.js';
+
+export interface PurgeOptions {
+  /** Delete tokens that expired or were revoked more than this long ago. */
+  olderThanMs: number;
+  /** Tokens deleted per store call; each call is short so a running server is never blocked long. */
+  batchSize?: number;
+  /** Called after each batch with the running total. */
+  onProgress?: (deleted: number) => void;
+}
+
+export interface PurgeResult {
+  deleted: number;
+  /** Everything expired or revoked before this instant (ms) was deleted. */
+  before: number;
+  elapsed_ms: number;
+}
+
+/** Deletes tokens by each token's own expiry or revocation time, in batches. */
+export async function purge(ctx: EngineContext, options: PurgeOptions, actor: string): Promise<PurgeResult> {
+  const started = Date.now();
+  const before = ctx.clock.now() - options.olderThanMs;
+  const batchSize = options.batchSize ?? 1000;
+  let deleted = 0;
+  for (;;) {
+    const n = await ctx.store.purgeBatch(before, batchSize);
+    deleted += n;
+    if (n > 0) options.onProgress?.(deleted);
+    if (n < batchSize) break;
+    // Let other work (a server's requests, when run in-process) in between batches.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await audit(ctx, actor, 'purge', `before:${new Date(before).toISOString()}`, deleted, '');
+  return { deleted, before, elapsed_ms: Date.now() - started };
+}
+
+/** How many tokens purge would delete (expired or revoked before `now - olderThanMs`). */
+export function countPurgeable(ctx: EngineContext, olderThanMs: number): Promise<number> {
+  return ctx.store.countPurgeable(ctx.clock.now() - olderThanMs);
+}
+
+export async function listTokens(ctx: EngineContext, filter: Omit<TokenFilter, 'now'>): Promise<TokenView[]> {
+  const now = ctx.clock.now();
+  const records = await ctx.store.listTokens({ ...filter, now });
+  return records.map((r) => tokenView(r, now));
+}
+
+export interface StatusReport extends StoreStats {
+  store: string;
+  schema_version: number;
+}
+
+export async function status(ctx: EngineContext): Promise<StatusReport> {
+  const [stats, version] = await Promise.all([ctx.store.stats(ctx.clock.now()), ctx.store.schemaVersion()]);
+  return { store: ctx.store.location, schema_version: version, ...stats };
+}

@@ -1,0 +1,91 @@
+import type { TokenState, TokenType } from '../store/store.js';
+
+/** Spec 2.1: the token response of a refresh (and of `token issue`), all nine fields. */
+export interface TokenResponse {
+  access_token: string;
+  /** Lifetime of the access token in seconds. */
+  expires_in: number;
+  /** The new access token's jti (UUID). */
+  jti: string;
+  node: string;
+  org_id: string;
+  refresh_token: string;
+  scope: string;
+  /** Issue time, milliseconds since the epoch (contract 2). */
+  stime: number;
+  token_type: 'bearer';
+}
+
+/** Spec 2.2, with contract 3's third code. */
+export type RevocationCode = 'token_revoke_success' | 'token_already_revoked' | 'token_invalid';
+
+export interface RevocationResult {
+  code: RevocationCode;
+  message: string;
+}
+
+/** Spec 2.3 for an active token: all twelve fields. */
+export interface ActiveIntrospection {
+  active: true;
+  scope: string;
+  client_id: string;
+  username: string;
+  token_type: TokenType;
+  exp: number;
+  iat: number;
+  nbf: number;
+  sub: string;
+  aud: string;
+  iss: string;
+  jti: string;
+}
+
+/** Contract 3: a token that is not active reveals nothing else. */
+export interface InactiveIntrospection {
+  active: false;
+}
+
+export type IntrospectionResult = ActiveIntrospection | InactiveIntrospection;
+
+/**
+ * What an operator sees of a token (CLI `introspect`, `token list`): the verdict and its reason,
+ * which the HTTP answer hides. Never the token itself.
+ */
+export interface TokenView {
+  jti: string;
+  type: TokenType;
+  /** active, expired, revoked, or not_yet_valid / unknown for `inspect`. */
+  state: TokenState;
+  client_id: string;
+  username: string;
+  sub: string;
+  scope: string;
+  aud: string;
+  node: string;
+  grant_id: string;
+  /** ISO-free numbers, milliseconds since the epoch. */
+  issued_at: number;
+  not_before: number;
+  expires_at: number;
+  revoked_at: number | null;
+  replaced_at: number | null;
+}
+
+/** `tokenctl introspect` locally: the verdict first, then what is known. */
+export type Inspection =
+  | { verdict: 'unknown' }
+  | { verdict: 'active' | 'expired' | 'revoked' | 'not_yet_valid'; token: TokenView; introspection: IntrospectionResult };
+
+/** A client as shown to operators: never the secret or its hash. */
+export interface ClientView {
+  client_id: string;
+  name: string;
+  type: 'confidential' | 'public';
+  scope: string;
+  org_id: string;
+  audience: string;
+  access_ttl_s: number | null;
+  refresh_ttl_s: number | null;
+  created_at: number;
+  secret_updated_at: number;
+}

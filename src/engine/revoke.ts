@@ -1,0 +1,98 @@
+import { tokenState, type BulkSelector, type ClientRecord, type TokenRecord } from '../store/store.js';
+import { audit } from './audit.js';
+import type { EngineContext } from './context.js';
+import { InvalidInputError, NotFoundError } from './errors.js';
+import type { RevocationResult } from './results.js';
+import { digestToken, isWellFormedToken } from './tokens.js';
+
+export interface RevokeInput {
+  /** The authenticated client; only its own tokens can be revoked (contract 3). */
+  client: ClientRecord;
+  token: string;
+}
+
+const INVALID: RevocationResult = {
+  code: 'token_invalid',
+  message: 'The token is unknown, expired, or was not issued to this client; nothing was changed',
+};
+
+async function findByToken(ctx: EngineContext, token: string): Promise<TokenRecord | null> {
+  return isWellFormedToken(token) ? ctx.store.findTokenByDigest(digestToken(token)) : null;
+}
+
+/**
+ * Spec 4.2 / 2.2 / part 3 with contract 3: a client revokes one of its own tokens.
+ * `token_type_hint` is only a hint (RFC 7009 §2.1): the token is found whatever its type.
+ * Revoking a refresh token also revokes every access token of its grant.
+ */
+export async function revokeAsClient(ctx: EngineContext, input: RevokeInput): Promise<RevocationResult> {
+  const token = await findByToken(ctx, input.token);
+  if (!token || token.clientId !== input.client.id) return INVALID;
+  return revokeRecord(ctx, token, input.client.id);
+}
+
+/**
+ * An operator revokes a token from the CLI: any client's. An unknown token is an error here
+ * (the operator typed or pasted something wrong), not a silent `token_invalid`.
+ */
+export async function revokeAsOperator(ctx: EngineContext, token: string, actor: string): Promise<RevocationResult> {
+  if (!isWellFormedToken(token)) {
+    throw new InvalidInputError('this is not a tokenctl token: tokens start with tca_ (access) or tcr_ (refresh) followed by 43 characters');
+  }
+  const record = await findByToken(ctx, token);
+  if (!record) throw new NotFoundError(`no such token in ${ctx.store.location} (it may have been purged, or belong to another store)`);
+  return revokeRecord(ctx, record, actor);
+}
+
+async function revokeRecord(ctx: EngineContext, token: TokenRecord, actor: string): Promise<RevocationResult> {
+  const now = ctx.clock.now();
+  const state = tokenState(token, now);
+  if (state === 'revoked') {
+    return { code: 'token_already_revoked', message: `The ${token.type} ${token.jti} was already revoked` };
+  }
+  if (state === 'expired') return INVALID;
+  const changed = await ctx.store.revokeToken(token.jti, now, token.type === 'refresh_token');
+  if (!changed) {
+    // Revoked concurrently between our read and our write: the other request won (RFC 7009).
+    return { code: 'token_already_revoked', message: `The ${token.type} ${token.jti} was already revoked` };
+  }
+  await audit(ctx, actor, 'token.revoke', token.jti, 1, `${token.type} of client ${token.clientId}`);
+  return { code: 'token_revoke_success', message: `The ${token.type} ${token.jti} has been revoked` };
+}
+
+export function describeSelector(selector: BulkSelector): string {
+  if ('jti' in selector) return `token ${selector.jti}`;
+  if ('username' in selector) return `user ${selector.username}` + (selector.clientId ? ` of client ${selector.clientId}` : '');
+  return `client ${selector.clientId}`;
+}
+
+function selectorTarget(selector: BulkSelector): string {
+  if ('jti' in selector) return selector.jti;
+  if ('username' in selector) return `user:${selector.username}` + (selector.clientId ? ` client:${selector.clientId}` : '');
+  return `client:${selector.clientId}`;
+}
+
+/** How many active tokens a bulk revocation would revoke now (for the confirmation prompt). */
+export async function countBulk(ctx: EngineContext, selector: BulkSelector): Promise<number> {
+  await checkSelector(ctx, selector);
+  return ctx.store.countRevocable(selector, ctx.clock.now());
+}
+
+async function checkSelector(ctx: EngineContext, selector: BulkSelector): Promise<void> {
+  if ('jti' in selector) {
+    if (!(await ctx.store.findTokenByJti(selector.jti))) throw new NotFoundError(`no token with jti ${selector.jti} in ${ctx.store.location}`);
+    return;
+  }
+  if (selector.clientId !== undefined && !(await ctx.store.getClient(selector.clientId))) {
+    throw new NotFoundError(`no client with id "${selector.clientId}" (see: tokenctl client list)`);
+  }
+}
+
+/** Revokes every active token the selector names, atomically. */
+export async function revokeBulk(ctx: EngineContext, selector: BulkSelector, actor: string): Promise<{ revoked: number; elapsed_ms: number }> {
+  await checkSelector(ctx, selector);
+  const started = Date.now();
+  const revoked = await ctx.store.revokeBulk(selector, ctx.clock.now());
+  await audit(ctx, actor, 'token.revoke_bulk', selectorTarget(selector), revoked, describeSelector(selector));
+  return { revoked, elapsed_ms: Date.now() - started };
+}

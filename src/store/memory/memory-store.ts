@@ -1,0 +1,240 @@
+import {
+  DuplicateClientError,
+  TOKEN_TYPES,
+  tokenState,
+  type AuditEntry,
+  type AuditFilter,
+  type BulkSelector,
+  type ClientRecord,
+  type RotateOutcome,
+  type StoreStats,
+  type TokenFilter,
+  type TokenRecord,
+  type TokenStore,
+} from '../store.js';
+
+export const MEMORY_SCHEMA_VERSION = 1;
+
+/**
+ * The reference implementation of {@link TokenStore}: plain maps, every method atomic because
+ * it never awaits in the middle. Used by engine tests and as the model the other stores match.
+ */
+export class MemoryStore implements TokenStore {
+  readonly location = ':memory:';
+  private readonly clients = new Map<string, ClientRecord>();
+  private readonly tokens = new Map<string, TokenRecord>(); // by jti
+  private readonly byDigest = new Map<string, string>(); // digest -> jti
+  private readonly auditLog: AuditEntry[] = [];
+  private closed = false;
+
+  private check(): void {
+    if (this.closed) throw new Error('the store is closed');
+  }
+
+  async schemaVersion(): Promise<number> {
+    return MEMORY_SCHEMA_VERSION;
+  }
+
+  async createClient(client: ClientRecord): Promise<void> {
+    this.check();
+    if (this.clients.has(client.id)) throw new DuplicateClientError(client.id);
+    this.clients.set(client.id, { ...client });
+  }
+
+  async getClient(id: string): Promise<ClientRecord | null> {
+    this.check();
+    const c = this.clients.get(id);
+    return c ? { ...c } : null;
+  }
+
+  async listClients(): Promise<ClientRecord[]> {
+    this.check();
+    return [...this.clients.values()].sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id)).map((c) => ({ ...c }));
+  }
+
+  async deleteClient(id: string): Promise<boolean> {
+    this.check();
+    if (!this.clients.delete(id)) return false;
+    for (const t of [...this.tokens.values()]) if (t.clientId === id) this.remove(t);
+    return true;
+  }
+
+  async updateClientSecret(id: string, secretHash: string, at: number): Promise<boolean> {
+    this.check();
+    const c = this.clients.get(id);
+    if (!c) return false;
+    c.secretHash = secretHash;
+    c.secretUpdatedAt = at;
+    return true;
+  }
+
+  async insertTokens(tokens: TokenRecord[]): Promise<void> {
+    this.check();
+    for (const t of tokens) {
+      if (this.tokens.has(t.jti) || this.byDigest.has(t.digest)) throw new Error(`duplicate token ${t.jti}`);
+    }
+    for (const t of tokens) this.put(t);
+  }
+
+  async findTokenByDigest(digest: string): Promise<TokenRecord | null> {
+    this.check();
+    const jti = this.byDigest.get(digest);
+    return jti ? this.copy(jti) : null;
+  }
+
+  async findTokenByJti(jti: string): Promise<TokenRecord | null> {
+    this.check();
+    return this.copy(jti);
+  }
+
+  async listTokens(filter: TokenFilter): Promise<TokenRecord[]> {
+    this.check();
+    const now = filter.now ?? Date.now();
+    const out = [...this.tokens.values()]
+      .filter((t) => filter.clientId === undefined || t.clientId === filter.clientId)
+      .filter((t) => filter.username === undefined || t.username === filter.username)
+      .filter((t) => filter.type === undefined || t.type === filter.type)
+      .filter((t) => filter.state === undefined || tokenState(t, now) === filter.state)
+      .sort((a, b) => b.issuedAt - a.issuedAt || a.jti.localeCompare(b.jti));
+    return (filter.limit === undefined ? out : out.slice(0, filter.limit)).map((t) => ({ ...t }));
+  }
+
+  async countRevocable(selector: BulkSelector, now: number): Promise<number> {
+    this.check();
+    return this.revocable(selector, now).length;
+  }
+
+  async revokeToken(jti: string, at: number, cascadeGrant = false): Promise<boolean> {
+    this.check();
+    const t = this.tokens.get(jti);
+    if (!t || t.revokedAt !== null) return false;
+    t.revokedAt = at;
+    if (cascadeGrant) this.revokeGrantSync(t.grantId, at);
+    return true;
+  }
+
+  async revokeGrant(grantId: string, at: number): Promise<number> {
+    this.check();
+    return this.revokeGrantSync(grantId, at);
+  }
+
+  async revokeBulk(selector: BulkSelector, at: number): Promise<number> {
+    this.check();
+    let n = 0;
+    for (const t of this.revocable(selector, at)) {
+      if (t.revokedAt !== null) continue; // already revoked through its grant in this loop
+      t.revokedAt = at;
+      n++;
+      if (t.type === 'refresh_token') n += this.revokeGrantSync(t.grantId, at);
+    }
+    return n;
+  }
+
+  async rotateRefreshToken(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): Promise<RotateOutcome> {
+    this.check();
+    const old = this.tokens.get(oldJti);
+    if (!old || old.revokedAt !== null) return 'conflict';
+    const newRefresh = issued.find((t) => t.type === 'refresh_token');
+    if (revokeJti === undefined) {
+      if (old.replacedAt !== null) return 'conflict';
+    } else {
+      const lost = this.tokens.get(revokeJti);
+      if (old.replacedBy !== revokeJti || !lost || lost.revokedAt !== null || lost.replacedAt !== null) return 'conflict';
+      lost.revokedAt = at;
+    }
+    old.replacedAt ??= at;
+    old.replacedBy = newRefresh?.jti ?? null;
+    for (const t of issued) this.put(t);
+    return 'rotated';
+  }
+
+  async purgeBatch(before: number, batchSize: number): Promise<number> {
+    this.check();
+    const victims = [...this.tokens.values()].filter((t) => this.purgeable(t, before)).slice(0, batchSize);
+    for (const t of victims) this.remove(t);
+    return victims.length;
+  }
+
+  async countPurgeable(before: number): Promise<number> {
+    this.check();
+    return [...this.tokens.values()].filter((t) => this.purgeable(t, before)).length;
+  }
+
+  async stats(now: number): Promise<StoreStats> {
+    this.check();
+    const tokens = Object.fromEntries(TOKEN_TYPES.map((type) => [type, { active: 0, expired: 0, revoked: 0 }])) as StoreStats['tokens'];
+    let oldestExpiredAt: number | null = null;
+    for (const t of this.tokens.values()) {
+      const state = tokenState(t, now);
+      tokens[t.type][state]++;
+      if (t.expiresAt <= now && (oldestExpiredAt === null || t.expiresAt < oldestExpiredAt)) oldestExpiredAt = t.expiresAt;
+    }
+    return { clients: this.clients.size, tokens, oldestExpiredAt };
+  }
+
+  async appendAudit(entry: AuditEntry): Promise<void> {
+    this.check();
+    this.auditLog.push({ ...entry, id: this.auditLog.length + 1 });
+  }
+
+  async listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
+    this.check();
+    const out = this.auditLog
+      .filter((e) => filter.since === undefined || e.at >= filter.since)
+      .filter((e) => filter.jti === undefined || e.target === filter.jti)
+      .filter((e) => filter.clientId === undefined || e.actor === filter.clientId || e.target.includes(`client:${filter.clientId}`))
+      .slice()
+      .reverse();
+    return (filter.limit === undefined ? out : out.slice(0, filter.limit)).map((e) => ({ ...e }));
+  }
+
+  async ping(): Promise<void> {
+    this.check();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  // ---- helpers ------------------------------------------------------------------------------
+
+  private put(t: TokenRecord): void {
+    this.tokens.set(t.jti, { ...t });
+    this.byDigest.set(t.digest, t.jti);
+  }
+
+  private remove(t: TokenRecord): void {
+    this.tokens.delete(t.jti);
+    this.byDigest.delete(t.digest);
+  }
+
+  private copy(jti: string): TokenRecord | null {
+    const t = this.tokens.get(jti);
+    return t ? { ...t } : null;
+  }
+
+  private revokeGrantSync(grantId: string, at: number): number {
+    let n = 0;
+    for (const t of this.tokens.values()) {
+      if (t.grantId === grantId && t.revokedAt === null) {
+        t.revokedAt = at;
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Not yet revoked and not yet expired tokens the selector names. */
+  private revocable(selector: BulkSelector, now: number): TokenRecord[] {
+    return [...this.tokens.values()].filter((t) => {
+      if (t.revokedAt !== null || t.expiresAt <= now) return false;
+      if ('jti' in selector) return t.jti === selector.jti;
+      if ('username' in selector) return t.username === selector.username && (selector.clientId === undefined || t.clientId === selector.clientId);
+      return t.clientId === selector.clientId;
+    });
+  }
+
+  private purgeable(t: TokenRecord, before: number): boolean {
+    return t.expiresAt < before || (t.revokedAt !== null && t.revokedAt < before);
+  }
+}

@@ -1,0 +1,25 @@
+import type { TokenStore } from './store.js';
+
+export interface OpenStoreOptions {
+  /** PostgreSQL: connections in the pool. */
+  poolSize?: number;
+  /** SQLite: create the file if it does not exist (default true). */
+  create?: boolean;
+}
+
+export function isPostgresUrl(location: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(location);
+}
+
+/**
+ * The composition point: a file path opens the SQLite store, a `postgres://` URL the PostgreSQL
+ * store. Drivers are imported here, lazily, so a command loads only the one it uses.
+ */
+export async function openStore(location: string, options: OpenStoreOptions = {}): Promise<TokenStore> {
+  if (isPostgresUrl(location)) {
+    const { PostgresStore } = await import('./postgres/postgres-store.js');
+    return PostgresStore.open(location, { poolSize: options.poolSize });
+  }
+  const { SqliteStore } = await import('./sqlite/sqlite-store.js');
+  return SqliteStore.open(location, { create: options.create ?? true });
+}

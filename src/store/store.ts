@@ -1,0 +1,277 @@
+/**
+ * The token store: the only place tokenctl keeps state.
+ *
+ * The engine talks to this interface and nothing else; SQLite (`sqlite/`), PostgreSQL
+ * (`postgres/`) and the in-memory reference (`memory/`) implement it. Stores never see a raw
+ * token or client secret: tokens arrive as SHA-256 digests, secrets as salted scrypt hashes.
+ *
+ * Every operation that must be atomic is one method here (rotation, grant revocation, bulk
+ * revocation), never a transaction handed to the caller: better-sqlite3 transactions cannot span
+ * an `await`, and PostgreSQL needs conditional updates or row locks instead.
+ *
+ * All times are integer milliseconds since the Unix epoch.
+ */
+
+/** The two kinds of token (spec 2.3 `token_type`). */
+export type TokenType = 'access_token' | 'refresh_token';
+
+export const TOKEN_TYPES: readonly TokenType[] = ['access_token', 'refresh_token'];
+
+/** A registered client (spec part 1, part 5). */
+export interface ClientRecord {
+  /** The client ID. */
+  id: string;
+  /** A human name, for operators. */
+  name: string;
+  /**
+   * Salted scrypt hash of the client password (see engine/secrets.ts), or null for a public
+   * client (spec part 5 scenario II, "public client with PKCE").
+   */
+  secretHash: string | null;
+  /** Space-separated scope the client may be granted. Empty: any scope. */
+  scope: string;
+  /** Organisation identifier returned as `org_id` (spec 2.1). */
+  orgId: string;
+  /** Audience returned as `aud` (spec 2.3). */
+  audience: string;
+  /** Per-client access token lifetime in ms, or null for the engine's default. */
+  accessTtlMs: number | null;
+  /** Per-client refresh token lifetime in ms, or null for the engine's default. */
+  refreshTtlMs: number | null;
+  createdAt: number;
+  /** Last change of the secret (creation or rotation). */
+  secretUpdatedAt: number;
+}
+
+/** One issued token. The token string itself is never stored, only its digest. */
+export interface TokenRecord {
+  /** Unique token ID, UUID v4 (spec 2.1 / 2.3 `jti`). */
+  jti: string;
+  /** base64url SHA-256 digest of the token string. */
+  digest: string;
+  type: TokenType;
+  /** Links a refresh token and every access token minted from it (contract 2). */
+  grantId: string;
+  clientId: string;
+  /** The user who authorised the grant (spec 2.3 `username`). */
+  username: string;
+  /** Subject (spec 2.3 `sub`). */
+  sub: string;
+  scope: string;
+  audience: string;
+  orgId: string;
+  /** Name of the node that issued the token (spec 2.1 `node`). */
+  node: string;
+  issuedAt: number;
+  notBefore: number;
+  expiresAt: number;
+  /** When the token was revoked, or null. */
+  revokedAt: number | null;
+  /**
+   * Refresh tokens under rotation: when this token was replaced by a newer one, or null.
+   * A replaced token is no longer active; presenting it again is reuse (RFC 9700 §4.14.2).
+   */
+  replacedAt: number | null;
+  /** The jti of the refresh token that replaced this one. */
+  replacedBy: string | null;
+}
+
+/** Selects tokens for listing. Every field narrows the selection. */
+export interface TokenFilter {
+  clientId?: string;
+  username?: string;
+  type?: TokenType;
+  /** Tokens in this state at time `now`. */
+  state?: TokenState;
+  /** Required with `state`: the instant the state is judged at. */
+  now?: number;
+  /** At most this many, newest first. */
+  limit?: number;
+}
+
+/** The states of spec part 3. A replaced refresh token counts as revoked. */
+export type TokenState = 'active' | 'expired' | 'revoked';
+
+/** Who may be revoked in bulk. Exactly one field is set. */
+export type BulkSelector = { jti: string } | { username: string; clientId?: string } | { clientId: string };
+
+/** Counts for `tokenctl status`. */
+export interface StoreStats {
+  clients: number;
+  /** Tokens by type and state at `now`. */
+  tokens: Record<TokenType, Record<TokenState, number>>;
+  /** Expiry (ms) of the oldest expired token still stored, or null. */
+  oldestExpiredAt: number | null;
+}
+
+/** One line of the audit trail: who did what to how many. Never a token or a secret. */
+export interface AuditEntry {
+  id?: number;
+  at: number;
+  /** A client id, or `cli:<os user>`. */
+  actor: string;
+  /** e.g. `token.revoke`, `token.revoke_bulk`, `client.create`, `purge`. */
+  action: string;
+  /** What was acted on: a jti, `client:<id>`, `user:<name>`. */
+  target: string;
+  /** How many tokens or clients the action changed. */
+  count: number;
+  /** Short free-text detail (never a secret). */
+  detail: string;
+}
+
+export interface AuditFilter {
+  since?: number;
+  jti?: string;
+  clientId?: string;
+  limit?: number;
+}
+
+/** Outcome of {@link TokenStore.rotateRefreshToken}. */
+export type RotateOutcome =
+  /** The old token was current and is now replaced by the new one. */
+  | 'rotated'
+  /** Someone else changed the old token first (replaced or revoked it): nothing was written. */
+  | 'conflict';
+
+/**
+ * The storage contract. Implementations: `MemoryStore`, `SqliteStore`, `PostgresStore`.
+ * A single store may be used by several processes at once (the CLI beside a running server,
+ * several server nodes): every answer reflects what is committed, and nothing is cached.
+ */
+export interface TokenStore {
+  /** A short description for operators: the file path or database URL without password. */
+  readonly location: string;
+
+  /** Current schema version of the store. */
+  schemaVersion(): Promise<number>;
+
+  // ---- clients --------------------------------------------------------------------------
+
+  /** Inserts a client. Rejects with {@link DuplicateClientError} if the id exists. */
+  createClient(client: ClientRecord): Promise<void>;
+  getClient(id: string): Promise<ClientRecord | null>;
+  listClients(): Promise<ClientRecord[]>;
+  /** Deletes a client and every token issued to it. Returns false if there was none. */
+  deleteClient(id: string): Promise<boolean>;
+  /** Replaces a client's secret hash. Returns false if there is no such client. */
+  updateClientSecret(id: string, secretHash: string, at: number): Promise<boolean>;
+
+  // ---- tokens ---------------------------------------------------------------------------
+
+  /** Inserts tokens (an access/refresh pair) in one transaction. */
+  insertTokens(tokens: TokenRecord[]): Promise<void>;
+  findTokenByDigest(digest: string): Promise<TokenRecord | null>;
+  findTokenByJti(jti: string): Promise<TokenRecord | null>;
+  listTokens(filter: TokenFilter): Promise<TokenRecord[]>;
+  /** Counts the tokens a bulk revocation would revoke now (active ones). */
+  countRevocable(selector: BulkSelector, now: number): Promise<number>;
+
+  /**
+   * Revokes one token if it is not revoked yet. Returns true if this call revoked it
+   * (RFC 7009 §2.2: the first revocation wins, later ones are no-ops). With `cascadeGrant`, and
+   * only if this call revoked it, every not-yet-revoked token of its grant is revoked in the
+   * same transaction (RFC 7009 §2.1: revoking a refresh token ends its access tokens).
+   */
+  revokeToken(jti: string, at: number, cascadeGrant?: boolean): Promise<boolean>;
+
+  /** Revokes every not-yet-revoked token of a grant, atomically. Returns how many. */
+  revokeGrant(grantId: string, at: number): Promise<number>;
+
+  /**
+   * Revokes every not-yet-revoked, not-yet-expired token the selector names, in one atomic
+   * step; revoking a refresh token this way also revokes its grant's access tokens.
+   * Returns how many tokens changed.
+   */
+  revokeBulk(selector: BulkSelector, at: number): Promise<number>;
+
+  /**
+   * Refresh token rotation (contract 3, RFC 9700 §4.14.2), as one atomic conditional update:
+   * marks `oldJti` replaced by `issued`'s refresh token and inserts `issued`, but only if
+   * `oldJti` is still unreplaced and unrevoked. Of concurrent calls for one token, exactly one
+   * sees `rotated`; the others write nothing and see `conflict`.
+   *
+   * With `revokeJti` (the grace-period re-use of the immediately previous refresh token), the
+   * refresh token it names (the replacement whose response the client lost) must still be
+   * current; it is revoked in the same step, and `oldJti` (already replaced) is pointed at the
+   * new token instead. Without it, `oldJti` must be unreplaced.
+   */
+  rotateRefreshToken(
+    oldJti: string,
+    issued: TokenRecord[],
+    at: number,
+    revokeJti?: string,
+  ): Promise<RotateOutcome>;
+
+  /**
+   * Deletes up to `batchSize` tokens that expired, or were revoked, before `before`. A replaced
+   * refresh token stays until it expires or is revoked, so that its reuse is still detected.
+   * Returns how many were deleted; the caller repeats until 0, so that one call never holds
+   * the store for long.
+   */
+  purgeBatch(before: number, batchSize: number): Promise<number>;
+
+  /** How many tokens {@link purgeBatch} would delete in all for this `before`. */
+  countPurgeable(before: number): Promise<number>;
+
+  stats(now: number): Promise<StoreStats>;
+
+  // ---- audit ------------------------------------------------------------------------------
+
+  appendAudit(entry: AuditEntry): Promise<void>;
+  listAudit(filter: AuditFilter): Promise<AuditEntry[]>;
+
+  /** Checks the store answers (for /healthz). Rejects if it does not. */
+  ping(): Promise<void>;
+
+  /** Releases files and connections. The store is unusable afterwards. */
+  close(): Promise<void>;
+}
+
+/** A client with this id exists already. */
+export class DuplicateClientError extends Error {
+  constructor(readonly clientId: string) {
+    super(`a client with id "${clientId}" already exists`);
+    this.name = 'DuplicateClientError';
+  }
+}
+
+/** The file or database is not a tokenctl store. */
+export class NotAStoreError extends Error {
+  constructor(
+    readonly location: string,
+    reason: string,
+  ) {
+    super(`${location} is not a tokenctl store: ${reason}`);
+    this.name = 'NotAStoreError';
+  }
+}
+
+/** The store was written by a newer tokenctl. */
+export class SchemaTooNewError extends Error {
+  constructor(
+    readonly location: string,
+    readonly found: number,
+    readonly supported: number,
+  ) {
+    super(
+      `${location} has schema version ${found}, but this tokenctl knows only up to ${supported}: upgrade tokenctl`,
+    );
+    this.name = 'SchemaTooNewError';
+  }
+}
+
+/** The store cannot be reached right now (database down, file locked past the busy timeout). */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/** Current state of a token at `now` (spec part 3). */
+export function tokenState(token: TokenRecord, now: number): TokenState {
+  if (token.revokedAt !== null || token.replacedAt !== null) return 'revoked';
+  if (token.expiresAt <= now) return 'expired';
+  return 'active';
+}
