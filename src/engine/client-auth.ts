@@ -75,6 +75,16 @@ export function isPlausibleClientId(id: string): boolean {
   return id.length > 0 && id.length <= 200 && !/[\u0000-\u001f\u007f]/.test(id);
 }
 
+/**
+ * Client ids that may be registered: plausible, and without whitespace, `:`, `%` or `+`. A colon
+ * would end the id inside a Basic credential; `%` and `+` would make the spec's header (raw id)
+ * and RFC 6749 §2.3.1's (form-urlencoded id) decode to different ids, so that one of the two
+ * could never authenticate. Every other character reads the same in both.
+ */
+export function isRegistrableClientId(id: string): boolean {
+  return isPlausibleClientId(id) && !/[\s:%+]/.test(id);
+}
+
 function unique(values: (string | null)[]): string[] {
   return [...new Set(values.filter((v): v is string => v !== null && v !== ''))];
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DuplicateClientError, type ClientRecord } from '../store/store.js';
-import { isPlausibleClientId } from './client-auth.js';
+import { isRegistrableClientId } from './client-auth.js';
 import { clientView, splitScope, type EngineContext } from './context.js';
 import { InvalidInputError, NotFoundError } from './errors.js';
 import type { ClientView } from './results.js';
@@ -44,6 +44,7 @@ function validateSecret(secret: string): void {
   if (secret.length < MIN_SECRET_LENGTH) {
     throw new InvalidInputError(`the client secret must be at least ${MIN_SECRET_LENGTH} characters long`);
   }
+  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(secret)) throw new InvalidInputError('the client secret must not contain control characters');
 }
 
@@ -70,7 +71,9 @@ export async function createClient(ctx: EngineContext, input: CreateClientInput,
   }
   if (input.secret !== undefined) validateSecret(input.secret);
   const id = input.id ?? generateClientId(name);
-  if (!isPlausibleClientId(id) || /[\s:]/.test(id)) throw new InvalidInputError(`"${id}" is not a valid client id (no spaces, colons or control characters)`);
+  if (!isRegistrableClientId(id)) {
+    throw new InvalidInputError(`"${id}" is not a valid client id (at most 200 characters; no spaces, colons, '%', '+' or control characters)`);
+  }
   const secret = input.public ? null : (input.secret ?? generateSecret());
   const now = ctx.clock.now();
   const record: ClientRecord = {

@@ -81,10 +81,20 @@ export function tokenResponse(ctx: EngineContext, access: Minted, refreshToken: 
   };
 }
 
-/** Requested scope must be a subset of what is allowed (empty allowed: anything). */
+/**
+ * Requested scope must be a subset of what is allowed (empty allowed: anything). A malformed or
+ * excessive scope is {@link InvalidScopeError} (RFC 6749 §5.2: "invalid, unknown, malformed, or
+ * exceeds the scope granted"), which a refresh reports as `invalid_scope`.
+ */
 export function narrowScope(requested: string | undefined, allowed: string, allowAnyWhenEmpty: boolean): string {
   if (requested === undefined) return allowed;
-  const wanted = splitScope(validateScope(requested));
+  let wanted: string[];
+  try {
+    wanted = splitScope(validateScope(requested));
+  } catch (err) {
+    if (err instanceof InvalidInputError) throw new InvalidScopeError(err.message);
+    throw err;
+  }
   const granted = new Set(splitScope(allowed));
   if (allowAnyWhenEmpty && granted.size === 0) return wanted.join(' ');
   const extra = wanted.filter((s) => !granted.has(s));

@@ -1,4 +1,5 @@
 import type { ClientRecord, TokenRecord } from '../store/store.js';
+import { audit } from './audit.js';
 import type { EngineContext } from './context.js';
 import { InvalidTokenError } from './errors.js';
 import { accessTtl, mint, narrowScope, refreshTtl, tokenResponse, type Minted } from './issue.js';
@@ -39,6 +40,7 @@ export async function refresh(ctx: EngineContext, input: RefreshInput): Promise<
 
   if (!ctx.config.rotateRefreshTokens && token.replacedAt === null) {
     await ctx.store.insertTokens([access.record]);
+    await confirmStillActive(ctx, token, access, refreshToken);
     return tokenResponse(ctx, access, refreshToken, client);
   }
 
@@ -47,7 +49,8 @@ export async function refresh(ctx: EngineContext, input: RefreshInput): Promise<
     revokeJti = await graceReplacement(ctx, token, now);
     if (revokeJti === undefined) {
       // Reuse of a replaced refresh token: somebody holds a copy. End the whole grant.
-      await ctx.store.revokeGrant(token.grantId, now);
+      const revoked = await ctx.store.revokeGrant(token.grantId, now);
+      await audit(ctx, client.id, 'token.reuse_detected', `grant:${token.grantId}`, revoked, `replaced refresh_token ${token.jti} presented again; grant revoked`);
       throw new InvalidTokenError('revoked', refreshToken);
     }
   }
@@ -62,6 +65,21 @@ export async function refresh(ctx: EngineContext, input: RefreshInput): Promise<
   // Lost the race to a concurrent refresh of the same token: not reuse, just too late.
   if (outcome === 'conflict') throw new InvalidTokenError('revoked', refreshToken);
   return tokenResponse(ctx, access, next.token, client);
+}
+
+/**
+ * Without rotation the new access token is inserted on the strength of an earlier read of the
+ * refresh token. A revocation of the grant (or deletion of the client) that committed between
+ * that read and the insert would not have seen the new token, and would leave it active. So the
+ * refresh token is read again after the insert: if it is no longer current, the new access token
+ * is revoked and the refresh fails as if it had come after the revocation. (A revocation that
+ * commits after the insert revokes the new token itself, through the grant.)
+ */
+async function confirmStillActive(ctx: EngineContext, token: TokenRecord, access: Minted, refreshToken: string): Promise<void> {
+  const current = await ctx.store.findTokenByJti(token.jti);
+  if (current && current.revokedAt === null && current.replacedAt === null) return;
+  await ctx.store.revokeToken(access.record.jti, ctx.clock.now());
+  throw new InvalidTokenError(current ? 'revoked' : 'unknown', refreshToken);
 }
 
 function mintAccess(ctx: EngineContext, client: ClientRecord, token: TokenRecord, scope: string, now: number): Minted {

@@ -1,0 +1,88 @@
+import { describe, expect, it, vi } from 'vitest';
+import { addClient, DAY, HOUR, issueFor, makeEngine, START } from '../helpers/engine.js';
+
+/**
+ * Timeline (from START):
+ *   grant a: access expires +1h, refresh +2h.
+ *   grant b: access expires +1h, refresh +30d but revoked at +1d.
+ *   grant c: issued at +1d; access expires +1d1h, refresh +31d.
+ * Then the clock is at +10d.
+ */
+async function timeline() {
+  const env = makeEngine();
+  const client = await addClient(env.store);
+  const a = await issueFor(env.engine, client, { username: 'a', refreshTtlMs: 2 * HOUR });
+  const b = await issueFor(env.engine, client, { username: 'b' });
+  env.clock.advance(DAY);
+  await env.engine.revoke({ client, token: b.refresh_token });
+  const c = await issueFor(env.engine, client, { username: 'c' });
+  env.clock.set(START + 10 * DAY);
+  return { ...env, client, a, b, c };
+}
+
+async function remaining(engine: Awaited<ReturnType<typeof timeline>>['engine']): Promise<string[]> {
+  return (await engine.listTokens({})).map((t) => `${t.username}:${t.type}`).sort();
+}
+
+describe('purge', () => {
+  it("goes by each token's own expiry or revocation time", async () => {
+    const { engine } = await timeline();
+    // before = +12h: a's two tokens and b's access token expired earlier; b's refresh token was revoked later.
+    expect(await engine.countPurgeable(9 * DAY + 12 * HOUR)).toBe(3);
+    const result = await engine.purge({ olderThanMs: 9 * DAY + 12 * HOUR }, 'cli:op');
+    expect(result.deleted).toBe(3);
+    expect(result.before).toBe(START + 12 * HOUR);
+    expect(await remaining(engine)).toEqual(['b:refresh_token', 'c:access_token', 'c:refresh_token']);
+  });
+
+  it('a token revoked long enough ago goes even though it has not expired', async () => {
+    const { engine } = await timeline();
+    // before = +3d: b's refresh token (revoked +1d, expires +30d) goes, so does c's access token (expired +1d1h).
+    const result = await engine.purge({ olderThanMs: 7 * DAY }, 'cli:op');
+    expect(result.deleted).toBe(5);
+    expect(await remaining(engine)).toEqual(['c:refresh_token']);
+  });
+
+  it('never deletes an active token', async () => {
+    const { engine, c } = await timeline();
+    await engine.purge({ olderThanMs: 0 }, 'cli:op');
+    expect(await engine.introspect(c.refresh_token)).toMatchObject({ active: true });
+    expect(await remaining(engine)).toEqual(['c:refresh_token']);
+  });
+
+  it('works in batches until a short batch, reporting progress, with one audit entry', async () => {
+    const { engine, store } = await timeline();
+    const batches = vi.spyOn(store, 'purgeBatch');
+    const progress: number[] = [];
+    const result = await engine.purge({ olderThanMs: 7 * DAY, batchSize: 2, onProgress: (n) => progress.push(n) }, 'cli:op');
+    expect(result.deleted).toBe(5);
+    expect(batches.mock.calls.map((call) => call[1])).toEqual([2, 2, 2]);
+    expect(progress).toEqual([2, 4, 5]);
+    const entries = await engine.audit({});
+    expect(entries).toHaveLength(2); // the revocation, then the purge
+    expect(entries[0]).toMatchObject({ actor: 'cli:op', action: 'purge', count: 5 });
+    expect(entries[0]!.target).toContain(new Date(START + 3 * DAY).toISOString());
+  });
+
+  it('a number of tokens that fills the last batch exactly takes one more, empty, call', async () => {
+    const { engine, store } = await timeline();
+    const batches = vi.spyOn(store, 'purgeBatch');
+    const progress: number[] = [];
+    const result = await engine.purge({ olderThanMs: 7 * DAY, batchSize: 5, onProgress: (n) => progress.push(n) }, 'cli:op');
+    expect(result.deleted).toBe(5);
+    expect(batches).toHaveBeenCalledTimes(2);
+    expect(progress).toEqual([5]);
+    expect(await engine.purge({ olderThanMs: 7 * DAY }, 'cli:op')).toMatchObject({ deleted: 0 });
+  });
+
+  it('keeps a replaced refresh token until it expires, so that its reuse is still detected', async () => {
+    const env = makeEngine({ rotateRefreshTokens: true });
+    const client = await addClient(env.store);
+    const issued = await issueFor(env.engine, client);
+    const next = await env.engine.refresh({ client, refreshToken: issued.refresh_token });
+    env.clock.advance(2 * HOUR); // the first access token has expired
+    expect((await env.engine.purge({ olderThanMs: 0 }, 'cli:op')).deleted).toBe(2); // both access tokens
+    await expect(env.engine.refresh({ client, refreshToken: issued.refresh_token })).rejects.toMatchObject({ reason: 'revoked' });
+    expect(await env.engine.introspect(next.refresh_token)).toEqual({ active: false });
+  });
+});

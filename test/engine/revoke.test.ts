@@ -1,0 +1,177 @@
+import { describe, expect, it } from 'vitest';
+import { NotFoundError } from '../../src/engine/errors.js';
+import { addClient, DAY, HOUR, issueFor, makeEngine, mustRecordOf } from '../helpers/engine.js';
+
+/** Contract 3: revocation decisions beyond the spec's table. */
+describe('revocation by a client (contract 3)', () => {
+  async function setup() {
+    const env = makeEngine();
+    const client = await addClient(env.store, { id: 'app' });
+    const other = await addClient(env.store, { id: 'other' });
+    const issued = await issueFor(env.engine, client);
+    return { ...env, client, other, issued };
+  }
+
+  it("revoking a refresh token revokes every access token of its grant, and no other grant's", async () => {
+    const { engine, clock, client, issued } = await setup();
+    clock.advance(HOUR / 2);
+    const second = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const otherGrant = await issueFor(engine, client);
+    const result = await engine.revoke({ client, token: issued.refresh_token });
+    expect(result.code).toBe('token_revoke_success');
+    for (const token of [issued.refresh_token, issued.access_token, second.access_token]) {
+      expect(await engine.introspect(token)).toEqual({ active: false });
+    }
+    expect(await engine.introspect(otherGrant.access_token)).toMatchObject({ active: true });
+    expect(await engine.introspect(otherGrant.refresh_token)).toMatchObject({ active: true });
+  });
+
+  it('revoking an access token leaves its refresh token and sibling access tokens active', async () => {
+    const { engine, client, issued } = await setup();
+    const second = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    expect((await engine.revoke({ client, token: issued.access_token })).code).toBe('token_revoke_success');
+    expect(await engine.introspect(issued.refresh_token)).toMatchObject({ active: true });
+    expect(await engine.introspect(second.access_token)).toMatchObject({ active: true });
+  });
+
+  it('the type hint is not needed: either token is found (RFC 7009 §2.1)', async () => {
+    const { engine, client, issued } = await setup();
+    expect((await engine.revoke({ client, token: issued.access_token })).code).toBe('token_revoke_success');
+    expect((await engine.revoke({ client, token: issued.refresh_token })).code).toBe('token_revoke_success');
+  });
+
+  it("another client's token: token_invalid, nothing changes, nothing about it is revealed", async () => {
+    const { engine, store, other, issued } = await setup();
+    const before = await mustRecordOf(store, issued.refresh_token);
+    const result = await engine.revoke({ client: other, token: issued.refresh_token });
+    expect(result.code).toBe('token_invalid');
+    expect(result.message).not.toContain(before.jti);
+    expect(result.message).not.toContain('app');
+    expect(await mustRecordOf(store, issued.refresh_token)).toEqual(before);
+    expect(await engine.introspect(issued.access_token)).toMatchObject({ active: true });
+    expect(await engine.audit({})).toEqual([]);
+  });
+
+  it('an unknown or malformed token: token_invalid, with the same message as another client\'s token', async () => {
+    const { engine, other, client, issued } = await setup();
+    const foreign = await engine.revoke({ client: other, token: issued.access_token });
+    const unknown = await engine.revoke({ client, token: 'tcr_' + 'x'.repeat(43) });
+    const malformed = await engine.revoke({ client, token: 'garbage' });
+    expect(unknown).toEqual(foreign);
+    expect(malformed).toEqual(foreign);
+    expect(unknown.code).toBe('token_invalid');
+  });
+
+  it('an expired token: token_invalid, and it stays unrevoked', async () => {
+    const { engine, store, clock, client, issued } = await setup();
+    clock.advance(HOUR);
+    const result = await engine.revoke({ client, token: issued.access_token });
+    expect(result.code).toBe('token_invalid');
+    expect((await mustRecordOf(store, issued.access_token)).revokedAt).toBeNull();
+    expect(await engine.audit({})).toEqual([]);
+  });
+
+  it('a successful revocation is audited with the client as actor and the jti as target', async () => {
+    const { engine, client, issued } = await setup();
+    await engine.revoke({ client, token: issued.access_token });
+    await engine.revoke({ client, token: issued.access_token }); // already revoked: no second entry
+    const entries = await engine.audit({});
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({ actor: 'app', action: 'token.revoke', target: issued.jti, count: 1 });
+  });
+});
+
+describe('revocation by an operator', () => {
+  it("revokes any client's token; an unknown token is NotFoundError", async () => {
+    const { engine, store } = makeEngine();
+    const client = await addClient(store);
+    const issued = await issueFor(engine, client);
+    const result = await engine.revokeAsOperator(issued.refresh_token, 'cli:root');
+    expect(result.code).toBe('token_revoke_success');
+    expect(await engine.introspect(issued.access_token)).toEqual({ active: false });
+    await expect(engine.revokeAsOperator('tca_' + 'A'.repeat(43), 'cli:root')).rejects.toBeInstanceOf(NotFoundError);
+  });
+});
+
+describe('bulk revocation', () => {
+  async function population() {
+    const env = makeEngine();
+    const app = await addClient(env.store, { id: 'app' });
+    const web = await addClient(env.store, { id: 'web' });
+    const aliceApp = await issueFor(env.engine, app, { username: 'alice' }); // 2 tokens
+    const aliceApp2 = await env.engine.refresh({ client: app, refreshToken: aliceApp.refresh_token }); // +1 access
+    const aliceWeb = await issueFor(env.engine, web, { username: 'alice' }); // 2 tokens
+    const bobApp = await issueFor(env.engine, app, { username: 'bob' }); // 2 tokens
+    return { ...env, app, web, aliceApp, aliceApp2, aliceWeb, bobApp };
+  }
+
+  async function active(engine: Awaited<ReturnType<typeof population>>['engine'], tokens: string[]): Promise<boolean[]> {
+    return Promise.all(tokens.map(async (t) => (await engine.introspect(t)).active));
+  }
+
+  it('by jti of an access token: just that token', async () => {
+    const { engine, aliceApp } = await population();
+    expect(await engine.countBulk({ jti: aliceApp.jti })).toBe(1);
+    expect((await engine.revokeBulk({ jti: aliceApp.jti }, 'cli:op')).revoked).toBe(1);
+    expect(await active(engine, [aliceApp.access_token, aliceApp.refresh_token])).toEqual([false, true]);
+    const [entry] = await engine.audit({});
+    expect(entry).toMatchObject({ actor: 'cli:op', action: 'token.revoke_bulk', target: aliceApp.jti, count: 1 });
+  });
+
+  it('by jti of a refresh token: the token and its grant\'s access tokens', async () => {
+    const { engine, store, aliceApp, aliceApp2, bobApp } = await population();
+    const { jti } = await mustRecordOf(store, aliceApp.refresh_token);
+    expect((await engine.revokeBulk({ jti }, 'cli:op')).revoked).toBe(3);
+    expect(await active(engine, [aliceApp.refresh_token, aliceApp.access_token, aliceApp2.access_token, bobApp.access_token])).toEqual([false, false, false, true]);
+  });
+
+  it('by user: every grant of the user, of every client', async () => {
+    const { engine, aliceApp, aliceWeb, bobApp } = await population();
+    expect(await engine.countBulk({ username: 'alice' })).toBe(5);
+    expect((await engine.revokeBulk({ username: 'alice' }, 'cli:op')).revoked).toBe(5);
+    expect(await active(engine, [aliceApp.refresh_token, aliceWeb.refresh_token, aliceWeb.access_token, bobApp.refresh_token])).toEqual([false, false, false, true]);
+    expect(await engine.countBulk({ username: 'alice' })).toBe(0);
+    expect((await engine.audit({}))[0]).toMatchObject({ action: 'token.revoke_bulk', target: 'user:alice', count: 5 });
+  });
+
+  it('by user and client: only that client\'s grants of the user', async () => {
+    const { engine, aliceApp, aliceWeb, bobApp } = await population();
+    expect((await engine.revokeBulk({ username: 'alice', clientId: 'web' }, 'cli:op')).revoked).toBe(2);
+    expect(await active(engine, [aliceWeb.refresh_token, aliceWeb.access_token, aliceApp.refresh_token, bobApp.refresh_token])).toEqual([false, false, true, true]);
+    expect((await engine.audit({}))[0]).toMatchObject({ target: 'user:alice client:web', count: 2 });
+  });
+
+  it('by client: every token of the client, and a second run revokes nothing', async () => {
+    const { engine, aliceApp, aliceWeb, bobApp } = await population();
+    expect(await engine.countBulk({ clientId: 'app' })).toBe(5);
+    expect((await engine.revokeBulk({ clientId: 'app' }, 'cli:op')).revoked).toBe(5);
+    expect(await active(engine, [aliceApp.refresh_token, bobApp.access_token, aliceWeb.refresh_token])).toEqual([false, false, true]);
+    expect((await engine.revokeBulk({ clientId: 'app' }, 'cli:op')).revoked).toBe(0);
+    const entries = await engine.audit({});
+    expect(entries.map((e) => e.count)).toEqual([0, 5]); // newest first
+    expect(entries[1]).toMatchObject({ target: 'client:app' });
+  });
+
+  it('skips expired tokens', async () => {
+    const { engine, clock } = await population();
+    clock.advance(2 * HOUR); // access tokens expired, refresh tokens active
+    expect(await engine.countBulk({ clientId: 'app' })).toBe(2);
+    clock.advance(31 * DAY);
+    expect(await engine.countBulk({ clientId: 'app' })).toBe(0);
+  });
+
+  it('an unknown jti or client is NotFoundError and is not audited', async () => {
+    const { engine } = await population();
+    await expect(engine.revokeBulk({ jti: '00000000-0000-4000-8000-000000000000' }, 'cli:op')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(engine.revokeBulk({ clientId: 'nope' }, 'cli:op')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(engine.countBulk({ username: 'alice', clientId: 'nope' })).rejects.toBeInstanceOf(NotFoundError);
+    expect(await engine.audit({})).toEqual([]);
+  });
+
+  it('an unknown user revokes nothing, without error', async () => {
+    const { engine } = await population();
+    expect(await engine.countBulk({ username: 'carol' })).toBe(0);
+    expect((await engine.revokeBulk({ username: 'carol' }, 'cli:op')).revoked).toBe(0);
+    expect((await engine.countBulk({ username: 'alice' }))).toBe(5);
+  });
+});
