@@ -50,7 +50,7 @@ export async function refresh(ctx: EngineContext, input: RefreshInput): Promise<
     if (revokeJti === undefined) {
       // Reuse of a replaced refresh token: somebody holds a copy. End the whole grant.
       const revoked = await ctx.store.revokeGrant(token.grantId, now);
-      await audit(ctx, client.id, 'token.reuse_detected', `grant:${token.grantId}`, revoked, `replaced refresh_token ${token.jti} presented again; grant revoked`);
+      await audit(ctx, client.id, 'token.reuse_detected', `grant:${token.grantId} client:${client.id}`, revoked, `replaced refresh_token ${token.jti} presented again; grant revoked`);
       throw new InvalidTokenError('revoked', refreshToken);
     }
   }

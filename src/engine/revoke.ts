@@ -56,7 +56,7 @@ async function revokeRecord(ctx: EngineContext, token: TokenRecord, actor: strin
     // Revoked concurrently between our read and our write: the other request won (RFC 7009).
     return { code: 'token_already_revoked', message: `The ${token.type} ${token.jti} was already revoked` };
   }
-  await audit(ctx, actor, 'token.revoke', token.jti, 1, `${token.type} of client ${token.clientId}`);
+  await audit(ctx, actor, 'token.revoke', `${token.jti} client:${token.clientId}`, 1, token.type);
   return { code: 'token_revoke_success', message: `The ${token.type} ${token.jti} has been revoked` };
 }
 

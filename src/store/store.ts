@@ -112,7 +112,10 @@ export interface AuditEntry {
   actor: string;
   /** e.g. `token.revoke`, `token.revoke_bulk`, `client.create`, `purge`. */
   action: string;
-  /** What was acted on: a jti, `client:<id>`, `user:<name>`. */
+  /**
+   * What was acted on, as space-separated words: a jti, `client:<id>`, `user:<name>`,
+   * `grant:<id>`. Filters match whole words.
+   */
   target: string;
   /** How many tokens or clients the action changed. */
   count: number;
@@ -122,7 +125,9 @@ export interface AuditEntry {
 
 export interface AuditFilter {
   since?: number;
+  /** Entries whose target has this jti as a word. */
   jti?: string;
+  /** Entries by this client (actor), or whose target has the word `client:<id>`. */
   clientId?: string;
   limit?: number;
 }
@@ -164,7 +169,7 @@ export interface TokenStore {
   findTokenByDigest(digest: string): Promise<TokenRecord | null>;
   findTokenByJti(jti: string): Promise<TokenRecord | null>;
   listTokens(filter: TokenFilter): Promise<TokenRecord[]>;
-  /** Counts the tokens a bulk revocation would revoke now (active ones). */
+  /** Counts exactly the tokens {@link revokeBulk} would revoke at `now`. */
   countRevocable(selector: BulkSelector, now: number): Promise<number>;
 
   /**
@@ -179,9 +184,10 @@ export interface TokenStore {
   revokeGrant(grantId: string, at: number): Promise<number>;
 
   /**
-   * Revokes every not-yet-revoked, not-yet-expired token the selector names, in one atomic
-   * step; revoking a refresh token this way also revokes its grant's access tokens.
-   * Returns how many tokens changed.
+   * Revokes, in one atomic step, every not-yet-revoked, not-yet-expired token that the selector
+   * names or that belongs to the grant of a refresh token it names (revoking a refresh token ends
+   * its access tokens). A replaced refresh token that is not yet revoked counts as revocable.
+   * Tokens already expired are left as they are. Returns how many tokens changed.
    */
   revokeBulk(selector: BulkSelector, at: number): Promise<number>;
 

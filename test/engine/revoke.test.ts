@@ -77,7 +77,10 @@ describe('revocation by a client (contract 3)', () => {
     await engine.revoke({ client, token: issued.access_token }); // already revoked: no second entry
     const entries = await engine.audit({});
     expect(entries).toHaveLength(1);
-    expect(entries[0]).toMatchObject({ actor: 'app', action: 'token.revoke', target: issued.jti, count: 1 });
+    expect(entries[0]).toMatchObject({ actor: 'app', action: 'token.revoke', target: `${issued.jti} client:app`, count: 1 });
+    expect(await engine.audit({ jti: issued.jti })).toHaveLength(1);
+    expect(await engine.audit({ clientId: 'app' })).toHaveLength(1);
+    expect(await engine.audit({ clientId: 'ap' })).toHaveLength(0);
   });
 });
 

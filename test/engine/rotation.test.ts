@@ -58,7 +58,7 @@ describe('refresh token rotation (contract 3, RFC 9700 §4.14.2)', () => {
     await engine.refresh({ client, refreshToken: issued.refresh_token });
     await reason(engine, client, issued.refresh_token);
     const [entry] = await engine.audit({});
-    expect(entry).toMatchObject({ actor: client.id, action: 'token.reuse_detected', target: `grant:${grantId}`, count: 4 }); // both refresh tokens and both access tokens
+    expect(entry).toMatchObject({ actor: client.id, action: 'token.reuse_detected', target: `grant:${grantId} client:${client.id}`, count: 4 }); // both refresh tokens and both access tokens
   });
 
   it('an expired replaced token is just expired: the grant is not revoked', async () => {

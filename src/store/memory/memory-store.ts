@@ -49,7 +49,7 @@ export class MemoryStore implements TokenStore {
 
   async listClients(): Promise<ClientRecord[]> {
     this.check();
-    return [...this.clients.values()].sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id)).map((c) => ({ ...c }));
+    return [...this.clients.values()].sort((a, b) => a.createdAt - b.createdAt || compare(a.id, b.id)).map((c) => ({ ...c }));
   }
 
   async deleteClient(id: string): Promise<boolean> {
@@ -95,7 +95,7 @@ export class MemoryStore implements TokenStore {
       .filter((t) => filter.username === undefined || t.username === filter.username)
       .filter((t) => filter.type === undefined || t.type === filter.type)
       .filter((t) => filter.state === undefined || tokenState(t, now) === filter.state)
-      .sort((a, b) => b.issuedAt - a.issuedAt || a.jti.localeCompare(b.jti));
+      .sort((a, b) => b.issuedAt - a.issuedAt || compare(a.jti, b.jti));
     return (filter.limit === undefined ? out : out.slice(0, filter.limit)).map((t) => ({ ...t }));
   }
 
@@ -120,14 +120,9 @@ export class MemoryStore implements TokenStore {
 
   async revokeBulk(selector: BulkSelector, at: number): Promise<number> {
     this.check();
-    let n = 0;
-    for (const t of this.revocable(selector, at)) {
-      if (t.revokedAt !== null) continue; // already revoked through its grant in this loop
-      t.revokedAt = at;
-      n++;
-      if (t.type === 'refresh_token') n += this.revokeGrantSync(t.grantId, at);
-    }
-    return n;
+    const victims = this.revocable(selector, at);
+    for (const t of victims) t.revokedAt = at;
+    return victims.length;
   }
 
   async rotateRefreshToken(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): Promise<RotateOutcome> {
@@ -181,8 +176,8 @@ export class MemoryStore implements TokenStore {
     this.check();
     const out = this.auditLog
       .filter((e) => filter.since === undefined || e.at >= filter.since)
-      .filter((e) => filter.jti === undefined || e.target === filter.jti)
-      .filter((e) => filter.clientId === undefined || e.actor === filter.clientId || e.target.includes(`client:${filter.clientId}`))
+      .filter((e) => filter.jti === undefined || e.target.split(' ').includes(filter.jti))
+      .filter((e) => filter.clientId === undefined || e.actor === filter.clientId || e.target.split(' ').includes(`client:${filter.clientId}`))
       .slice()
       .reverse();
     return (filter.limit === undefined ? out : out.slice(0, filter.limit)).map((e) => ({ ...e }));
@@ -224,17 +219,24 @@ export class MemoryStore implements TokenStore {
     return n;
   }
 
-  /** Not yet revoked and not yet expired tokens the selector names. */
+  /** Not yet revoked, not yet expired tokens the selector names, or of a grant whose refresh token it names. */
   private revocable(selector: BulkSelector, now: number): TokenRecord[] {
-    return [...this.tokens.values()].filter((t) => {
-      if (t.revokedAt !== null || t.expiresAt <= now) return false;
+    const live = [...this.tokens.values()].filter((t) => t.revokedAt === null && t.expiresAt > now);
+    const named = (t: TokenRecord): boolean => {
       if ('jti' in selector) return t.jti === selector.jti;
       if ('username' in selector) return t.username === selector.username && (selector.clientId === undefined || t.clientId === selector.clientId);
       return t.clientId === selector.clientId;
-    });
+    };
+    const grants = new Set(live.filter((t) => t.type === 'refresh_token' && named(t)).map((t) => t.grantId));
+    return live.filter((t) => named(t) || grants.has(t.grantId));
   }
 
   private purgeable(t: TokenRecord, before: number): boolean {
     return t.expiresAt < before || (t.revokedAt !== null && t.revokedAt < before);
   }
+}
+
+/** Byte-order comparison, as SQLite's BINARY and PostgreSQL's "C" collations order. */
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -1,0 +1,131 @@
+import type Database from 'better-sqlite3';
+import { NotAStoreError, SchemaTooNewError } from '../store.js';
+
+/**
+ * Marks a file as a tokenctl store in the SQLite header (`PRAGMA application_id`, the ASCII
+ * bytes "tkct"), so that `file(1)` and tokenctl itself can tell it from any other database.
+ */
+export const APPLICATION_ID = 0x746b6374;
+
+/** One numbered schema change. Applied once, in order, and recorded in the `migrations` table. */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+/**
+ * The schema history. Never edit a migration that has shipped: append a new one.
+ * `PRAGMA user_version` holds the number of the last one applied.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'clients, tokens, audit',
+    sql: `
+      CREATE TABLE migrations (
+        version    INTEGER PRIMARY KEY,
+        name       TEXT NOT NULL,
+        applied_at INTEGER NOT NULL
+      ) STRICT;
+
+      CREATE TABLE clients (
+        id                TEXT PRIMARY KEY,
+        name              TEXT NOT NULL,
+        secret_hash       TEXT,
+        scope             TEXT NOT NULL,
+        org_id            TEXT NOT NULL,
+        audience          TEXT NOT NULL,
+        access_ttl_ms     INTEGER,
+        refresh_ttl_ms    INTEGER,
+        created_at        INTEGER NOT NULL,
+        secret_updated_at INTEGER NOT NULL
+      ) STRICT;
+
+      -- Only the digest of a token is stored (contract 2). Deleting a client deletes its tokens.
+      CREATE TABLE tokens (
+        jti         TEXT PRIMARY KEY,
+        digest      TEXT NOT NULL UNIQUE,
+        type        TEXT NOT NULL CHECK (type IN ('access_token', 'refresh_token')),
+        grant_id    TEXT NOT NULL,
+        client_id   TEXT NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
+        username    TEXT NOT NULL,
+        sub         TEXT NOT NULL,
+        scope       TEXT NOT NULL,
+        audience    TEXT NOT NULL,
+        org_id      TEXT NOT NULL,
+        node        TEXT NOT NULL,
+        issued_at   INTEGER NOT NULL,
+        not_before  INTEGER NOT NULL,
+        expires_at  INTEGER NOT NULL,
+        revoked_at  INTEGER,
+        replaced_at INTEGER,
+        replaced_by TEXT
+      ) STRICT;
+      -- Grant cascades, bulk revocation by user (and user+client) or client, the foreign key.
+      CREATE INDEX tokens_grant ON tokens (grant_id);
+      CREATE INDEX tokens_user ON tokens (username, client_id);
+      CREATE INDEX tokens_client ON tokens (client_id);
+      -- purgeBatch and stats: expired tokens, and revoked ones (most tokens never are, hence partial).
+      CREATE INDEX tokens_expires ON tokens (expires_at);
+      CREATE INDEX tokens_revoked ON tokens (revoked_at) WHERE revoked_at IS NOT NULL;
+
+      CREATE TABLE audit (
+        id     INTEGER PRIMARY KEY AUTOINCREMENT,
+        at     INTEGER NOT NULL,
+        actor  TEXT NOT NULL,
+        action TEXT NOT NULL,
+        target TEXT NOT NULL,
+        count  INTEGER NOT NULL,
+        detail TEXT NOT NULL
+      ) STRICT;
+      CREATE INDEX audit_target ON audit (target);
+    `,
+  },
+];
+
+export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
+
+/**
+ * Tells what the open file is, reading only, so that a file that is not ours is left untouched.
+ * Returns the schema version of a tokenctl store, or 0 for an empty database (ready to be
+ * initialised). Throws {@link NotAStoreError} for another application's database and
+ * {@link SchemaTooNewError} for a store written by a newer tokenctl.
+ */
+export function identify(db: Database.Database, location: string): number {
+  const appId = db.pragma('application_id', { simple: true }) as number;
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (appId === APPLICATION_ID) {
+    if (version > LATEST_SCHEMA_VERSION) throw new SchemaTooNewError(location, version, LATEST_SCHEMA_VERSION);
+    return version;
+  }
+  if (appId !== 0) {
+    throw new NotAStoreError(location, `it is an SQLite database of another application (application id 0x${(appId >>> 0).toString(16)})`);
+  }
+  const objects = (db.prepare('SELECT count(*) AS n FROM sqlite_schema').get() as { n: number }).n;
+  if (objects > 0 || version !== 0) throw new NotAStoreError(location, 'it is an SQLite database of another application');
+  return 0;
+}
+
+/**
+ * Brings the schema up to {@link LATEST_SCHEMA_VERSION} in one BEGIN IMMEDIATE transaction:
+ * either every pending migration is applied and recorded, or none is. The version is read again
+ * under the write lock, so when two processes open a new file at once, the second one waits
+ * (busy timeout), then finds the work done and applies nothing.
+ */
+export function migrate(db: Database.Database, location: string, now: number = Date.now()): void {
+  const apply = db.transaction(() => {
+    const current = identify(db, location);
+    if (current === LATEST_SCHEMA_VERSION) return;
+    const record = () => db.prepare('INSERT INTO migrations (version, name, applied_at) VALUES (?, ?, ?)');
+    for (const m of MIGRATIONS) {
+      if (m.version <= current) continue;
+      db.exec(m.sql);
+      record().run(m.version, m.name, now);
+    }
+    // Header fields are written through the pager: they commit or roll back with the schema.
+    db.pragma(`application_id = ${APPLICATION_ID}`);
+    db.pragma(`user_version = ${LATEST_SCHEMA_VERSION}`);
+  });
+  apply.immediate();
+}

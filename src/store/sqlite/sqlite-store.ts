@@ -1,0 +1,276 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import {
+  DuplicateClientError,
+  NotAStoreError,
+  StoreUnavailableError,
+  TOKEN_TYPES,
+  type AuditEntry,
+  type AuditFilter,
+  type BulkSelector,
+  type ClientRecord,
+  type RotateOutcome,
+  type StoreStats,
+  type TokenFilter,
+  type TokenRecord,
+  type TokenState,
+  type TokenStore,
+  type TokenType,
+} from '../store.js';
+import { identify, migrate } from './migrations.js';
+import { listTokensSql, prepareStatements, selectorKind, type Statement } from './statements.js';
+
+/** How long a write waits for another process (a running server, a CLI command) to finish its own. */
+const BUSY_TIMEOUT_MS = 5000;
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+/**
+ * The SQLite {@link TokenStore}: one file, shared safely by a running server and CLI commands.
+ *
+ * WAL lets readers proceed beside a writer; `synchronous=FULL` makes every acknowledged
+ * revocation durable across power loss; the busy timeout makes a second writer wait instead of
+ * failing, and a wait past it surfaces as {@link StoreUnavailableError}. Every atomic operation
+ * is one statement or one BEGIN IMMEDIATE transaction (immediate, so that a transaction never
+ * has to upgrade a stale read snapshot to a write and fail with SQLITE_BUSY_SNAPSHOT).
+ */
+export class SqliteStore implements TokenStore {
+  private closed = false;
+  private readonly st: ReturnType<typeof prepareStatements>;
+  /** listTokens statements by filter shape: each shape is prepared once, and can use its index. */
+  private readonly listing = new Map<string, Statement>();
+  private readonly insertMany: Database.Transaction<(tokens: TokenRecord[]) => void>;
+  private readonly revokeTx: Database.Transaction<(jti: string, at: number, cascade: boolean) => boolean>;
+  private readonly statsTx: Database.Transaction<(now: number) => StoreStats>;
+  private readonly rotateTx: Database.Transaction<(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string) => RotateOutcome>;
+
+  private constructor(
+    private readonly db: Database.Database,
+    readonly location: string,
+  ) {
+    this.st = prepareStatements(db);
+
+    this.insertMany = db.transaction((tokens: TokenRecord[]) => {
+      for (const t of tokens) this.st.insertToken.run(t);
+    });
+    this.revokeTx = db.transaction((jti: string, at: number, cascade: boolean) => {
+      const t = this.st.byJti.get(jti) as TokenRecord | undefined;
+      if (!t || this.st.revokeOne.run(at, jti).changes !== 1) return false;
+      if (cascade) this.st.revokeGrant.run(at, t.grantId);
+      return true;
+    });
+    this.rotateTx = db.transaction((oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string) => {
+      const next = issued.find((t) => t.type === 'refresh_token')?.jti ?? null;
+      if (revokeJti === undefined) {
+        // The conditional update decides the race: only one caller can see changes === 1.
+        if (this.st.replace.run(at, next, oldJti).changes !== 1) return 'conflict';
+      } else {
+        if (this.st.revokeLost.run({ at, lost: revokeJti, old: oldJti }).changes !== 1) return 'conflict';
+        this.st.repoint.run(at, next, oldJti);
+      }
+      for (const t of issued) this.st.insertToken.run(t);
+      return 'rotated';
+    });
+    // A read transaction, so that the counts describe one moment even while others write.
+    this.statsTx = db.transaction((now: number) => {
+      const tokens = Object.fromEntries(TOKEN_TYPES.map((type) => [type, { active: 0, expired: 0, revoked: 0 }])) as StoreStats['tokens'];
+      for (const row of this.st.tokenStats.all({ now }) as { type: TokenType; state: TokenState; n: number }[]) tokens[row.type][row.state] = row.n;
+      const clients = (this.st.countClients.get() as { n: number }).n;
+      const oldestExpiredAt = (this.st.oldestExpired.get({ now }) as { at: number | null }).at;
+      return { clients, tokens, oldestExpiredAt };
+    });
+  }
+
+  /**
+   * Opens (and with `create`, the default, creates) the store at `file`. A new file is created
+   * readable by its owner only; SQLite gives the -wal and -shm files the same mode. Nothing is
+   * written to a file before it is known to be empty or a tokenctl store.
+   */
+  static async open(file: string, options: { create?: boolean } = {}): Promise<SqliteStore> {
+    const location = path.resolve(file);
+    const dir = path.dirname(location);
+    if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
+      throw new Error(`cannot open the store ${location}: the directory ${dir} does not exist; create it first (mkdir -p ${dir})`);
+    }
+    if (!fs.existsSync(location)) {
+      if (options.create === false) throw new Error(`no tokenctl store at ${location}: the file does not exist`);
+      createPrivateFile(location);
+    }
+    checkHeader(location);
+    let db: Database.Database | undefined;
+    try {
+      db = new Database(location, { fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
+      // Identified before the first write below, so that a foreign file stays untouched.
+      if (identify(db, location) === 0) makePrivate(location); // an empty file someone else created
+      const mode = db.pragma('journal_mode = WAL', { simple: true });
+      if (mode !== 'wal') throw new Error(`cannot use ${location}: SQLite refused WAL journal mode (got ${String(mode)})`);
+      db.pragma('synchronous = FULL');
+      db.pragma('foreign_keys = ON');
+      migrate(db, location);
+      return new SqliteStore(db, location);
+    } catch (error) {
+      db?.close();
+      throw mapError(error, location);
+    }
+  }
+
+  async schemaVersion(): Promise<number> {
+    return this.run(() => this.db.pragma('user_version', { simple: true }) as number);
+  }
+
+  async createClient(client: ClientRecord): Promise<void> {
+    this.run(() => {
+      try {
+        this.st.insertClient.run(client);
+      } catch (error) {
+        if (error instanceof Database.SqliteError && /^SQLITE_CONSTRAINT_(PRIMARYKEY|UNIQUE)$/.test(error.code)) {
+          throw new DuplicateClientError(client.id);
+        }
+        throw error;
+      }
+    });
+  }
+
+  async getClient(id: string): Promise<ClientRecord | null> {
+    return this.run(() => (this.st.getClient.get(id) as ClientRecord | undefined) ?? null);
+  }
+
+  async listClients(): Promise<ClientRecord[]> {
+    return this.run(() => this.st.listClients.all() as ClientRecord[]);
+  }
+
+  async deleteClient(id: string): Promise<boolean> {
+    return this.run(() => this.st.deleteClient.run(id).changes === 1);
+  }
+
+  async updateClientSecret(id: string, secretHash: string, at: number): Promise<boolean> {
+    return this.run(() => this.st.updateSecret.run(secretHash, at, id).changes === 1);
+  }
+
+  async insertTokens(tokens: TokenRecord[]): Promise<void> {
+    this.run(() => this.insertMany.immediate(tokens));
+  }
+
+  async findTokenByDigest(digest: string): Promise<TokenRecord | null> {
+    return this.run(() => (this.st.byDigest.get(digest) as TokenRecord | undefined) ?? null);
+  }
+
+  async findTokenByJti(jti: string): Promise<TokenRecord | null> {
+    return this.run(() => (this.st.byJti.get(jti) as TokenRecord | undefined) ?? null);
+  }
+
+  async listTokens(filter: TokenFilter): Promise<TokenRecord[]> {
+    return this.run(() => {
+      const sql = listTokensSql(filter);
+      let stmt = this.listing.get(sql);
+      if (!stmt) this.listing.set(sql, (stmt = this.db.prepare(sql)));
+      return stmt.all({ ...filter, now: filter.now ?? Date.now(), limit: filter.limit ?? -1 }) as TokenRecord[];
+    });
+  }
+
+  async countRevocable(selector: BulkSelector, now: number): Promise<number> {
+    return this.run(() => (this.st.bulk[selectorKind(selector)].count.get({ ...selector, at: now }) as { n: number }).n);
+  }
+
+  async revokeToken(jti: string, at: number, cascadeGrant = false): Promise<boolean> {
+    return this.run(() => this.revokeTx.immediate(jti, at, cascadeGrant));
+  }
+
+  async revokeGrant(grantId: string, at: number): Promise<number> {
+    return this.run(() => this.st.revokeGrant.run(at, grantId).changes);
+  }
+
+  async revokeBulk(selector: BulkSelector, at: number): Promise<number> {
+    return this.run(() => this.st.bulk[selectorKind(selector)].revoke.run({ ...selector, at }).changes);
+  }
+
+  async rotateRefreshToken(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): Promise<RotateOutcome> {
+    return this.run(() => this.rotateTx.immediate(oldJti, issued, at, revokeJti));
+  }
+
+  async purgeBatch(before: number, batchSize: number): Promise<number> {
+    return this.run(() => this.st.purge.run({ before, limit: batchSize }).changes);
+  }
+
+  async countPurgeable(before: number): Promise<number> {
+    return this.run(() => (this.st.countPurgeable.get({ before }) as { n: number }).n);
+  }
+
+  async stats(now: number): Promise<StoreStats> {
+    return this.run(() => this.statsTx.deferred(now));
+  }
+
+  async appendAudit(entry: AuditEntry): Promise<void> {
+    this.run(() => this.st.insertAudit.run(entry));
+  }
+
+  async listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
+    const { since = null, jti = null, clientId = null, limit = -1 } = filter;
+    return this.run(() => this.st.listAudit.all({ since, jti, clientId, limit }) as AuditEntry[]);
+  }
+
+  async ping(): Promise<void> {
+    this.run(() => this.st.ping.get());
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.db.close();
+  }
+
+  /** Runs one synchronous database step, with the store's errors in place of SQLite's. */
+  private run<T>(step: () => T): T {
+    if (this.closed) throw new Error(`the store ${this.location} is closed`);
+    try {
+      return step();
+    } catch (error) {
+      throw mapError(error, this.location);
+    }
+  }
+}
+
+function mapError(error: unknown, location: string): unknown {
+  if (!(error instanceof Database.SqliteError)) return error;
+  if (/^SQLITE_(BUSY|LOCKED)/.test(error.code)) {
+    return new StoreUnavailableError(`the store ${location} is locked by another process (waited ${BUSY_TIMEOUT_MS} ms)`, { cause: error });
+  }
+  if (error.code === 'SQLITE_NOTADB') return new NotAStoreError(location, 'it is not an SQLite database');
+  return error;
+}
+
+/** Creates an empty file, mode 0600, unless another process just did. */
+function createPrivateFile(location: string): void {
+  let fd: number;
+  try {
+    fd = fs.openSync(location, 'wx', 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return;
+    throw error;
+  }
+  try {
+    fs.fchmodSync(fd, 0o600); // the umask may have narrowed it further; the owner still needs rw
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Narrows an empty file about to become a store to mode 0600; SQLite copies it to -wal and -shm. */
+function makePrivate(location: string): void {
+  if ((fs.statSync(location).mode & 0o077) !== 0) fs.chmodSync(location, 0o600);
+}
+
+/** Rejects anything but a regular file that is empty or starts with the SQLite header. */
+function checkHeader(location: string): void {
+  const stat = fs.statSync(location);
+  if (!stat.isFile()) throw new NotAStoreError(location, 'it is not a regular file');
+  if (stat.size === 0) return;
+  const head = Buffer.alloc(SQLITE_HEADER.length);
+  const fd = fs.openSync(location, 'r');
+  try {
+    fs.readSync(fd, head, 0, head.length, 0);
+  } finally {
+    fs.closeSync(fd);
+  }
+  if (!head.equals(SQLITE_HEADER)) throw new NotAStoreError(location, 'it is not an SQLite database');
+}

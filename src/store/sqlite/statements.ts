@@ -1,0 +1,98 @@
+import type Database from 'better-sqlite3';
+import type { BulkSelector, TokenFilter } from '../store.js';
+
+/*
+ * The SQL of the SQLite store, apart from the code that runs it. Every statement here is
+ * prepared once, when the store opens (listTokens: once per filter shape).
+ */
+
+// Rows come back under the record's own names, so no mapping code can drift from the schema.
+const TOKEN_COLUMNS = `jti, digest, type, grant_id AS grantId, client_id AS clientId, username, sub, scope, audience,
+  org_id AS orgId, node, issued_at AS issuedAt, not_before AS notBefore, expires_at AS expiresAt,
+  revoked_at AS revokedAt, replaced_at AS replacedAt, replaced_by AS replacedBy`;
+const CLIENT_COLUMNS = `id, name, secret_hash AS secretHash, scope, org_id AS orgId, audience, access_ttl_ms AS accessTtlMs,
+  refresh_ttl_ms AS refreshTtlMs, created_at AS createdAt, secret_updated_at AS secretUpdatedAt`;
+/** tokenState() of store.ts, in SQL. */
+const STATE_SQL = `CASE WHEN revoked_at IS NOT NULL OR replaced_at IS NOT NULL THEN 'revoked'
+  WHEN expires_at <= @now THEN 'expired' ELSE 'active' END`;
+/** Purgeable: expired, or revoked, before @before (a replaced token is neither, so it stays). */
+const PURGEABLE_SQL = 'expires_at < @before OR revoked_at < @before';
+/** One WHERE clause per shape of BulkSelector, each served by an index. */
+const SELECTORS = {
+  jti: 'jti = @jti',
+  user: 'username = @username',
+  userClient: 'username = @username AND client_id = @clientId',
+  client: 'client_id = @clientId',
+} as const;
+type SelectorKind = keyof typeof SELECTORS;
+
+export function selectorKind(selector: BulkSelector): SelectorKind {
+  if ('jti' in selector) return 'jti';
+  if ('username' in selector) return selector.clientId === undefined ? 'user' : 'userClient';
+  return 'client';
+}
+
+export type Statement = Database.Statement<unknown[], unknown>;
+
+/** Every statement, prepared once when the store opens. */
+export function prepareStatements(db: Database.Database) {
+  const p = (sql: string): Statement => db.prepare(sql);
+  // The selected live tokens, and the live tokens of a grant whose refresh token is selected:
+  // one predicate for the count and the revocation, so the prompt's number is what happens.
+  const bulk = (where: string) => {
+    const target = `revoked_at IS NULL AND expires_at > @at AND (${where}
+      OR grant_id IN (SELECT grant_id FROM tokens WHERE type = 'refresh_token' AND revoked_at IS NULL AND expires_at > @at AND ${where}))`;
+    return {
+      count: p(`SELECT count(*) AS n FROM tokens WHERE ${target}`),
+      revoke: p(`UPDATE tokens SET revoked_at = @at WHERE ${target}`),
+    };
+  };
+  return {
+    bulk: {
+      jti: bulk(SELECTORS.jti),
+      user: bulk(SELECTORS.user),
+      userClient: bulk(SELECTORS.userClient),
+      client: bulk(SELECTORS.client),
+    },
+    insertClient: p(`INSERT INTO clients (id, name, secret_hash, scope, org_id, audience, access_ttl_ms, refresh_ttl_ms, created_at, secret_updated_at)
+      VALUES (@id, @name, @secretHash, @scope, @orgId, @audience, @accessTtlMs, @refreshTtlMs, @createdAt, @secretUpdatedAt)`),
+    getClient: p(`SELECT ${CLIENT_COLUMNS} FROM clients WHERE id = ?`),
+    listClients: p(`SELECT ${CLIENT_COLUMNS} FROM clients ORDER BY created_at, id`),
+    deleteClient: p('DELETE FROM clients WHERE id = ?'), // its tokens go by ON DELETE CASCADE
+    updateSecret: p('UPDATE clients SET secret_hash = ?, secret_updated_at = ? WHERE id = ?'),
+    insertToken: p(`INSERT INTO tokens (jti, digest, type, grant_id, client_id, username, sub, scope, audience, org_id, node,
+        issued_at, not_before, expires_at, revoked_at, replaced_at, replaced_by)
+      VALUES (@jti, @digest, @type, @grantId, @clientId, @username, @sub, @scope, @audience, @orgId, @node,
+        @issuedAt, @notBefore, @expiresAt, @revokedAt, @replacedAt, @replacedBy)`),
+    byDigest: p(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE digest = ?`),
+    byJti: p(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE jti = ?`),
+    revokeOne: p('UPDATE tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL'),
+    revokeGrant: p('UPDATE tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL'),
+    replace: p('UPDATE tokens SET replaced_at = ?, replaced_by = ? WHERE jti = ? AND revoked_at IS NULL AND replaced_at IS NULL'),
+    // Grace re-use: the lost replacement must be current, and still the one `old` points at.
+    revokeLost: p(`UPDATE tokens SET revoked_at = @at WHERE jti = @lost AND revoked_at IS NULL AND replaced_at IS NULL
+      AND EXISTS (SELECT 1 FROM tokens WHERE jti = @old AND revoked_at IS NULL AND replaced_by = @lost)`),
+    repoint: p('UPDATE tokens SET replaced_at = coalesce(replaced_at, ?), replaced_by = ? WHERE jti = ?'),
+    purge: p(`DELETE FROM tokens WHERE rowid IN (SELECT rowid FROM tokens WHERE ${PURGEABLE_SQL} LIMIT @limit)`),
+    countPurgeable: p(`SELECT count(*) AS n FROM tokens WHERE ${PURGEABLE_SQL}`),
+    countClients: p('SELECT count(*) AS n FROM clients'),
+    tokenStats: p(`SELECT type, ${STATE_SQL} AS state, count(*) AS n FROM tokens GROUP BY 1, 2`),
+    oldestExpired: p('SELECT min(expires_at) AS at FROM tokens WHERE expires_at <= @now'),
+    insertAudit: p('INSERT INTO audit (at, actor, action, target, count, detail) VALUES (@at, @actor, @action, @target, @count, @detail)'),
+    listAudit: p(`SELECT id, at, actor, action, target, count, detail FROM audit
+      WHERE (@since IS NULL OR at >= @since) AND (@jti IS NULL OR instr(' ' || target || ' ', ' ' || @jti || ' ') > 0)
+        AND (@clientId IS NULL OR actor = @clientId OR instr(' ' || target || ' ', ' client:' || @clientId || ' ') > 0)
+      ORDER BY id DESC LIMIT @limit`),
+    ping: p('SELECT count(*) FROM migrations'),
+  };
+}
+
+/** listTokens' query for the filter's shape: only the conditions it uses, so that indexes apply. */
+export function listTokensSql(filter: TokenFilter): string {
+  const where = ['1'];
+  if (filter.clientId !== undefined) where.push('client_id = @clientId');
+  if (filter.username !== undefined) where.push('username = @username');
+  if (filter.type !== undefined) where.push('type = @type');
+  if (filter.state !== undefined) where.push(`${STATE_SQL} = @state`);
+  return `SELECT ${TOKEN_COLUMNS} FROM tokens WHERE ${where.join(' AND ')} ORDER BY issued_at DESC, jti LIMIT @limit`;
+}

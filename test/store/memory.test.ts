@@ -1,0 +1,7 @@
+import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { describeStoreContract } from './contract.js';
+
+describeStoreContract('MemoryStore', async () => {
+  const store = new MemoryStore();
+  return { store, cleanup: () => store.close() };
+});

@@ -1,0 +1,297 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LATEST_SCHEMA_VERSION } from '../../src/store/sqlite/migrations.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { NotAStoreError, SchemaTooNewError, StoreUnavailableError, type TokenRecord } from '../../src/store/store.js';
+import { HOUR, T0, makeClient, makeGrant, makeToken } from '../helpers/records.js';
+import { describeStoreContract } from './contract.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const STORE_MODULE = path.join(ROOT, 'src/store/sqlite/sqlite-store.ts');
+
+function tempDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'tokenctl-store-'));
+}
+
+describeStoreContract('SqliteStore', async () => {
+  const dir = tempDir();
+  const store = await SqliteStore.open(path.join(dir, 'tokens.db'));
+  return {
+    store,
+    cleanup: async () => {
+      await store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+/** The store's own connection: pragmas like `synchronous` are per connection. */
+const connectionOf = (store: SqliteStore) => (store as unknown as { db: Database.Database }).db;
+const mode = (file: string) => fs.statSync(file).mode & 0o777;
+
+/** Runs a script in a separate Node process that can import the TypeScript sources. */
+function runNode(script: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: ROOT,
+      env: { ...process.env, ...env, STORE_MODULE },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('SqliteStore on disk', () => {
+  let dir: string;
+  let file: string;
+  beforeEach(() => {
+    dir = tempDir();
+    file = path.join(dir, 'tokens.db');
+  });
+  afterEach(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('creates the file and its -wal and -shm files readable by the owner only', async () => {
+    const store = await SqliteStore.open(file);
+    await store.createClient(makeClient({ id: 'client-1' })); // a write, so the WAL is in use
+    try {
+      expect(mode(file)).toBe(0o600);
+      expect(mode(`${file}-wal`)).toBe(0o600);
+      expect(mode(`${file}-shm`)).toBe(0o600);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('runs with WAL, synchronous=FULL, a busy timeout and foreign keys', async () => {
+    const store = await SqliteStore.open(file);
+    try {
+      const db = connectionOf(store);
+      expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+      expect(db.pragma('synchronous', { simple: true })).toBe(2); // FULL
+      expect(db.pragma('busy_timeout', { simple: true })).toBeGreaterThanOrEqual(1000);
+      expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('has location = the absolute path, and keeps data across reopening', async () => {
+    const cwd = process.cwd();
+    process.chdir(dir);
+    let store: SqliteStore;
+    let absolute: string;
+    try {
+      absolute = path.resolve('tokens.db');
+      store = await SqliteStore.open('tokens.db');
+    } finally {
+      process.chdir(cwd);
+    }
+    expect(store.location).toBe(absolute);
+    const { refresh, access } = makeGrant({ clientId: 'client-1' });
+    await store.createClient(makeClient({ id: 'client-1' }));
+    await store.insertTokens([refresh, access]);
+    await store.revokeToken(access.jti, T0 + 1);
+    await store.close();
+
+    const again = await SqliteStore.open(file, { create: false });
+    try {
+      expect(await again.schemaVersion()).toBe(LATEST_SCHEMA_VERSION);
+      expect(await again.findTokenByDigest(refresh.digest)).toEqual(refresh);
+      expect((await again.findTokenByJti(access.jti))?.revokedAt).toBe(T0 + 1);
+      const migrations = connectionOf(again).prepare('SELECT version FROM migrations').all();
+      expect(migrations).toEqual([{ version: 1 }]);
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('initialises an empty file, and makes it private', async () => {
+    fs.writeFileSync(file, '');
+    fs.chmodSync(file, 0o644);
+    const store = await SqliteStore.open(file);
+    expect(await store.listClients()).toEqual([]);
+    expect(await store.schemaVersion()).toBe(LATEST_SCHEMA_VERSION);
+    expect(mode(file)).toBe(0o600);
+    await store.close();
+  });
+
+  it('refuses a text file with NotAStoreError and leaves it untouched', async () => {
+    fs.writeFileSync(file, 'hello');
+    await expect(SqliteStore.open(file)).rejects.toBeInstanceOf(NotAStoreError);
+    expect(fs.readFileSync(file, 'utf8')).toBe('hello');
+    expect(fs.readdirSync(dir)).toEqual(['tokens.db']);
+  });
+
+  it('refuses another application’s SQLite database and leaves it untouched', async () => {
+    const foreign = new Database(file);
+    foreign.exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me')");
+    foreign.close();
+    const before = fs.readFileSync(file);
+    await expect(SqliteStore.open(file)).rejects.toBeInstanceOf(NotAStoreError);
+    await expect(SqliteStore.open(file)).rejects.toThrow(/not a tokenctl store/);
+    expect(fs.readFileSync(file).equals(before)).toBe(true);
+    const check = new Database(file, { readonly: true });
+    expect(check.pragma('journal_mode', { simple: true })).toBe('delete');
+    check.close();
+  });
+
+  it('refuses a database marked with another application id', async () => {
+    const foreign = new Database(file);
+    foreign.pragma('application_id = 1234');
+    foreign.close();
+    await expect(SqliteStore.open(file)).rejects.toBeInstanceOf(NotAStoreError);
+  });
+
+  it('refuses a store written by a newer schema with SchemaTooNewError', async () => {
+    await (await SqliteStore.open(file)).close();
+    const raw = new Database(file);
+    raw.pragma(`user_version = ${LATEST_SCHEMA_VERSION + 1}`);
+    raw.close();
+    const opening = SqliteStore.open(file);
+    await expect(opening).rejects.toBeInstanceOf(SchemaTooNewError);
+    await expect(opening).rejects.toMatchObject({ found: LATEST_SCHEMA_VERSION + 1, supported: LATEST_SCHEMA_VERSION });
+  });
+
+  it('names a missing directory, says to create it, and creates nothing', async () => {
+    const missing = path.join(dir, 'no', 'such');
+    const opening = SqliteStore.open(path.join(missing, 'tokens.db'));
+    await expect(opening).rejects.toThrow(missing);
+    await expect(opening).rejects.toThrow(/create it/);
+    expect(fs.existsSync(path.join(dir, 'no'))).toBe(false);
+  });
+
+  it('with create: false, refuses a missing file and creates nothing', async () => {
+    await expect(SqliteStore.open(file, { create: false })).rejects.toThrow(file);
+    expect(fs.readdirSync(dir)).toEqual([]);
+  });
+
+  it('turns a lock held past the busy timeout into StoreUnavailableError', async () => {
+    const store = await SqliteStore.open(file);
+    await store.createClient(makeClient({ id: 'client-1' }));
+    const token = makeToken({ clientId: 'client-1' });
+    await store.insertTokens([token]);
+    connectionOf(store).pragma('busy_timeout = 50'); // keep the test short
+    const other = new Database(file);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      await expect(store.revokeToken(token.jti, T0)).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    expect(await store.revokeToken(token.jti, T0)).toBe(true);
+    await store.close();
+  });
+
+  it('lets two instances on one file interleave writes', async () => {
+    const a = await SqliteStore.open(file);
+    const b = await SqliteStore.open(file);
+    await a.createClient(makeClient({ id: 'client-1' }));
+    const tokens = Array.from({ length: 200 }, () => makeToken({ clientId: 'client-1' }));
+    await Promise.all(
+      tokens.map(async (t, i) => {
+        const [writer, reviser] = i % 2 === 0 ? [a, b] : [b, a];
+        await writer.insertTokens([t]);
+        expect(await reviser.revokeToken(t.jti, T0 + i)).toBe(true);
+      }),
+    );
+    expect((await a.stats(T0)).tokens.access_token.revoked).toBe(200);
+    expect((await b.findTokenByDigest(tokens[7]!.digest))?.revokedAt).toBe(T0 + 7);
+    await a.close();
+    await b.close();
+  });
+
+  it('lets separate processes write one file at the same time', async () => {
+    const main = await SqliteStore.open(file);
+    await main.createClient(makeClient({ id: 'client-1' }));
+    // Each child inserts 150 tokens of its own user; p2 and p3 revoke every second one as they go,
+    // while this process keeps revoking p1's in bulk.
+    const script = `
+      const { SqliteStore } = await import(process.env.STORE_MODULE);
+      const { randomUUID } = await import('node:crypto');
+      const store = await SqliteStore.open(process.env.DB);
+      for (let i = 0; i < 150; i++) {
+        const jti = randomUUID();
+        await store.insertTokens([{ jti, digest: jti, type: 'access_token', grantId: jti, clientId: 'client-1',
+          username: process.env.WHO, sub: 's', scope: '', audience: '', orgId: '', node: '', issuedAt: 1, notBefore: 1,
+          expiresAt: 9e12, revokedAt: null, replacedAt: null, replacedBy: null }]);
+        if (process.env.WHO !== 'p1' && i % 2 === 0 && !(await store.revokeToken(jti, 2, true))) throw new Error('lost a revocation');
+      }
+      await store.close();`;
+    const children = ['p1', 'p2', 'p3'].map((who) => runNode(script, { DB: file, WHO: who }));
+    let revokedHere = 0;
+    for (let i = 0; i < 100; i++) revokedHere += await main.revokeBulk({ username: 'p1' }, 3);
+    const results = await Promise.all(children);
+    expect(results.map((r) => r.stderr.trim())).toEqual(['', '', '']);
+    expect(results.map((r) => r.code)).toEqual([0, 0, 0]);
+    revokedHere += await main.revokeBulk({ username: 'p1' }, 3);
+    expect(revokedHere).toBe(150); // every p1 token revoked exactly once, none missed
+    expect(await main.countRevocable({ username: 'p2' }, T0)).toBe(75);
+    expect(await main.countRevocable({ username: 'p3' }, T0)).toBe(75);
+    expect((await main.stats(T0)).tokens.access_token.revoked).toBe(300);
+    await main.close();
+  });
+
+  it('applies the migrations once when several processes create the file at once', async () => {
+    const script = `
+      const { SqliteStore } = await import(process.env.STORE_MODULE);
+      const store = await SqliteStore.open(process.env.DB);
+      await store.createClient({ id: process.env.WHO, name: 'n', secretHash: null, scope: '', orgId: '', audience: '',
+        accessTtlMs: null, refreshTtlMs: null, createdAt: 1, secretUpdatedAt: 1 });
+      await store.close();`;
+    const results = await Promise.all(['c1', 'c2', 'c3', 'c4'].map((who) => runNode(script, { DB: file, WHO: who })));
+    expect(results.map((r) => r.stderr.trim())).toEqual(['', '', '', '']);
+    const store = await SqliteStore.open(file, { create: false });
+    expect((await store.listClients()).map((c) => c.id).sort()).toEqual(['c1', 'c2', 'c3', 'c4']);
+    expect(connectionOf(store).prepare('SELECT count(*) AS n FROM migrations').get()).toEqual({ n: 1 });
+    expect(mode(file)).toBe(0o600);
+    await store.close();
+  });
+
+  it('revokes 100,000 tokens of one user in bulk, and only those', async () => {
+    const store = await SqliteStore.open(file);
+    await store.createClient(makeClient({ id: 'client-1' }));
+    const mass: TokenRecord[] = [];
+    for (let i = 0; i < 50_000; i++) {
+      const g = makeGrant({ clientId: 'client-1', username: 'mass' });
+      mass.push(g.refresh, g.access);
+    }
+    const expired = makeToken({ clientId: 'client-1', username: 'mass', expiresAt: T0 - HOUR });
+    const bystanders = Array.from({ length: 1000 }, () => makeToken({ clientId: 'client-1', username: 'other' }));
+    await store.insertTokens([...mass, expired, ...bystanders]);
+    expect(await store.countRevocable({ username: 'mass' }, T0)).toBe(100_000);
+    expect(await store.revokeBulk({ username: 'mass' }, T0)).toBe(100_000);
+    expect(await store.countRevocable({ username: 'mass' }, T0)).toBe(0);
+    expect((await store.findTokenByJti(expired.jti))?.revokedAt).toBeNull();
+    expect(await store.countRevocable({ username: 'other' }, T0)).toBe(1000);
+    const stats = await store.stats(T0);
+    expect(stats.tokens.access_token.revoked + stats.tokens.refresh_token.revoked).toBe(100_000);
+    await store.close();
+  });
+
+  it('serves bulk revocation, lookups and purging from indexes, not table scans', async () => {
+    const store = await SqliteStore.open(file);
+    const db = connectionOf(store);
+    const st = (store as unknown as { st: Record<string, unknown> & { bulk: Record<string, { revoke: Database.Statement }> } }).st;
+    const named = { at: 1, before: 1, limit: 1, username: 'u', clientId: 'c', jti: 'j' };
+    const plan = (statement: unknown, params: unknown = named) =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${(statement as Database.Statement).source}`).all(params) as { detail: string }[])
+        .map((r) => r.detail)
+        .join(' | ');
+    for (const kind of ['jti', 'user', 'userClient', 'client']) expect(plan(st.bulk[kind]!.revoke)).not.toMatch(/SCAN tokens/);
+    for (const name of ['purge', 'countPurgeable']) expect(plan(st[name])).not.toMatch(/SCAN tokens/);
+    expect(plan(st.byDigest, 'd')).toMatch(/USING INDEX/);
+    await store.close();
+  });
+});
