@@ -295,3 +295,70 @@ describe('SqliteStore on disk', () => {
     await store.close();
   });
 });
+
+describe('SqliteStore group commit', () => {
+  let dir: string;
+  let store: SqliteStore;
+  beforeEach(async () => {
+    dir = tempDir();
+    store = await SqliteStore.open(path.join(dir, 'tokens.db'));
+    await store.createClient(makeClient({ id: 'client-1' }));
+  });
+  afterEach(async () => {
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('writes that arrive together share one commit, and each is visible to another connection once acknowledged', async () => {
+    const file = path.join(dir, 'tokens.db');
+    const grants = Array.from({ length: 100 }, (_, i) => makeGrant({ clientId: 'client-1', username: `u${i}` }));
+    await store.insertTokens(grants.flatMap((g) => [g.refresh, g.access]));
+    connectionOf(store).pragma('wal_checkpoint(TRUNCATE)');
+    const walSize = () => fs.statSync(`${file}-wal`).size;
+    // 50 revocations one after another: a commit each, at least one WAL frame (a page) each.
+    for (const g of grants.slice(0, 50)) await store.revokeToken(g.access.jti, T0 + HOUR);
+    const sequential = walSize();
+    connectionOf(store).pragma('wal_checkpoint(TRUNCATE)');
+    // 50 revocations arriving together: one commit.
+    const results = await Promise.all(grants.slice(50).map((g) => store.revokeToken(g.access.jti, T0 + HOUR)));
+    const grouped = walSize();
+    expect(results.every(Boolean)).toBe(true);
+    expect(sequential).toBeGreaterThan(50 * 4096);
+    expect(grouped).toBeLessThan(sequential / 5);
+    const other = new Database(file, { readonly: true });
+    try {
+      const revoked = other.prepare('SELECT count(*) AS n FROM tokens WHERE revoked_at IS NOT NULL').get() as { n: number };
+      expect(revoked.n).toBe(100);
+    } finally {
+      other.close();
+    }
+  });
+
+  it('a failing write in a batch rejects alone; the others of the batch commit', async () => {
+    const a = makeGrant({ clientId: 'client-1' });
+    const b = makeGrant({ clientId: 'client-1' });
+    const clash = makeToken({ clientId: 'client-1', jti: a.access.jti }); // duplicate primary key
+    const outcomes = await Promise.allSettled([
+      store.insertTokens([a.refresh, a.access]),
+      store.insertTokens([clash]),
+      store.insertTokens([b.refresh, b.access]),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(await store.findTokenByJti(b.access.jti)).not.toBeNull();
+    expect((await store.findTokenByJti(a.access.jti))?.digest).toBe(a.access.digest);
+  });
+
+  it('close() commits what was queued before it, so nothing acknowledged is lost', async () => {
+    const g = makeGrant({ clientId: 'client-1' });
+    const pending = store.insertTokens([g.refresh, g.access]);
+    await store.close();
+    await pending;
+    const reopened = await SqliteStore.open(path.join(dir, 'tokens.db'));
+    try {
+      expect(await reopened.findTokenByJti(g.access.jti)).not.toBeNull();
+    } finally {
+      await reopened.close();
+      store = reopened; // afterEach closes it again: close is idempotent
+    }
+  });
+});

@@ -18,6 +18,7 @@ import {
   type TokenStore,
   type TokenType,
 } from '../store.js';
+import { GroupCommit } from './group-commit.js';
 import { identify, migrate } from './migrations.js';
 import { listTokensSql, prepareStatements, selectorKind, type Statement } from './statements.js';
 
@@ -31,7 +32,8 @@ const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
  * WAL lets readers proceed beside a writer; `synchronous=FULL` makes every acknowledged
  * revocation durable across power loss; the busy timeout makes a second writer wait instead of
  * failing, and a wait past it surfaces as {@link StoreUnavailableError}. Every atomic operation
- * is one statement or one BEGIN IMMEDIATE transaction (immediate, so that a transaction never
+ * is one statement or one transaction, and every write runs inside a BEGIN IMMEDIATE group commit
+ * (see GroupCommit; immediate, so that a transaction never
  * has to upgrade a stale read snapshot to a write and fail with SQLITE_BUSY_SNAPSHOT).
  */
 export class SqliteStore implements TokenStore {
@@ -43,12 +45,15 @@ export class SqliteStore implements TokenStore {
   private readonly revokeTx: Database.Transaction<(jti: string, at: number, cascade: boolean) => boolean>;
   private readonly statsTx: Database.Transaction<(now: number) => StoreStats>;
   private readonly rotateTx: Database.Transaction<(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string) => RotateOutcome>;
+  /** Every write goes through here: writes that arrive together share one commit. */
+  private readonly writes: GroupCommit;
 
   private constructor(
     private readonly db: Database.Database,
     readonly location: string,
   ) {
     this.st = prepareStatements(db);
+    this.writes = new GroupCommit(db, (error) => mapError(error, location));
 
     this.insertMany = db.transaction((tokens: TokenRecord[]) => {
       for (const t of tokens) this.st.insertToken.run(t);
@@ -119,7 +124,7 @@ export class SqliteStore implements TokenStore {
   }
 
   async createClient(client: ClientRecord): Promise<void> {
-    this.run(() => {
+    await this.write(() => {
       try {
         this.st.insertClient.run(client);
       } catch (error) {
@@ -140,15 +145,15 @@ export class SqliteStore implements TokenStore {
   }
 
   async deleteClient(id: string): Promise<boolean> {
-    return this.run(() => this.st.deleteClient.run(id).changes === 1);
+    return this.write(() => this.st.deleteClient.run(id).changes === 1);
   }
 
   async updateClientSecret(id: string, secretHash: string, at: number): Promise<boolean> {
-    return this.run(() => this.st.updateSecret.run(secretHash, at, id).changes === 1);
+    return this.write(() => this.st.updateSecret.run(secretHash, at, id).changes === 1);
   }
 
   async insertTokens(tokens: TokenRecord[]): Promise<void> {
-    this.run(() => this.insertMany.immediate(tokens));
+    await this.write(() => this.insertMany(tokens));
   }
 
   async findTokenByDigest(digest: string): Promise<TokenRecord | null> {
@@ -173,23 +178,23 @@ export class SqliteStore implements TokenStore {
   }
 
   async revokeToken(jti: string, at: number, cascadeGrant = false): Promise<boolean> {
-    return this.run(() => this.revokeTx.immediate(jti, at, cascadeGrant));
+    return this.write(() => this.revokeTx(jti, at, cascadeGrant));
   }
 
   async revokeGrant(grantId: string, at: number): Promise<number> {
-    return this.run(() => this.st.revokeGrant.run(at, grantId).changes);
+    return this.write(() => this.st.revokeGrant.run(at, grantId).changes);
   }
 
   async revokeBulk(selector: BulkSelector, at: number): Promise<number> {
-    return this.run(() => this.st.bulk[selectorKind(selector)].revoke.run({ ...selector, at }).changes);
+    return this.write(() => this.st.bulk[selectorKind(selector)].revoke.run({ ...selector, at }).changes);
   }
 
   async rotateRefreshToken(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): Promise<RotateOutcome> {
-    return this.run(() => this.rotateTx.immediate(oldJti, issued, at, revokeJti));
+    return this.write(() => this.rotateTx(oldJti, issued, at, revokeJti));
   }
 
   async purgeBatch(before: number, batchSize: number): Promise<number> {
-    return this.run(() => this.st.purge.run({ before, limit: batchSize }).changes);
+    return this.write(() => this.st.purge.run({ before, limit: batchSize }).changes);
   }
 
   async countPurgeable(before: number): Promise<number> {
@@ -201,7 +206,7 @@ export class SqliteStore implements TokenStore {
   }
 
   async appendAudit(entry: AuditEntry): Promise<void> {
-    this.run(() => this.st.insertAudit.run(entry));
+    await this.write(() => this.st.insertAudit.run(entry));
   }
 
   async listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
@@ -215,8 +220,15 @@ export class SqliteStore implements TokenStore {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    this.writes.flush(); // acknowledge nothing that is not committed
     this.closed = true;
     this.db.close();
+  }
+
+  /** Queues one synchronous write step for the next group commit (see GroupCommit). */
+  private write<T>(step: () => T): Promise<T> {
+    if (this.closed) return Promise.reject(new Error(`the store ${this.location} is closed`));
+    return this.writes.run(step);
   }
 
   /** Runs one synchronous database step, with the store's errors in place of SQLite's. */
