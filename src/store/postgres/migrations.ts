@@ -1,0 +1,171 @@
+import type { ClientBase } from 'pg';
+import { NotAStoreError, SchemaTooNewError } from '../store.js';
+
+/** One numbered schema change. Applied once, in order, and recorded in the `migrations` table. */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+/**
+ * The table whose presence marks a schema as a tokenctl store (the SQLite store's
+ * `application_id`): `application = tokenctl`, and `schema_version`, the last migration applied.
+ */
+export const META_TABLE = 'tokenctl_meta';
+export const APPLICATION = 'tokenctl';
+
+/** Tables tokenctl creates: finding one of them without {@link META_TABLE} means another application's. */
+const OWN_TABLES = ['migrations', 'clients', 'tokens', 'audit'];
+
+/**
+ * The schema history, the same shape as the SQLite store's. Never edit a migration that has
+ * shipped: append a new one. Names are unqualified: the pool's search_path puts them in the
+ * store's schema. Times are BIGINT milliseconds.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'clients, tokens, audit',
+    sql: `
+      CREATE TABLE ${META_TABLE} (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      );
+      INSERT INTO ${META_TABLE} (key, value) VALUES ('application', '${APPLICATION}');
+
+      CREATE TABLE migrations (
+        version    INTEGER PRIMARY KEY,
+        name       TEXT NOT NULL,
+        applied_at BIGINT NOT NULL
+      );
+
+      CREATE TABLE clients (
+        id                TEXT PRIMARY KEY,
+        name              TEXT NOT NULL,
+        secret_hash       TEXT,
+        scope             TEXT NOT NULL,
+        org_id            TEXT NOT NULL,
+        audience          TEXT NOT NULL,
+        access_ttl_ms     BIGINT,
+        refresh_ttl_ms    BIGINT,
+        created_at        BIGINT NOT NULL,
+        secret_updated_at BIGINT NOT NULL
+      );
+
+      -- Only the digest of a token is stored (contract 2). Deleting a client deletes its tokens.
+      CREATE TABLE tokens (
+        jti         TEXT PRIMARY KEY,
+        digest      TEXT NOT NULL UNIQUE,
+        type        TEXT NOT NULL CHECK (type IN ('access_token', 'refresh_token')),
+        grant_id    TEXT NOT NULL,
+        client_id   TEXT NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
+        username    TEXT NOT NULL,
+        sub         TEXT NOT NULL,
+        scope       TEXT NOT NULL,
+        audience    TEXT NOT NULL,
+        org_id      TEXT NOT NULL,
+        node        TEXT NOT NULL,
+        issued_at   BIGINT NOT NULL,
+        not_before  BIGINT NOT NULL,
+        expires_at  BIGINT NOT NULL,
+        revoked_at  BIGINT,
+        replaced_at BIGINT,
+        replaced_by TEXT
+      );
+      -- Grant cascades, bulk revocation by user (and user+client) or client, the foreign key.
+      CREATE INDEX tokens_grant ON tokens (grant_id);
+      CREATE INDEX tokens_user ON tokens (username, client_id);
+      CREATE INDEX tokens_client ON tokens (client_id);
+      -- purgeBatch and stats: expired tokens, and revoked ones (most tokens never are, hence partial).
+      CREATE INDEX tokens_expires ON tokens (expires_at);
+      CREATE INDEX tokens_revoked ON tokens (revoked_at) WHERE revoked_at IS NOT NULL;
+
+      CREATE TABLE audit (
+        id     BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        at     BIGINT NOT NULL,
+        actor  TEXT NOT NULL,
+        action TEXT NOT NULL,
+        target TEXT NOT NULL,
+        count  BIGINT NOT NULL,
+        detail TEXT NOT NULL
+      );
+      CREATE INDEX audit_target ON audit (target);
+    `,
+  },
+];
+
+export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
+
+/** A double-quoted SQL identifier. */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+/**
+ * Tells what the schema holds, reading only, so that another application's tables stay
+ * untouched. Returns the schema version of a tokenctl store, or 0 for a schema without any of
+ * tokenctl's tables (or one that does not exist yet). Throws {@link NotAStoreError} when tables
+ * named like tokenctl's belong to something else, {@link SchemaTooNewError} for a store written
+ * by a newer tokenctl.
+ */
+export async function identify(db: ClientBase, schema: string, location: string): Promise<number> {
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relname = ANY($2::text[])`,
+    [schema, [META_TABLE, ...OWN_TABLES]],
+  );
+  const found = rows.map((r) => r.name);
+  if (!found.includes(META_TABLE)) {
+    const foreign = OWN_TABLES.find((t) => found.includes(t));
+    if (foreign !== undefined) {
+      throw new NotAStoreError(location, `schema "${schema}" has a table "${foreign}" that tokenctl did not create (no ${META_TABLE} table)`);
+    }
+    return 0;
+  }
+  const meta = await db.query<{ key: string; value: string }>(`SELECT key, value FROM ${quoteIdent(schema)}.${META_TABLE}`);
+  const value = (key: string) => meta.rows.find((r) => r.key === key)?.value;
+  if (value('application') !== APPLICATION) {
+    throw new NotAStoreError(location, `schema "${schema}" has a ${META_TABLE} table that does not name tokenctl`);
+  }
+  const version = Number(value('schema_version') ?? 0);
+  if (!Number.isInteger(version) || version < 0) throw new NotAStoreError(location, `schema "${schema}" has an invalid schema version`);
+  if (version > LATEST_SCHEMA_VERSION) throw new SchemaTooNewError(location, version, LATEST_SCHEMA_VERSION);
+  return version;
+}
+
+/**
+ * Brings `schema` up to {@link LATEST_SCHEMA_VERSION}. An up-to-date store is recognised with
+ * reads only (no lock, no CREATE privilege needed), which is every start but the first.
+ * Otherwise one transaction takes a transaction-scoped advisory lock named after the schema,
+ * creates the schema if missing, reads the version again under the lock and applies what is
+ * pending: when several nodes start at once, the others wait for the lock, then find the work
+ * done and apply nothing. Either every pending migration is applied and recorded, or none is.
+ */
+export async function migrate(db: ClientBase, schema: string, location: string, now: number = Date.now()): Promise<void> {
+  if ((await identify(db, schema, location)) === LATEST_SCHEMA_VERSION) return;
+  await db.query('BEGIN');
+  try {
+    await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`tokenctl migrate ${schema}`]);
+    const exists = await db.query('SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1', [schema]);
+    if (exists.rowCount === 0) await db.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
+    const current = await identify(db, schema, location);
+    if (current === LATEST_SCHEMA_VERSION) {
+      await db.query('COMMIT'); // another node was first
+      return;
+    }
+    for (const m of MIGRATIONS) {
+      if (m.version <= current) continue;
+      await db.query(m.sql);
+      await db.query('INSERT INTO migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, now]);
+    }
+    await db.query(
+      `INSERT INTO ${META_TABLE} (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      [String(LATEST_SCHEMA_VERSION)],
+    );
+    await db.query('COMMIT');
+  } catch (error) {
+    await db.query('ROLLBACK').catch(() => undefined); // a lost connection rolls back by itself
+    throw error;
+  }
+}

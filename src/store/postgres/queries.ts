@@ -1,0 +1,144 @@
+import type { BulkSelector, TokenFilter, TokenRecord, TokenState } from '../store.js';
+
+/*
+ * The PostgreSQL store's SQL, beside the SQLite store's same statements. Rows come back under the
+ * records' own names (quoted aliases), so no mapping code can drift from the schema; BIGINT
+ * columns arrive as numbers through the pool's type parser (pool.ts).
+ */
+
+export const TOKEN_COLUMNS = `jti, digest, type, grant_id AS "grantId", client_id AS "clientId", username, sub, scope, audience,
+  org_id AS "orgId", node, issued_at AS "issuedAt", not_before AS "notBefore", expires_at AS "expiresAt",
+  revoked_at AS "revokedAt", replaced_at AS "replacedAt", replaced_by AS "replacedBy"`;
+export const CLIENT_COLUMNS = `id, name, secret_hash AS "secretHash", scope, org_id AS "orgId", audience, access_ttl_ms AS "accessTtlMs",
+  refresh_ttl_ms AS "refreshTtlMs", created_at AS "createdAt", secret_updated_at AS "secretUpdatedAt"`;
+
+/**
+ * Any number of tokens in one statement (so one atomic step, and one round trip even for a
+ * hundred thousand): one array parameter per column, zipped by unnest.
+ */
+export const INSERT_TOKENS = `INSERT INTO tokens (jti, digest, type, grant_id, client_id, username, sub, scope, audience, org_id, node,
+    issued_at, not_before, expires_at, revoked_at, replaced_at, replaced_by)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+    $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::text[])`;
+
+/** The parameters of {@link INSERT_TOKENS}: column by column. */
+export function tokenColumns(tokens: readonly TokenRecord[]): unknown[][] {
+  const column = <K extends keyof TokenRecord>(key: K) => tokens.map((t) => t[key]);
+  return [
+    column('jti'), column('digest'), column('type'), column('grantId'), column('clientId'), column('username'), column('sub'),
+    column('scope'), column('audience'), column('orgId'), column('node'), column('issuedAt'), column('notBefore'),
+    column('expiresAt'), column('revokedAt'), column('replacedAt'), column('replacedBy'),
+  ];
+}
+
+/** Purgeable: expired, or revoked, before $1 (a replaced token is neither, so it stays). */
+export const PURGEABLE_SQL = 'expires_at < $1 OR revoked_at < $1';
+
+/**
+ * Deletes by primary key, a batch at a time; SKIP LOCKED lets purges on several nodes share
+ * the work, and never waits on a token a request is revoking or rotating right now.
+ */
+export const PURGE_BATCH = `DELETE FROM tokens WHERE jti IN (
+  SELECT jti FROM tokens WHERE ${PURGEABLE_SQL} LIMIT $2 FOR UPDATE SKIP LOCKED)`;
+
+export const REVOKE_GRANT = 'UPDATE tokens SET revoked_at = $1 WHERE grant_id = $2 AND revoked_at IS NULL';
+
+/** tokenState() of store.ts as one condition per state, so that each can use an index. */
+function stateCondition(state: TokenState, now: () => string): string {
+  if (state === 'revoked') return '(revoked_at IS NOT NULL OR replaced_at IS NOT NULL)';
+  return `revoked_at IS NULL AND replaced_at IS NULL AND expires_at ${state === 'active' ? '>' : '<='} ${now()}`;
+}
+
+/** Counts of tokens by type and state, clients, and the oldest expiry: one statement, one snapshot. */
+export const STATS = `WITH by_state AS (
+    SELECT type, CASE WHEN revoked_at IS NOT NULL OR replaced_at IS NOT NULL THEN 'revoked'
+      WHEN expires_at <= $1 THEN 'expired' ELSE 'active' END AS state, count(*) AS n
+    FROM tokens GROUP BY 1, 2)
+  SELECT (SELECT count(*) FROM clients) AS clients,
+    (SELECT min(expires_at) FROM tokens WHERE expires_at <= $1) AS "oldestExpiredAt",
+    (SELECT coalesce(json_agg(by_state), '[]') FROM by_state) AS "byState"`;
+
+/** Newest first; `target` is space-separated words, and the filters match whole words. */
+export const LIST_AUDIT = `SELECT id, at, actor, action, target, count, detail FROM audit
+  WHERE ($1::bigint IS NULL OR at >= $1) AND ($2::text IS NULL OR $2 = ANY (string_to_array(target, ' ')))
+    AND ($3::text IS NULL OR actor = $3 OR 'client:' || $3 = ANY (string_to_array(target, ' ')))
+  ORDER BY id DESC LIMIT $4`;
+
+/** A WHERE clause with its parameters, numbered from a given `$n`. */
+export interface Where {
+  sql: string;
+  params: unknown[];
+}
+
+/** Collects conditions and numbers their parameters. */
+class WhereBuilder {
+  readonly conditions: string[] = [];
+  readonly params: unknown[];
+
+  constructor(initial: unknown[] = []) {
+    this.params = [...initial];
+  }
+
+  /** The `$n` of a new parameter. */
+  param(value: unknown): string {
+    this.params.push(value);
+    return `$${this.params.length}`;
+  }
+
+  add(condition: string): void {
+    this.conditions.push(condition);
+  }
+
+  build(): Where {
+    return { sql: this.conditions.length ? this.conditions.join(' AND ') : 'TRUE', params: this.params };
+  }
+}
+
+/**
+ * What a bulk revocation revokes, as `WITH` clauses and a condition on `tokens`, shared by the
+ * count and the revocation so that the number an operator confirmed is what happens: every
+ * live (unrevoked, unexpired at `$1`) token the selector names, or of a grant whose refresh
+ * token it names. Candidates come from a UNION rather than an OR, so that both halves use an
+ * index (an OR with a subquery scans the whole table, however few tokens a user has); liveness
+ * is checked once, on the candidates, by primary key (inside the grant lookup, a planner
+ * without statistics would intersect every lookup with the expiry index).
+ */
+export function revocableQuery(selector: BulkSelector, at: number): Where & { condition: string } {
+  const where = selectorWhere(selector, [at]);
+  const sql = `WITH selected AS (
+      SELECT jti, type, grant_id FROM tokens WHERE revoked_at IS NULL AND expires_at > $1 AND ${where.sql}),
+    candidates AS (
+      SELECT jti FROM selected
+      UNION
+      SELECT t.jti FROM tokens t JOIN selected s ON s.type = 'refresh_token' AND t.grant_id = s.grant_id)`;
+  return { sql, params: where.params, condition: 'revoked_at IS NULL AND expires_at > $1 AND jti IN (SELECT jti FROM candidates)' };
+}
+
+/** The tokens a bulk selector names; `$1` is left to the caller (the instant). */
+function selectorWhere(selector: BulkSelector, initial: unknown[]): Where {
+  const w = new WhereBuilder(initial);
+  if ('jti' in selector) {
+    w.add(`jti = ${w.param(selector.jti)}`);
+  } else if ('username' in selector) {
+    w.add(`username = ${w.param(selector.username)}`);
+    if (selector.clientId !== undefined) w.add(`client_id = ${w.param(selector.clientId)}`);
+  } else {
+    w.add(`client_id = ${w.param(selector.clientId)}`);
+  }
+  return w.build();
+}
+
+/** listTokens: every filter field narrows; newest first, ties by jti in byte order (as SQLite). */
+export function listTokensQuery(filter: TokenFilter): Where {
+  const w = new WhereBuilder();
+  if (filter.clientId !== undefined) w.add(`client_id = ${w.param(filter.clientId)}`);
+  if (filter.username !== undefined) w.add(`username = ${w.param(filter.username)}`);
+  if (filter.type !== undefined) w.add(`type = ${w.param(filter.type)}`);
+  if (filter.state !== undefined) w.add(stateCondition(filter.state, () => w.param(filter.now ?? Date.now())));
+  const where = w.build();
+  const limit = w.param(filter.limit ?? null);
+  return {
+    sql: `SELECT ${TOKEN_COLUMNS} FROM tokens WHERE ${where.sql} ORDER BY issued_at DESC, jti COLLATE "C" LIMIT ${limit}`,
+    params: w.params,
+  };
+}
