@@ -1,0 +1,138 @@
+/**
+ * From the repetitions to the figures of bench/results/latest.json: every figure and every
+ * ratio is computed within one repetition (contenders measured minutes apart on a shared
+ * machine are not comparable, contenders measured seconds apart are), then the median across
+ * repetitions is reported. Also the readable tables.
+ */
+
+/** @param {(number|null|undefined)[]} xs @returns {number|null} */
+export function median(xs) {
+  const s = /** @type {number[]} */ (xs.filter((x) => typeof x === 'number' && Number.isFinite(x))).sort((a, b) => a - b);
+  if (s.length === 0) return null;
+  const m = s.length >> 1;
+  return s.length % 2 ? /** @type {number} */ (s[m]) : (/** @type {number} */ (s[m - 1]) + /** @type {number} */ (s[m])) / 2;
+}
+
+/** @param {number|null|undefined} a @param {number|null|undefined} b */
+const ratio = (a, b) => (typeof a === 'number' && typeof b === 'number' && b > 0 ? a / b : null);
+
+/**
+ * The figures the issue names, in its order, with their targets (null: a reference figure).
+ * `ok(v)` says whether v meets the target.
+ * @type {Array<{ key: string, label: string, target: string|null, ok?: (v: number) => boolean, unit?: string }>}
+ */
+export const FIGURES = [
+  { key: 'ceiling_rps', label: 'ceiling: bare node:http, req/s', target: null },
+  { key: 'peer_introspection_rps', label: 'peer (oidc-provider 9) introspection, req/s', target: null },
+  { key: 'peer_revocation_rps', label: 'peer (oidc-provider 9) revocation, req/s', target: null },
+  { key: 'introspection_rps', label: 'tokenctl introspection, req/s', target: null },
+  { key: 'introspection_p99_ms', label: 'tokenctl introspection p99, ms (50 conns)', target: '≤ 5', ok: (v) => v <= 5 },
+  { key: 'introspection_ratio_to_ceiling', label: 'introspection / ceiling', target: '≥ 0.6', ok: (v) => v >= 0.6 },
+  { key: 'introspection_ratio_to_peer', label: 'introspection / peer', target: '≥ 5', ok: (v) => v >= 5 },
+  { key: 'refresh_rps', label: 'tokenctl refresh, req/s', target: null },
+  { key: 'refresh_ratio_to_ceiling', label: 'refresh / ceiling', target: '≥ 0.4', ok: (v) => v >= 0.4 },
+  { key: 'revocation_rps', label: 'tokenctl revocation (fresh tokens), req/s', target: null },
+  { key: 'revocation_ratio_to_peer', label: 'revocation / peer', target: '≥ 1.5', ok: (v) => v >= 1.5 },
+  { key: 'introspection_1m_vs_1k', label: 'introspection, 1M-token store / 1k', target: '≥ 0.9', ok: (v) => v >= 0.9 },
+  { key: 'cli_introspect_ms', label: 'CLI `introspect --json`, ms', target: null },
+  { key: 'cli_ratio_to_plain_script', label: 'CLI / plain better-sqlite3 script', target: '≤ 1.5', ok: (v) => v <= 1.5 },
+  { key: 'bulk_revoke_100k_ms', label: 'bulk revocation of 100k tokens, ms', target: '≤ 1000', ok: (v) => v <= 1000 },
+  { key: 'server_rss_mb', label: 'tokenctl server RSS under load, MB', target: '≤ 150', ok: (v) => v <= 150 },
+];
+
+/**
+ * @typedef {import('./measure.js').LoadResult} LoadResult
+ * @typedef {{ n: number, runs: Record<string, LoadResult|undefined>,
+ *   cli?: { node_ms: number, plain_ms: number, tokenctl_ms: number, tool: string },
+ *   bulk?: { elapsed_ms: number, wall_ms: number, revoked: number } }} Rep
+ */
+
+/**
+ * @param {Rep[]} reps
+ * @returns {Record<string, number|null>}
+ */
+export function figures(reps) {
+  /** @param {(r: Rep) => number|null|undefined} f */
+  const med = (f) => median(reps.map(f));
+  const rps = (/** @type {Rep} */ r, /** @type {string} */ k) => r.runs[k]?.rps;
+  return {
+    ceiling_rps: med((r) => rps(r, 'ceiling.introspect')),
+    peer_introspection_rps: med((r) => rps(r, 'peer.introspect')),
+    peer_revocation_rps: med((r) => rps(r, 'peer.revoke')),
+    introspection_rps: med((r) => rps(r, 'tokenctl.introspect')),
+    introspection_p99_ms: med((r) => r.runs['tokenctl.introspect']?.latency.p99),
+    introspection_ratio_to_ceiling: med((r) => ratio(rps(r, 'tokenctl.introspect'), rps(r, 'ceiling.introspect'))),
+    introspection_ratio_to_peer: med((r) => ratio(rps(r, 'tokenctl.introspect'), rps(r, 'peer.introspect'))),
+    refresh_rps: med((r) => rps(r, 'tokenctl.refresh')),
+    refresh_ratio_to_ceiling: med((r) => ratio(rps(r, 'tokenctl.refresh'), rps(r, 'ceiling.introspect'))),
+    revocation_rps: med((r) => rps(r, 'tokenctl.revoke')),
+    revocation_ratio_to_peer: med((r) => ratio(rps(r, 'tokenctl.revoke'), rps(r, 'peer.revoke'))),
+    introspection_1m_vs_1k: med((r) => ratio(rps(r, 'tokenctl.introspect_1m'), rps(r, 'tokenctl.introspect'))),
+    cli_introspect_ms: med((r) => r.cli?.tokenctl_ms),
+    cli_ratio_to_plain_script: med((r) => ratio(r.cli?.tokenctl_ms, r.cli?.plain_ms)),
+    bulk_revoke_100k_ms: med((r) => r.bulk?.elapsed_ms),
+    server_rss_mb: med((r) => {
+      const rss = Object.entries(r.runs).filter(([k]) => k.startsWith('tokenctl.')).map(([, v]) => v?.serverRssMb ?? NaN);
+      return rss.length ? Math.max(...rss) : null;
+    }),
+  };
+}
+
+/** Per-run details (medians across repetitions), for the second table and `meta.runs`. */
+export function details(/** @type {Rep[]} */ reps) {
+  const keys = [...new Set(reps.flatMap((r) => Object.keys(r.runs)))];
+  return Object.fromEntries(
+    keys.map((k) => {
+      /** @param {(x: LoadResult) => number} f */
+      const m = (f) => round(median(reps.map((r) => (r.runs[k] ? f(/** @type {LoadResult} */ (r.runs[k])) : null))), 3);
+      return [k, {
+        rps: m((x) => x.rps), rps_per_server_cpu_s: m((x) => x.rps / x.serverCpuShare), p50_ms: m((x) => x.latency.p50), p99_ms: m((x) => x.latency.p99),
+        server_cpu_share: m((x) => x.serverCpuShare), load_cpu_share: m((x) => x.loadCpuShare),
+        server_rss_mb: m((x) => x.serverRssMb), non2xx: m((x) => x.non2xx + x.errors + x.timeouts),
+      }];
+    }),
+  );
+}
+
+/** @param {number|null} v @param {number} digits */
+export function round(v, digits) {
+  if (v === null) return null;
+  const f = 10 ** digits;
+  return Math.round(v * f) / f;
+}
+
+/** @param {number|null} v */
+function show(v) {
+  if (v === null) return 'n/a';
+  if (Math.abs(v) >= 100) return Math.round(v).toLocaleString('en-US');
+  if (Math.abs(v) >= 10) return v.toFixed(1);
+  return v.toFixed(2);
+}
+
+/** @param {string[][]} rows */
+function table(rows) {
+  const widths = /** @type {string[]} */ (rows[0]).map((_, i) => Math.max(...rows.map((r) => [...(r[i] ?? '')].length)));
+  const line = (/** @type {string[]} */ r) => '│ ' + r.map((c, i) => c + ' '.repeat(/** @type {number} */ (widths[i]) - [...c].length)).join(' │ ') + ' │';
+  const rule = (/** @type {string} */ l, /** @type {string} */ m, /** @type {string} */ r) => l + widths.map((w) => '─'.repeat(w + 2)).join(m) + r;
+  return [rule('┌', '┬', '┐'), line(/** @type {string[]} */ (rows[0])), rule('├', '┼', '┤'), ...rows.slice(1).map(line), rule('└', '┴', '┘')].join('\n');
+}
+
+/** @param {Record<string, number|null>} figs */
+export function figuresTable(figs) {
+  const rows = [['figure', 'key', 'value', 'target', '']];
+  for (const f of FIGURES) {
+    const v = figs[f.key] ?? null;
+    const mark = f.ok === undefined ? '' : v === null ? '–' : f.ok(v) ? '✓' : '✗';
+    rows.push([f.label, f.key, show(v), f.target ?? '', mark]);
+  }
+  return table(rows);
+}
+
+/** @param {ReturnType<typeof details>} d */
+export function detailsTable(d) {
+  const rows = [['run (median of reps)', 'req/s', 'req per server CPU-s', 'p50 ms', 'p99 ms', 'server CPU', 'loadgen CPU', 'server RSS MB', 'failed']];
+  for (const [k, v] of Object.entries(d)) {
+    rows.push([k, show(v.rps), show(v.rps_per_server_cpu_s), show(v.p50_ms), show(v.p99_ms), show(v.server_cpu_share), show(v.load_cpu_share), show(v.server_rss_mb), show(v.non2xx)]);
+  }
+  return table(rows);
+}

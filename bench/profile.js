@@ -1,0 +1,99 @@
+#!/usr/bin/env node
+/**
+ * Where the tokenctl server spends its time under one of the benchmark's loads: starts
+ * `tokenctl serve` under `node --cpu-prof` (pinned like in the benchmark), drives it with the
+ * same load generator, stops it with SIGTERM so that V8 writes the profile, and prints the
+ * functions with the most self time and the time by package, as shares of the busy (not idle)
+ * time.
+ *
+ * Usage: node bench/profile.js [introspect|introspect_1m|revoke|refresh] [--seconds N]
+ * The profile is kept in bench/results/<kind>.cpuprofile (open it in Chrome DevTools or
+ * speedscope).
+ */
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { killAll, killGroup } from './lib/proc.js';
+import { runLoad } from './lib/measure.js';
+import { REQUESTS, startTokenctl, tokenctlServeMissing } from './lib/contenders.js';
+import { copyStore, prepareStores } from './lib/stores.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const { values, positionals } = parseArgs({ options: { seconds: { type: 'string', default: '5' } }, allowPositionals: true });
+const kind = positionals[0] ?? 'introspect';
+const log = (/** @type {string} */ s) => process.stdout.write(s + '\n');
+
+/**
+ * Self time per function and per package from a .cpuprofile.
+ * @param {string} file
+ */
+function summarize(file) {
+  /** @type {{ nodes: { id: number, callFrame: { functionName: string, url: string, lineNumber: number } }[], samples: number[], timeDeltas: number[] }} */
+  const p = JSON.parse(readFileSync(file, 'utf8'));
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  /** @type {Map<string, number>} */
+  const fn = new Map();
+  /** @type {Map<string, number>} */
+  const pkg = new Map();
+  let total = 0;
+  p.samples.forEach((id, i) => {
+    const dt = p.timeDeltas[i] ?? 0;
+    const cf = byId.get(id)?.callFrame;
+    if (!cf || cf.functionName === '(idle)') return;
+    total += dt;
+    const where = cf.url.replace(/^file:\/\//, '').replace(ROOT, '');
+    const key = `${cf.functionName || '(anonymous)'}  ${where ? `${where}:${cf.lineNumber + 1}` : ''}`;
+    fn.set(key, (fn.get(key) ?? 0) + dt);
+    const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(where);
+    const group = m ? m[1] : where.startsWith('dist/') ? `tokenctl ${where.split('/')[1]}` : where.startsWith('node:') ? 'node core' : cf.functionName.startsWith('(') ? cf.functionName : 'native/other';
+    pkg.set(/** @type {string} */ (group), (pkg.get(/** @type {string} */ (group)) ?? 0) + dt);
+  });
+  const top = (/** @type {Map<string, number>} */ m, /** @type {number} */ n) =>
+    [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
+  return { byPackage: top(pkg, 15), byFunction: top(fn, 25) };
+}
+
+async function main() {
+  const missing = await tokenctlServeMissing();
+  if (missing) throw new Error(`cannot profile: ${missing}`);
+  const req = kind === 'refresh' ? REQUESTS.tokenctl.refresh : kind === 'revoke' ? REQUESTS.tokenctl.revoke : REQUESTS.tokenctl.introspect;
+  const stores = await prepareStores({ quick: false, rebuild: false, log });
+  const s = kind === 'introspect_1m' ? stores.t1m : kind === 'introspect' ? stores.t1k : stores.pool;
+  if (!s) throw new Error('stores missing');
+  const workDir = mkdtempSync(join(tmpdir(), 'tokenctl-profile-'));
+  try {
+    const db = copyStore(s.db, join(workDir, 'tokens.db'));
+    const profDir = join(workDir, 'prof');
+    const server = await startTokenctl(workDir, 'serve', db, ['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
+    const r = await runLoad({
+      label: kind, server, ...req, tokenFile: kind === 'refresh' ? s.refreshFile : s.accessFile, fresh: kind === 'revoke',
+      connections: 50, warmupS: 1, durationS: Number(values.seconds), workDir,
+    });
+    log(`${kind}: ${Math.round(r.rps)} req/s, p99 ${r.latency.p99} ms, server CPU ${r.serverCpuShare.toFixed(2)}`);
+    process.kill(server.pid, 'SIGTERM');
+    await new Promise((resolve) => {
+      server.child.once('exit', resolve);
+      setTimeout(resolve, 15_000);
+    });
+    killGroup(server.child);
+    const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
+    if (!file) throw new Error(`no profile written (did the server exit on SIGTERM? see ${join(workDir, 'serve.log')}, removed with the work directory)`);
+    mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
+    const kept = join(ROOT, 'bench/results', `${kind}.cpuprofile`);
+    renameSync(join(profDir, file), kept);
+    const { byPackage, byFunction } = summarize(kept);
+    log('\nself time by package:\n' + byPackage.join('\n'));
+    log('\nself time by function:\n' + byFunction.join('\n'));
+    log(`\nprofile: ${kept} (includes start-up and warm-up)`);
+  } finally {
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+try {
+  await main();
+} finally {
+  killAll();
+}

@@ -1,0 +1,206 @@
+#!/usr/bin/env node
+/**
+ * `npm run bench [-- --quick]`: tokenctl against the ceiling (bare node:http) and a peer
+ * (node-oidc-provider 9), all in one run, contenders alternated within each repetition, medians
+ * of the repetitions. Servers on core 0, the load generator on core 1 (taskset), 127.0.0.1 only.
+ * Writes bench/results/latest.json; see bench/README.md for what each figure means.
+ *
+ * Flags: --quick (2 repetitions of 2 s), --reps N, --duration S, --no-build, --rebuild-stores,
+ *        --keep (keep the work directory with the servers' logs).
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, readdirSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import { killAll, killGroup, pinning, runToEnd } from './lib/proc.js';
+import { isActive, runLoad } from './lib/measure.js';
+import { CLIENT, REQUESTS, startCeiling, startPeer, startTokenctl, tokenctlServeMissing } from './lib/contenders.js';
+import { copyStore, prepareStores } from './lib/stores.js';
+import { bulkRevoke, cliColdStarts } from './lib/cli.js';
+import { details, detailsTable, figures, figuresTable, FIGURES, median, round } from './lib/report.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false }, reps: { type: 'string' }, duration: { type: 'string' },
+    'no-build': { type: 'boolean', default: false }, 'rebuild-stores': { type: 'boolean', default: false }, keep: { type: 'boolean', default: false },
+  },
+});
+const quick = Boolean(flags.quick);
+const cfg = {
+  reps: Number(flags.reps ?? (quick ? 2 : 3)),
+  warmupS: quick ? 1 : 2,
+  durationS: Number(flags.duration ?? (quick ? 2 : 5)),
+  connections: 50,
+  cliRuns: quick ? 5 : 10,
+  peerRevokePool: quick ? 60_000 : 150_000,
+};
+const log = (/** @type {string} */ s) => process.stdout.write(s + '\n');
+/** @type {string[]} */
+const notes = [];
+const note = (/** @type {string} */ s) => {
+  if (!notes.includes(s)) notes.push(s);
+  log(`  ! ${s}`);
+};
+const workDir = mkdtempSync(join(tmpdir(), 'tokenctl-bench-'));
+const started = Date.now();
+
+/** Newest modification time under a directory (ms). */
+function newest(/** @type {string} */ dir) {
+  let t = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) t = Math.max(t, statSync(join(e.parentPath ?? e.path, e.name)).mtimeMs);
+  }
+  return t;
+}
+
+async function build() {
+  let stale = true;
+  try {
+    stale = newest(join(ROOT, 'src')) > newest(join(ROOT, 'dist'));
+  } catch {
+    /* no dist yet */
+  }
+  if (flags['no-build'] || !stale) return;
+  log('building tokenctl (npm run build)…');
+  const r = await runToEnd('npm', ['run', 'build'], { timeoutMs: 600_000 });
+  if (r.code !== 0) note(`npm run build failed (exit ${r.code}); using whatever dist/ holds: ${r.stdout.split('\n').filter((l) => /error/i.test(l)).slice(0, 3).join(' | ')}`);
+}
+
+/**
+ * One load run, with the server started (and killed) around it unless one is given.
+ * @param {import('./lib/report.js').Rep} rep @param {string} key
+ * @param {() => Promise<{ pid: number, url: string, child: import('node:child_process').ChildProcess }>} start
+ * @param {{ path: string, prefix: string, suffix?: string, headers?: Record<string,string> }} req
+ * @param {string} tokenFile @param {{ fresh?: boolean, checkActive?: boolean }} [opt]
+ */
+async function measure(rep, key, start, req, tokenFile, opt = {}) {
+  const server = await start();
+  try {
+    const tokens = readFileSync(tokenFile, 'utf8').split('\n').filter(Boolean);
+    const url = server.url + (key.startsWith('peer.') ? REQUESTS.peer.introspect.path : REQUESTS.tokenctl.introspect.path);
+    if (opt.checkActive && !(await isActive(url, /** @type {string} */ (tokens[0]), CLIENT))) throw new Error(`${key}: the first token is not active before the run`);
+    const r = await runLoad({ label: `${key}-${rep.n}`, server, ...req, tokenFile, fresh: opt.fresh, connections: cfg.connections, warmupS: cfg.warmupS, durationS: cfg.durationS, workDir });
+    if (r.exhausted) note(`${key}: the pool of ${tokens.length} fresh tokens ran out; the run was cut short (rate still valid)`);
+    if (r.non2xx + r.errors + r.timeouts > 0) note(`${key}: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
+    if (opt.fresh) {
+      // A revocation acknowledged during the run took effect; the next unused token is still active.
+      if (await isActive(url, /** @type {string} */ (tokens[r.firstToken]), CLIENT)) throw new Error(`${key}: a token revoked during the run is still active`);
+      const unused = tokens[r.firstToken + r.tokensUsed + cfg.connections];
+      if (unused && !(await isActive(url, unused, CLIENT))) throw new Error(`${key}: a token never revoked reads as inactive`);
+    }
+    rep.runs[key] = r;
+    log(`  ${key.padEnd(26)} ${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.latency.p99} ms  server CPU ${r.serverCpuShare.toFixed(2)}  loadgen CPU ${r.loadCpuShare.toFixed(2)}  RSS ${r.serverRssMb.toFixed(0)} MB`);
+  } finally {
+    if (!('keepAlive' in server)) killGroup(server.child);
+  }
+}
+
+/** Runs `fn`, turning a failure into a note (the figure stays null) so the rest still runs. */
+async function attempt(/** @type {string} */ what, /** @type {() => Promise<unknown>} */ fn) {
+  try {
+    await fn();
+  } catch (err) {
+    note(`${what} failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+async function main() {
+  log(`tokenctl benchmark (${quick ? 'quick' : 'full'}): ${cfg.reps} repetitions × ${cfg.durationS} s (+${cfg.warmupS} s warm-up), ${cfg.connections} connections; work dir ${workDir}`);
+  if (!pinning()) note('taskset or a second core is missing: server and load generator share the cores');
+  await build();
+  const serveMissing = await tokenctlServeMissing();
+  if (serveMissing) note(`tokenctl server figures skipped: ${serveMissing}`);
+
+  /** @type {Awaited<ReturnType<typeof prepareStores>>|null} */
+  let stores = null;
+  await attempt('building the tokenctl stores', async () => {
+    log('preparing stores…');
+    stores = await prepareStores({ quick, rebuild: Boolean(flags['rebuild-stores']), log });
+  });
+  const s = /** @type {Awaited<ReturnType<typeof prepareStores>>|null} */ (stores);
+  const ceilingTokens = join(workDir, 'ceiling-tokens.txt');
+  writeFileSync(ceilingTokens, Array.from({ length: 1000 }, () => 'tca_' + randomBytes(32).toString('base64url')).join('\n') + '\n');
+  const t1k = s ? copyStore(s.t1k.db, join(workDir, 't1k.db')) : null;
+  const t1m = s ? copyStore(s.t1m.db, join(workDir, 't1m.db')) : null;
+  const tk = !serveMissing && s;
+
+  /** @type {import('./lib/report.js').Rep[]} */
+  const reps = [];
+  for (let n = 0; n < cfg.reps; n++) {
+    log(`repetition ${n + 1}/${cfg.reps}`);
+    /** @type {import('./lib/report.js').Rep} */
+    const rep = { n, runs: {} };
+    reps.push(rep);
+    const flip = (/** @type {any[]} */ xs) => (n % 2 ? xs.reverse() : xs);
+    /** @type {Awaited<ReturnType<typeof startPeer>>|null} */
+    let peer = null;
+    await attempt('starting the peer', async () => {
+      peer = await startPeer(workDir, `peer-${n}`, cfg.peerRevokePool);
+    });
+    const p = /** @type {Awaited<ReturnType<typeof startPeer>>|null} */ (peer);
+    const keep = async () => ({ ...(/** @type {NonNullable<typeof p>} */ (p)), keepAlive: true });
+    try {
+      const introspection = flip([
+        () => measure(rep, 'ceiling.introspect', () => startCeiling(workDir, `ceiling-${n}`), REQUESTS.ceiling.introspect, ceilingTokens),
+        p && (() => measure(rep, 'peer.introspect', keep, REQUESTS.peer.introspect, p.introspectFile, { checkActive: true })),
+        tk && (() => measure(rep, 'tokenctl.introspect', () => startTokenctl(workDir, `tk1k-${n}`, /** @type {string} */ (t1k)), REQUESTS.tokenctl.introspect, s.t1k.accessFile, { checkActive: true })),
+        tk && (() => measure(rep, 'tokenctl.introspect_1m', () => startTokenctl(workDir, `tk1m-${n}`, /** @type {string} */ (t1m)), REQUESTS.tokenctl.introspect, s.t1m.accessFile, { checkActive: true })),
+      ]);
+      for (const run of introspection.filter(Boolean)) await attempt('an introspection run', run);
+      const revocation = flip([
+        p && (() => measure(rep, 'peer.revoke', keep, REQUESTS.peer.revoke, p.revokeFile, { fresh: true })),
+        tk && (async () => {
+          const db = copyStore(s.pool.db, join(workDir, `pool-${n}.db`));
+          await measure(rep, 'tokenctl.revoke', () => startTokenctl(workDir, `tkpool-${n}`, db), REQUESTS.tokenctl.revoke, s.pool.accessFile, { fresh: true });
+          await measure(rep, 'tokenctl.refresh', () => startTokenctl(workDir, `tkrefresh-${n}`, db), REQUESTS.tokenctl.refresh, s.pool.refreshFile);
+        }),
+      ]);
+      for (const run of revocation.filter(Boolean)) await attempt('a revocation/refresh run', run);
+    } finally {
+      if (p) killGroup(p.child);
+    }
+    if (s) {
+      await attempt('the CLI cold start', async () => {
+        const token = readFileSync(s.t1k.accessFile, 'utf8').split('\n')[0] ?? '';
+        rep.cli = await cliColdStarts({ db: /** @type {string} */ (t1k), token, runs: cfg.cliRuns });
+        log(`  cli: node -e 0 ${rep.cli.node_ms.toFixed(0)} ms, plain script ${rep.cli.plain_ms.toFixed(0)} ms, tokenctl introspect ${rep.cli.tokenctl_ms.toFixed(0)} ms`);
+      });
+      await attempt('the bulk revocation', async () => {
+        rep.bulk = await bulkRevoke({ template: s.bulk.db, workDir, rep: n, expect: 100_000 });
+        log(`  bulk revoke 100k: ${rep.bulk.elapsed_ms} ms (command's own), ${rep.bulk.wall_ms.toFixed(0)} ms wall`);
+      });
+    }
+  }
+
+  const figs = figures(reps);
+  const out = Object.fromEntries(FIGURES.map((f) => [f.key, round(figs[f.key] ?? null, 4)]));
+  const runDetails = details(reps);
+  const meta = {
+    date: new Date().toISOString(), mode: quick ? 'quick' : 'full', repetitions: cfg.reps, duration_s: cfg.durationS, warmup_s: cfg.warmupS,
+    connections: cfg.connections, elapsed_s: Math.round((Date.now() - started) / 1000),
+    machine: { node: process.version, cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, platform: `${process.platform} ${process.arch}`, pinned: pinning() },
+    load_generator: `autocannon ${JSON.parse(readFileSync(join(ROOT, 'node_modules/autocannon/package.json'), 'utf8')).version}`,
+    runs: runDetails,
+    cli: { node_e_0_ms: round(median(reps.map((r) => r.cli?.node_ms)), 1), plain_script_ms: round(median(reps.map((r) => r.cli?.plain_ms)), 1), tool: reps[0]?.cli?.tool ?? null },
+    bulk_revoke_wall_ms: round(median(reps.map((r) => r.bulk?.wall_ms)), 0),
+    notes,
+  };
+  mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
+  writeFileSync(join(ROOT, 'bench/results/latest.json'), JSON.stringify({ ...out, meta }, null, 2) + '\n');
+  log('');
+  log(figuresTable(figs));
+  log(detailsTable(runDetails));
+  log(`CLI baselines: node -e 0 ${meta.cli.node_e_0_ms ?? 'n/a'} ms, plain better-sqlite3 script ${meta.cli.plain_script_ms ?? 'n/a'} ms`);
+  log(`${meta.machine.cpu}, ${meta.machine.cores} cores, Node ${process.version}; ${meta.elapsed_s} s; written to bench/results/latest.json`);
+  for (const n of notes) log(`note: ${n}`);
+}
+
+try {
+  await main();
+} finally {
+  killAll();
+  if (!flags.keep) rmSync(workDir, { recursive: true, force: true });
+}
