@@ -1,0 +1,178 @@
+import { readFileSync } from 'node:fs';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { buildSpecAuthorization } from '../engine/client-auth.js';
+import type { IntrospectionResult, RevocationResult, TokenResponse } from '../engine/results.js';
+import { tokenTypeOf } from '../engine/tokens.js';
+
+/**
+ * A client of the HTTP protocol of spec part 4 (contract 3): what `refresh`, `revoke` and
+ * `introspect --url …` speak to any server of this kind. It builds the requests from the spec
+ * alone: the scenario I/II Authorization header for the token endpoint (spec part 5), form
+ * credentials for revocation and introspection.
+ */
+export interface RemoteOptions {
+  /** Base URL of the server, e.g. `https://127.0.0.1:8443` (a path prefix is kept). */
+  url: string;
+  clientId: string;
+  /** The client password; omitted for a public client (spec part 5 scenario II). */
+  clientSecret?: string;
+  /** Path to a PEM file of certificates to trust (e.g. the one `serve --tls-self-signed` writes). */
+  ca?: string;
+  /** Milliseconds before a request is given up; default 10 s. */
+  timeoutMs?: number;
+}
+
+/**
+ * The server answered with an error, or did not answer at all.
+ * `status` is the HTTP status, or 0 when no HTTP answer arrived (connection refused, TLS failure,
+ * timeout); `body` is the parsed JSON answer (or its text, or null).
+ */
+export class RemoteError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly body: unknown,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'RemoteError';
+  }
+}
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+const MAX_RESPONSE_BYTES = 1024 * 1024;
+
+/** Spec 4.1: exchanges a refresh token; returns the 2.1 token response. */
+export async function remoteRefresh(opts: RemoteOptions, refreshToken: string, scope?: string): Promise<TokenResponse> {
+  const form: Record<string, string> = { grant_type: 'refresh_token', refresh_token: refreshToken };
+  if (scope !== undefined) form.scope = scope;
+  return (await post(opts, 'oauth/token', form, buildSpecAuthorization(opts.clientId, opts.clientSecret))) as TokenResponse;
+}
+
+/** Spec 4.2: revokes a token; returns the 2.2 revocation result. */
+export async function remoteRevoke(opts: RemoteOptions, token: string, hint?: string): Promise<RevocationResult> {
+  return (await post(opts, 'oauth/revocation', credentialForm(opts, token, hint))) as RevocationResult;
+}
+
+/** Spec 4.3: introspects a token; returns the 2.3 introspection result. */
+export async function remoteIntrospect(opts: RemoteOptions, token: string, hint?: string): Promise<IntrospectionResult> {
+  return (await post(opts, 'oauth/introspection', credentialForm(opts, token, hint))) as IntrospectionResult;
+}
+
+/**
+ * Spec 4.2/4.3 parameters. token_type_hint is required by the spec; without one from the user it
+ * is taken from the token's prefix, or `access_token` for a token of another server.
+ */
+function credentialForm(opts: RemoteOptions, token: string, hint?: string): Record<string, string> {
+  const form: Record<string, string> = {
+    token,
+    token_type_hint: hint ?? tokenTypeOf(token) ?? 'access_token',
+    client_id: opts.clientId,
+  };
+  if (opts.clientSecret) form.client_secret = opts.clientSecret;
+  return form;
+}
+
+/** Resolves an endpoint against the base URL, keeping any path prefix of the base. */
+export function endpointUrl(base: string, endpoint: string): URL {
+  let url: URL;
+  try {
+    url = new URL(base);
+  } catch {
+    throw new RemoteError(`"${base}" is not a URL: give the server's base URL, like https://127.0.0.1:8443`, 0, null);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new RemoteError(`"${base}" is not an http(s) URL`, 0, null);
+  }
+  if (!url.pathname.endsWith('/')) url.pathname += '/';
+  return new URL(endpoint, url);
+}
+
+function post(opts: RemoteOptions, endpoint: string, form: Record<string, string>, authorization?: string): Promise<unknown> {
+  const url = endpointUrl(opts.url, endpoint);
+  const body = new URLSearchParams(form).toString();
+  const headers: Record<string, string> = {
+    'content-type': 'application/x-www-form-urlencoded',
+    'content-length': String(Buffer.byteLength(body)),
+    accept: 'application/json',
+  };
+  if (authorization) headers.authorization = authorization;
+  let ca: Buffer | undefined;
+  if (opts.ca !== undefined) {
+    try {
+      ca = readFileSync(opts.ca);
+    } catch (err) {
+      throw new RemoteError(`cannot read the CA file ${opts.ca}: ${(err as Error).message}`, 0, null, { cause: err });
+    }
+  }
+  const timeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+
+  return new Promise((resolve, reject) => {
+    const options = { method: 'POST', headers, timeout, ...(url.protocol === 'https:' && ca ? { ca } : {}) };
+    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, options, (res) => {
+      readBody(res).then((text) => {
+        const status = res.statusCode ?? 0;
+        const parsed = parseJson(text);
+        if (status === 200 && parsed !== undefined) return resolve(parsed);
+        reject(new RemoteError(summarise(url, status, parsed ?? text), status, parsed ?? (text || null)));
+      }, reject);
+    });
+    req.on('timeout', () => req.destroy(new RemoteError(`no answer from ${url.origin} within ${timeout / 1000}s`, 0, null)));
+    req.on('error', (err) => reject(err instanceof RemoteError ? err : connectionError(url, err, opts.ca)));
+    req.end(body);
+  });
+}
+
+function readBody(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_RESPONSE_BYTES) res.destroy(new RemoteError('the server answer is larger than 1 MiB', res.statusCode ?? 0, null));
+      else chunks.push(chunk);
+    });
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', reject);
+  });
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** "401 invalid_client: The client account or password is incorrect: x (POST https://…/oauth/token)" */
+function summarise(url: URL, status: number, body: unknown): string {
+  let detail = '';
+  if (body && typeof body === 'object') {
+    const b = body as Record<string, unknown>;
+    const error = typeof b.error === 'string' ? b.error : '';
+    const text = [b.error_description, b.message].find((v): v is string => typeof v === 'string') ?? '';
+    detail = [error, text].filter(Boolean).join(': ');
+  } else if (typeof body === 'string' && body !== '') {
+    detail = body.length > 200 ? body.slice(0, 200) + '…' : body;
+  }
+  if (status === 200) detail = 'the answer is not JSON';
+  return `the server answered ${status}${detail ? ` ${detail}` : ''} (POST ${url.href})`;
+}
+
+function connectionError(url: URL, err: NodeJS.ErrnoException, ca: string | undefined): RemoteError {
+  const code = err.code ?? '';
+  let message: string;
+  if (code === 'ECONNREFUSED') message = `cannot connect to ${url.origin}: connection refused (is \`tokenctl serve\` running there?)`;
+  else if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') message = `cannot resolve the host ${url.hostname}`;
+  else if (code === 'ECONNRESET') message = `the connection to ${url.origin} was reset`;
+  else if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|ERR_SSL/.test(code) || /certificate/i.test(err.message)) {
+    message =
+      `TLS failure talking to ${url.origin}: ${err.message}` +
+      (ca ? ` (the certificate does not match the CA file ${ca})` : ' (for a self-signed server certificate, pass --ca with its PEM file)');
+  } else if (/wrong version number|packet length too long/i.test(err.message)) {
+    message = `TLS failure talking to ${url.origin}: the server does not speak HTTPS there (try http://)`;
+  } else message = `cannot reach ${url.origin}: ${err.message}`;
+  return new RemoteError(message, 0, null, { cause: err });
+}

@@ -1,0 +1,71 @@
+import { join } from 'node:path';
+import { Flags } from '@oclif/core';
+import { BaseCommand, defaultNode } from '../cli/base-command.js';
+import { durationFlag } from '../cli/flags.js';
+import { serve } from '../serve/serve.js';
+
+export default class Serve extends BaseCommand<typeof Serve> {
+  static override summary = 'Serve the token endpoints over HTTPS: refresh, revocation, introspection';
+  static override description = `Exposes the store over the HTTP protocol of the spec (part 4) and contract section 3:
+  POST /oauth/token           refresh (grant_type=refresh_token)
+  POST /oauth/revocation      revoke a token
+  POST /oauth/introspection   check a token
+  GET  /.well-known/oauth-authorization-server   RFC 8414 metadata
+  GET  /healthz               200 when the store answers
+
+Prints one line "listening on <URL>" on stdout when ready; request logs (JSON, never a token or secret) go to stderr. SIGTERM or SIGINT stops it gracefully.
+
+Plain HTTP is allowed on a loopback address only (with a warning) or with --insecure-http; any other address needs --tls-cert/--tls-key or --tls-self-signed. --demo creates a demo client and tokens and prints curl commands to try every endpoint.`;
+
+  static override examples = [
+    { description: 'Try it: a demo client, tokens and curl commands, over HTTPS with a development certificate', command: '<%= config.bin %> <%= command.id %> --demo' },
+    { description: 'On every interface with a real certificate', command: '<%= config.bin %> <%= command.id %> --host 0.0.0.0 --port 443 --tls-cert cert.pem --tls-key key.pem --issuer https://auth.example.com' },
+    { description: 'Rotate refresh tokens, tolerating a lost response for 10 seconds', command: '<%= config.bin %> <%= command.id %> --tls-self-signed --rotate-refresh-tokens --refresh-grace 10s' },
+    { description: 'A free port, quiet logs (scripts and benchmarks)', command: '<%= config.bin %> <%= command.id %> --port 0 --log-level warn' },
+  ];
+
+  static override enableJsonFlag = false;
+
+  static override flags = {
+    host: Flags.string({ description: 'Address to listen on; anything but loopback needs TLS or --insecure-http', default: '127.0.0.1' }),
+    port: Flags.integer({ char: 'p', description: 'Port to listen on; 0 picks a free one', default: 8443, min: 0, max: 65535 }),
+    'tls-cert': Flags.string({ description: 'PEM certificate (chain) to serve HTTPS with', dependsOn: ['tls-key'], exclusive: ['tls-self-signed', 'insecure-http'], helpGroup: 'TLS', helpValue: '<file>' }),
+    'tls-key': Flags.string({ description: 'PEM private key of --tls-cert', dependsOn: ['tls-cert'], helpGroup: 'TLS', helpValue: '<file>' }),
+    'tls-self-signed': Flags.boolean({ description: 'HTTPS with a development certificate, made once and kept in the data directory (its path is printed)', exclusive: ['insecure-http'], helpGroup: 'TLS' }),
+    'insecure-http': Flags.boolean({ description: 'Allow plain HTTP on a non-loopback address (only behind a TLS-terminating proxy)', helpGroup: 'TLS' }),
+    issuer: Flags.string({ description: 'Issuer URL, returned as iss and in the RFC 8414 metadata [default: the URL it listens on]', env: 'TOKENCTL_ISSUER' }),
+    node: Flags.string({ description: 'Node name, returned as node in token responses [default: the host name]', env: 'TOKENCTL_NODE' }),
+    'rotate-refresh-tokens': Flags.boolean({ description: 'Replace the refresh token on every refresh; a replaced one presented again revokes its grant', helpGroup: 'TOKENS' }),
+    'refresh-grace': durationFlag({ description: 'With rotation: the previous refresh token still works this long after its replacement (0s to 60s) [default: 0s]', dependsOn: ['rotate-refresh-tokens'], helpGroup: 'TOKENS' }),
+    'access-ttl': durationFlag({ description: "Access token lifetime for clients without their own [default: 1h]", helpGroup: 'TOKENS' }),
+    'refresh-ttl': durationFlag({ description: "Refresh token lifetime for clients without their own [default: 30d]", helpGroup: 'TOKENS' }),
+    demo: Flags.boolean({ description: 'Create (or re-key) the client demo-client, issue it a token pair and print curl commands for every endpoint; HTTPS with a development certificate unless a TLS flag says otherwise' }),
+    'log-level': Flags.string({ description: 'Request logs at info; warn or error keeps only problems', options: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], default: 'info' }),
+  };
+
+  async run(): Promise<void> {
+    const f = this.flags;
+    await serve(
+      {
+        host: f.host,
+        port: f.port,
+        tlsCert: f['tls-cert'],
+        tlsKey: f['tls-key'],
+        tlsSelfSigned: f['tls-self-signed'],
+        insecureHttp: f['insecure-http'],
+        demo: f.demo,
+        certDir: join(this.config.dataDir, 'tls'),
+        issuer: f.issuer,
+        node: f.node ?? defaultNode(),
+        rotateRefreshTokens: f['rotate-refresh-tokens'],
+        refreshGraceMs: f['refresh-grace'],
+        accessTtlMs: f['access-ttl'],
+        refreshTtlMs: f['refresh-ttl'],
+        logLevel: f['log-level'],
+        actor: this.actor(),
+      },
+      (options) => this.engine(options),
+      { line: (text) => this.log(text), warn: (text) => this.warn(text), note: (text) => this.logToStderr(text) },
+    );
+  }
+}

@@ -1,0 +1,109 @@
+import { STATUS_CODES } from 'node:http';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import * as engine from '../engine/errors.js';
+import { StoreUnavailableError } from '../store/store.js';
+import { HttpTransportError, MethodNotAllowedError, RouteNotFoundError } from './http-errors.js';
+import { ALLOWED_METHODS, TOKEN_PATH } from './paths.js';
+import { noStore } from './reply.js';
+
+/**
+ * The one place where errors become answers (contract 3, spec part 7).
+ *
+ * Every error is first classified into a status, an RFC 6749 §5.2 code and a message, then
+ * written in the shape of the endpoint that failed:
+ * - POST /oauth/token: the RFC 6749 record `{error, error_description}` (spec 7.1);
+ * - everything else: the record of spec 7.2,
+ *   `{timestamp: "<ms>", status, error: "<reason phrase>", message, path}`.
+ * Anything unexpected is a 500 with no detail; it is logged here, never echoed.
+ */
+interface Classified {
+  status: number;
+  /** RFC 6749 §5.2 / RFC 7009 error code, for the token endpoint's record and the logs. */
+  code: string;
+  message: string;
+  headers?: Record<string, string>;
+}
+
+/** RFC 6749 §5.2 / §2.3.1: a 401 for failed client authentication names the Basic scheme. */
+const CHALLENGE = { 'www-authenticate': 'Basic realm="tokenctl"' };
+/** Seconds a client should wait before retrying a 503. */
+const RETRY_AFTER = '2';
+const INTERNAL = 'The server failed to handle the request; the error has been logged';
+
+function classify(err: unknown): Classified | null {
+  if (err instanceof engine.InvalidClientError) return { status: 401, code: err.code, message: err.message, headers: CHALLENGE };
+  // Spec 7.1: 401 invalid_token (not RFC 6749's 400 invalid_grant); no challenge, it is not client authentication.
+  if (err instanceof engine.InvalidTokenError) return { status: 401, code: err.code, message: err.message };
+  if (err instanceof engine.InvalidRequestError || err instanceof engine.UnsupportedGrantTypeError || err instanceof engine.InvalidScopeError) {
+    return { status: 400, code: err.code, message: err.message };
+  }
+  if (err instanceof engine.UnsupportedTokenTypeError) return { status: 400, code: err.code, message: err.message };
+  if (err instanceof engine.InvalidInputError) return { status: 400, code: 'invalid_request', message: err.message };
+  if (err instanceof engine.ServiceUnavailableError) {
+    return { status: 503, code: err.code, message: err.message, headers: { 'retry-after': RETRY_AFTER } };
+  }
+  if (err instanceof StoreUnavailableError) {
+    return { status: 503, code: 'temporarily_unavailable', message: 'The token store is unavailable; try again shortly', headers: { 'retry-after': RETRY_AFTER } };
+  }
+  // Any other engine error is a refusal with a message written for the caller.
+  if (err instanceof engine.TokenctlError) return { status: 400, code: 'invalid_request', message: err.message };
+  if (err instanceof MethodNotAllowedError) return { status: 405, code: 'invalid_request', message: err.message, headers: { allow: err.allow } };
+  if (err instanceof HttpTransportError) return { status: err.status, code: err.status === 404 ? 'not_found' : 'invalid_request', message: err.message };
+  return classifyFastify(err as FastifyError);
+}
+
+/** fastify's own 4xx errors (body too large, bad Content-Length, media type, bad URL...). */
+function classifyFastify(err: FastifyError): Classified | null {
+  const status = err?.statusCode;
+  if (typeof status !== 'number' || status < 400 || status > 499 || typeof err.code !== 'string' || !err.code.startsWith('FST_')) {
+    return null;
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, code: 'invalid_request', message: 'The request body is larger than 16 KiB' };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { status: 415, code: 'invalid_request', message: 'The request body must be application/x-www-form-urlencoded' };
+    default:
+      return { status, code: 'invalid_request', message: STATUS_CODES[status] ?? 'Bad request' };
+  }
+}
+
+/** The path of a request without its query (which is never echoed: it could hold anything). */
+export function pathOf(request: FastifyRequest): string {
+  const url = request.url;
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
+/** Writes `err` as the answer to `request`. */
+export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  let c = classify(err);
+  if (c === null) {
+    request.log.error({ reqId: request.id, err }, 'unexpected error');
+    c = { status: 500, code: 'server_error', message: INTERNAL };
+  }
+  request.errorCode = c.code;
+  const path = pathOf(request);
+  reply.code(c.status);
+  if (c.headers) reply.headers(c.headers);
+  noStore(reply);
+  if (path === TOKEN_PATH) return reply.send({ error: c.code, error_description: c.message });
+  return reply.send({
+    timestamp: String(Date.now()),
+    status: c.status,
+    error: STATUS_CODES[c.status] ?? 'Error',
+    message: c.message,
+    path,
+  });
+}
+
+/** Installs the error and not-found handlers on the app. */
+export function installErrorHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((err, request, reply) => sendError(err, request, reply));
+  app.setNotFoundHandler((request, reply) => {
+    // fastify routes a known path with another method here: contract 3 wants 405 and `Allow`.
+    const path = pathOf(request);
+    const allow = ALLOWED_METHODS.get(path);
+    return sendError(allow ? new MethodNotAllowedError(request.method, allow) : new RouteNotFoundError(request.method, path), request, reply);
+  });
+}

@@ -1,0 +1,38 @@
+import type { FastifyInstance } from 'fastify';
+import { INTROSPECTION_PATH, METADATA_PATH, REVOCATION_PATH, TOKEN_PATH } from '../paths.js';
+import type { RouteDeps } from '../types.js';
+
+/**
+ * RFC 8414 §2 metadata for an issuer: the three endpoints, resolved against the issuer URL, and
+ * the client authentication methods each accepts (contract 3).
+ */
+export function authorizationServerMetadata(issuer: string): Record<string, unknown> {
+  const base = issuer.replace(/\/+$/, '');
+  return {
+    issuer,
+    token_endpoint: base + TOKEN_PATH,
+    revocation_endpoint: base + REVOCATION_PATH,
+    introspection_endpoint: base + INTROSPECTION_PATH,
+    grant_types_supported: ['refresh_token'],
+    // No authorization endpoint here: issuance is "not shown" in the spec (part 1).
+    response_types_supported: [],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'none'],
+    revocation_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic', 'none'],
+    introspection_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic', 'none'],
+  };
+}
+
+/** GET /.well-known/oauth-authorization-server (RFC 8414 §3). */
+export function metadataRoute(app: FastifyInstance, { engine }: RouteDeps): void {
+  let cached: { issuer: string; body: string } | undefined;
+  app.route({
+    method: ['GET', 'HEAD'],
+    url: METADATA_PATH,
+    handler: async (_request, reply) => {
+      // The issuer is read per request: `serve --port 0` learns its URL only once listening.
+      const issuer = engine.config.issuer;
+      if (cached?.issuer !== issuer) cached = { issuer, body: JSON.stringify(authorizationServerMetadata(issuer)) };
+      return reply.header('cache-control', 'max-age=300').type('application/json; charset=utf-8').send(cached.body);
+    },
+  });
+}

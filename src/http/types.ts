@@ -1,0 +1,18 @@
+import type { Engine } from '../engine/engine.js';
+
+/** What the request log line carries besides method, path and status: never a token or secret. */
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated client, once known. */
+    clientId: string | null;
+    /** The jti of the token the request produced or acted on, once known. */
+    jti: string | null;
+    /** The error code of a failed request (RFC 6749 §5.2 names). */
+    errorCode: string | null;
+  }
+}
+
+/** What every route is registered with. */
+export interface RouteDeps {
+  engine: Engine;
+}

@@ -1,0 +1,76 @@
+import type { AddressInfo } from 'node:net';
+import type { FastifyServerOptions } from 'fastify';
+import { CliError, EXIT } from '../cli/errors.js';
+import type { Engine } from '../engine/engine.js';
+import { buildServer, type TokenctlApp } from '../http/server.js';
+import type { TlsMaterial } from './tls.js';
+import { baseUrl } from './transport.js';
+
+export interface StartOptions {
+  engine: Engine;
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** Serve HTTPS with this key and certificate; plain HTTP without. */
+  tls?: TlsMaterial;
+  logger?: FastifyServerOptions['logger'];
+  /** Make the engine's issuer (`iss`, RFC 8414 `issuer`) the URL the server listens on. */
+  issuerFromUrl: boolean;
+  /** How long in-flight requests may take to finish on shutdown; default 10 s. */
+  shutdownGraceMs?: number;
+}
+
+export interface RunningServer {
+  app: TokenctlApp;
+  /** The base URL clients use, with the real port. */
+  url: string;
+  /** Stops accepting, lets in-flight requests finish, then closes every connection. */
+  close(): Promise<void>;
+}
+
+/** Builds the app (`http/server.ts`) and listens. The store stays open: its owner closes it. */
+export async function startServer(options: StartOptions): Promise<RunningServer> {
+  const { engine, host, port, tls } = options;
+  const app = buildServer({ engine, logger: options.logger, ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}) });
+  try {
+    await app.listen({ host, port, listenTextResolver: (address) => `server listening at ${address}` });
+  } catch (err) {
+    await app.close().catch(() => undefined);
+    throw listenError(err as NodeJS.ErrnoException, host, port);
+  }
+  const url = baseUrl(tls ? 'https' : 'http', host, (app.server.address() as AddressInfo).port);
+  // Before any request is read: listen() resolved, connections are handled on later turns.
+  if (options.issuerFromUrl) engine.config.issuer = url;
+  const graceMs = options.shutdownGraceMs ?? 10_000;
+  return { app, url, close: () => closeGracefully(app, graceMs) };
+}
+
+async function closeGracefully(app: TokenctlApp, graceMs: number): Promise<void> {
+  // close() waits for every connection to end. A keep-alive connection whose request finishes
+  // during shutdown becomes idle only then, and Node would keep it up to keepAliveTimeout + 1 s:
+  // close idle connections as they appear, and everything after the grace period.
+  const sweep = setInterval(() => app.server.closeIdleConnections(), 50);
+  const deadline = setTimeout(() => app.server.closeAllConnections(), graceMs);
+  sweep.unref();
+  deadline.unref();
+  try {
+    await app.close();
+  } finally {
+    clearInterval(sweep);
+    clearTimeout(deadline);
+  }
+}
+
+function listenError(err: NodeJS.ErrnoException, host: string, port: number): Error {
+  switch (err.code) {
+    case 'EADDRINUSE':
+      return new CliError(`port ${port} on ${host} is already in use`, EXIT.failure, 'address_in_use', 'choose another with --port, or --port 0 for a free one');
+    case 'EACCES':
+      return new CliError(`not allowed to listen on ${host}:${port}`, EXIT.failure, 'address_denied', 'ports below 1024 need privileges: use --port 8443');
+    case 'EADDRNOTAVAIL':
+    case 'ENOTFOUND':
+      return new CliError(`cannot listen on ${host}: no such address on this machine`, EXIT.usage, 'bad_host', 'use --host 127.0.0.1, or 0.0.0.0 for every interface');
+    default:
+      return err;
+  }
+}

@@ -1,0 +1,284 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createClient,
+  DAY,
+  formAuth,
+  HOUR,
+  issue,
+  postForm,
+  rfcBasic,
+  specBasic,
+  START,
+  startTestServer,
+  UUID,
+  type Client,
+  type TestServer,
+} from '../helpers/server.js';
+
+/** POST /oauth/token (spec 4.1, 2.1, 7.1; contract 3) over a real socket. */
+describe('POST /oauth/token', () => {
+  let s: TestServer;
+  let web: Client; // confidential: spec scenario I
+  let spa: Client; // public: spec scenario II
+  let other: Client;
+
+  beforeAll(async () => {
+    s = await startTestServer();
+    [web, spa, other] = await Promise.all([
+      createClient(s.engine, 'web-app'),
+      createClient(s.engine, 'spa-app', { public: true }),
+      createClient(s.engine, 'other-app'),
+    ]);
+  });
+  afterAll(() => s?.close());
+
+  const refresh = (client: Client, refreshToken: string, extra: Record<string, string> = {}, auth = specBasic(client)) =>
+    postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: refreshToken, ...extra }, { authorization: auth });
+
+  describe('success: the token response of spec 2.1', () => {
+    it('scenario I (double-Base64 header): 200 with all nine fields, typed as 2.1 says', async () => {
+      const issued = await issue(s.engine, web);
+      const r = await refresh(web, issued.refresh_token);
+      expect(r.status, r.text).toBe(200);
+      expect(Object.keys(r.json).sort()).toEqual(['access_token', 'expires_in', 'jti', 'node', 'org_id', 'refresh_token', 'scope', 'stime', 'token_type']);
+      expect(r.json).toMatchObject({
+        expires_in: 3600,
+        node: 'node-t',
+        org_id: 'org-web-app',
+        refresh_token: issued.refresh_token, // spec 3: stays as issued
+        scope: 'read write',
+        stime: START,
+        token_type: 'bearer',
+      });
+      expect(r.json.access_token).toMatch(/^tca_[A-Za-z0-9_-]{43}$/);
+      expect(r.json.access_token).not.toBe(issued.access_token);
+      expect(r.json.jti).toMatch(UUID);
+      expect(r.json.jti).not.toBe(issued.jti);
+      expect(Number.isInteger(r.json.expires_in) && Number.isInteger(r.json.stime)).toBe(true);
+      expect(r.headers.get('content-type')).toMatch(/^application\/json/);
+    });
+
+    it('the new access token is the jti of the answer and is active', async () => {
+      const r = await refresh(web, (await issue(s.engine, web)).refresh_token);
+      const seen = await s.engine.introspect(r.json.access_token as string);
+      expect(seen).toMatchObject({ active: true, jti: r.json.jti, token_type: 'access_token' });
+    });
+
+    it('scenario II (public client, base64(client_id ":")): 200', async () => {
+      const issued = await issue(s.engine, spa);
+      const r = await refresh(spa, issued.refresh_token);
+      expect(r.status, r.text).toBe(200);
+      expect(r.json.org_id).toBe('org-spa-app');
+    });
+
+    it('the RFC 6749 §2.3.1 Basic form is accepted as well (contract 3)', async () => {
+      const r = await refresh(web, (await issue(s.engine, web)).refresh_token, {}, rfcBasic(web));
+      expect(r.status, r.text).toBe(200);
+    });
+
+    it('a public client may send only the client_id form parameter, without a header (contract 3)', async () => {
+      const issued = await issue(s.engine, spa);
+      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token, client_id: spa.id });
+      expect(r.status, r.text).toBe(200);
+    });
+
+    it('a form client_id equal to the header’s is fine', async () => {
+      const r = await refresh(web, (await issue(s.engine, web)).refresh_token, { client_id: web.id });
+      expect(r.status, r.text).toBe(200);
+    });
+
+    it('scope narrows the new access token (RFC 6749 §6); a wider one is 400 invalid_scope', async () => {
+      const issued = await issue(s.engine, web);
+      const narrow = await refresh(web, issued.refresh_token, { scope: 'read' });
+      expect(narrow.status, narrow.text).toBe(200);
+      expect(narrow.json.scope).toBe('read');
+      const wide = await refresh(web, issued.refresh_token, { scope: 'read admin' });
+      expect(wide.status).toBe(400);
+      expect(wide.json).toEqual({ error: 'invalid_scope', error_description: expect.stringContaining('admin') });
+      const malformed = await refresh(web, issued.refresh_token, { scope: 'read "quoted"' });
+      expect(malformed.status).toBe(400);
+      expect(malformed.json.error).toBe('invalid_scope');
+    });
+  });
+
+  describe('spec 7.1 and contract 3: the refresh token cannot be used', () => {
+    it('expired: 401 invalid_token, the description says expired and ends with the token', async () => {
+      const issued = await issue(s.engine, web, { refreshTtlMs: HOUR });
+      s.clock.advance(HOUR);
+      try {
+        const r = await refresh(web, issued.refresh_token);
+        expect(r.status).toBe(401);
+        expect(Object.keys(r.json).sort()).toEqual(['error', 'error_description']);
+        expect(r.json.error).toBe('invalid_token');
+        expect(r.json.error_description).toMatch(/expired/);
+        expect((r.json.error_description as string).endsWith(issued.refresh_token)).toBe(true);
+        expect(r.headers.get('www-authenticate')).toBeNull();
+      } finally {
+        s.clock.set(START);
+      }
+    });
+
+    it('revoked: 401 invalid_token saying revoked, without echoing the token', async () => {
+      const issued = await issue(s.engine, web);
+      await s.engine.revokeAsOperator(issued.refresh_token, 'test');
+      const r = await refresh(web, issued.refresh_token);
+      expect(r.status).toBe(401);
+      expect(r.json.error).toBe('invalid_token');
+      expect(r.json.error_description).toMatch(/revoked/);
+      expect(r.text).not.toContain(issued.refresh_token);
+    });
+
+    it.each([
+      ['unknown', () => 'tcr_' + 'A'.repeat(43)],
+      ['not a token at all', () => 'hello'],
+    ])('%s: 401 invalid_token, not recognised', async (_name, token) => {
+      const r = await refresh(web, token());
+      expect(r.status).toBe(401);
+      expect(r.json).toEqual({ error: 'invalid_token', error_description: expect.stringMatching(/not recognised/) });
+    });
+
+    it('an access token presented as refresh token: 401 invalid_token, not recognised', async () => {
+      const issued = await issue(s.engine, web);
+      const r = await refresh(web, issued.access_token);
+      expect(r.status).toBe(401);
+      expect(r.json.error_description).toMatch(/not recognised/);
+    });
+
+    it('another client’s refresh token reads as not recognised, and stays usable by its owner', async () => {
+      const issued = await issue(s.engine, other);
+      const r = await refresh(web, issued.refresh_token);
+      expect(r.status).toBe(401);
+      expect(r.json).toEqual({ error: 'invalid_token', error_description: expect.stringMatching(/not recognised/) });
+      expect((await refresh(other, issued.refresh_token)).status).toBe(200);
+    });
+  });
+
+  describe('client authentication failures: 401 invalid_client with WWW-Authenticate', () => {
+    const expectInvalidClient = (r: Awaited<ReturnType<typeof refresh>>) => {
+      expect(r.status, r.text).toBe(401);
+      expect(r.json.error).toBe('invalid_client');
+      expect(typeof r.json.error_description).toBe('string');
+      expect(r.headers.get('www-authenticate')).toBe('Basic realm="tokenctl"');
+      expect(r.headers.get('cache-control')).toBe('no-store');
+    };
+
+    it('a wrong password, in the spec’s header', async () => {
+      const issued = await issue(s.engine, web);
+      const r = await refresh(web, issued.refresh_token, {}, specBasic({ id: web.id, secret: 'not-the-password' }));
+      expectInvalidClient(r);
+      expect(r.json.error_description).toBe(`The client account or password is incorrect: ${web.id}`);
+    });
+
+    it('the password in the header without the inner Base64 is refused unless it is the RFC form', async () => {
+      const issued = await issue(s.engine, web);
+      // RFC form works (web's secret is URL-safe, so raw and urlencoded coincide)...
+      expect((await refresh(web, issued.refresh_token, {}, 'Basic ' + Buffer.from(`${web.id}:${web.secret}`).toString('base64'))).status).toBe(200);
+      // ...but the password of another client does not.
+      expectInvalidClient(await refresh(web, issued.refresh_token, {}, 'Basic ' + Buffer.from(`${web.id}:${other.secret}`).toString('base64')));
+    });
+
+    it('an unknown client', async () => {
+      const r = await refresh({ id: 'nobody', secret: 'whatever-password' }, (await issue(s.engine, web)).refresh_token);
+      expectInvalidClient(r);
+      expect(r.json.error_description).toMatch(/nobody/);
+    });
+
+    it('a confidential client in scenario II (no password)', async () => {
+      expectInvalidClient(await refresh({ id: web.id, secret: null }, (await issue(s.engine, web)).refresh_token));
+    });
+
+    it('a public client that sends a password', async () => {
+      expectInvalidClient(await refresh({ id: spa.id, secret: 'some-password-1' }, (await issue(s.engine, spa)).refresh_token));
+    });
+
+    it('a malformed or non-Basic Authorization header', async () => {
+      const rt = (await issue(s.engine, web)).refresh_token;
+      for (const auth of ['Basic !!!', 'Bearer abc', 'Basic ' + Buffer.from('no-colon').toString('base64'), 'Basic']) {
+        expectInvalidClient(await refresh(web, rt, {}, auth));
+      }
+    });
+
+    it('no client authentication at all', async () => {
+      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token });
+      expectInvalidClient(r);
+    });
+
+    it('client_secret as a form parameter (not an authentication method of this endpoint)', async () => {
+      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token, ...formAuth(web) });
+      expectInvalidClient(r);
+      expect(r.json.error_description).toMatch(/Authorization header/);
+    });
+
+    it('a confidential client presenting only client_id in the form', async () => {
+      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token, client_id: web.id });
+      expectInvalidClient(r);
+    });
+
+    it('a rotated secret stops working at once', async () => {
+      const rotating = await createClient(s.engine, 'rotating-app');
+      const issued = await issue(s.engine, rotating);
+      expect((await refresh(rotating, issued.refresh_token)).status).toBe(200); // cached as verified
+      const { client_secret } = await s.engine.rotateClientSecret(rotating.id, 'test');
+      expectInvalidClient(await refresh(rotating, issued.refresh_token));
+      expect((await refresh({ id: rotating.id, secret: client_secret }, issued.refresh_token)).status).toBe(200);
+    });
+  });
+
+  describe('bad requests: 400 in the RFC 6749 shape', () => {
+    it('grant_type missing: invalid_request naming it', async () => {
+      const r = await postForm(s.url, '/oauth/token', { refresh_token: 'x' }, { authorization: specBasic(web) });
+      expect(r.status).toBe(400);
+      expect(r.json).toEqual({ error: 'invalid_request', error_description: expect.stringContaining('grant_type') });
+    });
+
+    it('grant_type empty counts as missing (RFC 6749 §3.1)', async () => {
+      const r = await postForm(s.url, '/oauth/token', 'grant_type=&refresh_token=x', { authorization: specBasic(web) });
+      expect(r.status).toBe(400);
+      expect(r.json.error).toBe('invalid_request');
+    });
+
+    it.each(['authorization_code', 'client_credentials', 'password', 'REFRESH_TOKEN'])('grant_type=%s: unsupported_grant_type', async (grantType) => {
+      const r = await postForm(s.url, '/oauth/token', { grant_type: grantType, refresh_token: 'x' }, { authorization: specBasic(web) });
+      expect(r.status).toBe(400);
+      expect(r.json.error).toBe('unsupported_grant_type');
+    });
+
+    it('refresh_token missing: invalid_request naming it', async () => {
+      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token' }, { authorization: specBasic(web) });
+      expect(r.status).toBe(400);
+      expect(r.json).toEqual({ error: 'invalid_request', error_description: expect.stringContaining('refresh_token') });
+    });
+
+    it('a parameter given twice: invalid_request', async () => {
+      const rt = (await issue(s.engine, web)).refresh_token;
+      const r = await postForm(s.url, '/oauth/token', `grant_type=refresh_token&refresh_token=${rt}&refresh_token=${rt}`, { authorization: specBasic(web) });
+      expect(r.status).toBe(400);
+      expect(r.json).toEqual({ error: 'invalid_request', error_description: expect.stringContaining('refresh_token') });
+    });
+
+    it('header and a form client_id naming another client: invalid_request', async () => {
+      const r = await refresh(web, (await issue(s.engine, web)).refresh_token, { client_id: other.id });
+      expect(r.status).toBe(400);
+      expect(r.json.error).toBe('invalid_request');
+    });
+
+    it('header and form client_secret at once: invalid_request (RFC 6749 §2.3, one method)', async () => {
+      const r = await refresh(web, (await issue(s.engine, web)).refresh_token, { client_secret: web.secret! });
+      expect(r.status).toBe(400);
+      expect(r.json.error).toBe('invalid_request');
+    });
+  });
+
+  it('the refresh token lives on after its access tokens expire (spec 3 row 4)', async () => {
+    const issued = await issue(s.engine, web, { accessTtlMs: HOUR, refreshTtlMs: DAY });
+    s.clock.advance(2 * HOUR);
+    try {
+      expect((await s.engine.introspect(issued.access_token)).active).toBe(false);
+      const r = await refresh(web, issued.refresh_token);
+      expect(r.status, r.text).toBe(200);
+      expect(r.json.stime).toBe(START + 2 * HOUR);
+    } finally {
+      s.clock.set(START);
+    }
+  });
+});
