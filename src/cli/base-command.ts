@@ -82,7 +82,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     if (err instanceof Error && (err.constructor.name === 'ExitError' || (err as { code?: string }).code === 'EEXIT')) throw err;
     const rendered = renderCliError(err);
     if (this.jsonEnabled()) {
-      process.stderr.write(JSON.stringify({ error: { code: rendered.code, message: rendered.message, ...(rendered.hint ? { hint: rendered.hint } : {}) } }) + '\n');
+      const { code, message, hint, details } = rendered;
+      process.stderr.write(JSON.stringify({ error: { code, message, ...(hint ? { hint } : {}), ...details } }) + '\n');
     } else {
       process.stderr.write(formatError(rendered) + '\n');
     }

@@ -1,6 +1,6 @@
 import { Errors } from '@oclif/core';
 import * as engine from '../engine/errors.js';
-import { NotAStoreError, SchemaTooNewError, StoreUnavailableError } from '../store/store.js';
+import { NotAStoreError, SchemaTooNewError, StoreLocationError, StoreUnavailableError } from '../store/store.js';
 import { DurationError } from './duration.js';
 
 /**
@@ -29,26 +29,90 @@ export interface RenderedError {
   message: string;
   exitCode: number;
   hint?: string;
+  /** Machine-readable detail for `--json` (e.g. a server's status and answer). */
+  details?: Record<string, unknown>;
+}
+
+/** The spec 7.1 description echoes the token; the CLI says why without printing it. */
+const INVALID_TOKEN_TEXT: Record<engine.InvalidTokenReason, string> = {
+  expired: 'the refresh token has expired: the user must log in again',
+  revoked: 'the refresh token has been revoked',
+  unknown: 'the refresh token is not recognised (unknown here, not a refresh token, or issued to another client)',
+};
+
+/**
+ * oclif wraps an error thrown while parsing a flag value as
+ * "Parsing --flag \n\t<message>\nSee more help with --help": say it on one line instead.
+ */
+function unwrapFlagParsing(message: string): string {
+  const m = /^Parsing --(\S+) \n\t([\s\S]*?)\nSee more help with --help$/.exec(message);
+  return m ? `--${m[1]}: ${m[2]}` : message;
+}
+
+/** oclif's parse errors, without their "The following error occurred:" frame and help footer. */
+function tidyUsage(message: string): string {
+  return unwrapFlagParsing(message)
+    .replace(/^The following errors? occurred:\s*/, '')
+    .replace(/\s*See more help with --help\s*$/, '')
+    .split('\n')
+    .map((line) => line.trim())
+    .join('\n');
+}
+
+/**
+ * A token in an error message (a server's spec 7.1 description echoes it) is cut to its first
+ * characters: enough to tell which, not enough to use. The CLI prints a token only when issuing.
+ */
+export function redactTokens(text: string): string {
+  return text.replace(/\b(tc[ar]_[A-Za-z0-9_-]{6})[A-Za-z0-9_-]{37}(?![A-Za-z0-9_-])/g, '$1…');
+}
+
+function redactDeep(value: unknown): unknown {
+  if (typeof value === 'string') return redactTokens(value);
+  if (Array.isArray(value)) return value.map(redactDeep);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactDeep(v)]));
+  return value;
+}
+
+/** Duck-typed so that this module need not load the HTTP client (`client/remote.ts`). */
+function isRemoteError(err: unknown): err is Error & { status: number; body: unknown } {
+  return err instanceof Error && err.name === 'RemoteError' && typeof (err as { status?: unknown }).status === 'number';
 }
 
 /** The one place where any error becomes what the CLI user sees. */
 export function renderCliError(err: unknown): RenderedError {
+  const rendered = render(err);
+  return { ...rendered, message: redactTokens(rendered.message) };
+}
+
+function render(err: unknown): RenderedError {
   if (err instanceof CliError) return { code: err.code, message: err.message, exitCode: err.exitCode, hint: err.hint };
   if (err instanceof engine.NotFoundError) return { code: err.code, message: err.message, exitCode: EXIT.notFound };
   if (err instanceof engine.InvalidClientError) return { code: err.code, message: err.message, exitCode: EXIT.usage };
-  if (err instanceof engine.InvalidTokenError) return { code: err.code, message: err.message, exitCode: EXIT.failure };
+  if (err instanceof engine.InvalidTokenError) return { code: err.code, message: INVALID_TOKEN_TEXT[err.reason], exitCode: EXIT.failure };
   if (err instanceof engine.ServiceUnavailableError) return { code: err.code, message: err.message, exitCode: EXIT.failure };
   if (err instanceof engine.TokenctlError) return { code: err.code, message: err.message, exitCode: EXIT.usage };
-  if (err instanceof DurationError) return { code: 'invalid_duration', message: err.message, exitCode: EXIT.usage };
+  if (err instanceof DurationError) return { code: 'invalid_duration', message: unwrapFlagParsing(err.message), exitCode: EXIT.usage };
+  if (isRemoteError(err)) {
+    return { code: 'remote_error', message: err.message, exitCode: EXIT.failure, details: { status: err.status, body: redactDeep(err.body) } };
+  }
   if (err instanceof NotAStoreError) {
     return { code: 'not_a_store', message: err.message, exitCode: EXIT.failure, hint: 'point --db (or TOKENCTL_DB) at a tokenctl store, or at a new file name to create one' };
+  }
+  if (err instanceof StoreLocationError) {
+    return { code: 'store_not_found', message: err.message, exitCode: EXIT.usage, hint: 'check --db (or TOKENCTL_DB); a new store file is created only in an existing directory' };
   }
   if (err instanceof SchemaTooNewError) return { code: 'schema_too_new', message: err.message, exitCode: EXIT.failure };
   if (err instanceof StoreUnavailableError) return { code: 'store_unavailable', message: err.message, exitCode: EXIT.failure };
   if (err instanceof Errors.CLIError) {
     // oclif's own parse errors (unknown flag, missing argument...): usage.
     const exit = (err as Errors.CLIError & { oclif?: { exit?: number } }).oclif?.exit;
-    return { code: 'usage', message: err.message, exitCode: typeof exit === 'number' && exit !== 1 ? exit : EXIT.usage };
+    return {
+      code: 'usage',
+      message: tidyUsage(err.message),
+      exitCode: typeof exit === 'number' && exit !== 1 ? exit : EXIT.usage,
+      hint: 'see --help for usage and examples',
+    };
   }
   const message = err instanceof Error ? err.message : String(err);
   return { code: 'failure', message: `unexpected error: ${message}`, exitCode: EXIT.failure };

@@ -9,7 +9,7 @@ import { InvalidInputError } from './errors.js';
 import { inspect, introspect } from './introspect.js';
 import { issueTokens, type IssueInput } from './issue.js';
 import { countPurgeable, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
-import { refresh, type RefreshInput } from './refresh.js';
+import { refresh, refreshAsOperator, type RefreshInput } from './refresh.js';
 import type { ClientView, Inspection, IntrospectionResult, RevocationResult, TokenResponse, TokenView } from './results.js';
 import { countBulk, revokeAsClient, revokeAsOperator, revokeBulk, type RevokeInput } from './revoke.js';
 
@@ -78,6 +78,10 @@ export class Engine {
   /** Spec 4.1. */
   refresh(input: RefreshInput): Promise<TokenResponse> {
     return refresh(this.ctx, input);
+  }
+  /** A refresh by an operator holding the store: as the token's own client. */
+  refreshAsOperator(refreshToken: string, scope?: string): Promise<TokenResponse> {
+    return refreshAsOperator(this.ctx, refreshToken, scope);
   }
   /** Spec 4.2, by an authenticated client. */
   revoke(input: RevokeInput): Promise<RevocationResult> {

@@ -48,12 +48,17 @@ export async function listTokens(ctx: EngineContext, filter: Omit<TokenFilter, '
   return records.map((r) => tokenView(r, now));
 }
 
-export interface StatusReport extends StoreStats {
+/** `tokenctl status` (issue 7): where the store is and what it holds. */
+export interface StatusReport {
   store: string;
   schema_version: number;
+  clients: number;
+  tokens: StoreStats['tokens'];
+  /** Expiry (ms) of the oldest expired token not yet purged, or null. */
+  oldest_expired_at: number | null;
 }
 
 export async function status(ctx: EngineContext): Promise<StatusReport> {
   const [stats, version] = await Promise.all([ctx.store.stats(ctx.clock.now()), ctx.store.schemaVersion()]);
-  return { store: ctx.store.location, schema_version: version, ...stats };
+  return { store: ctx.store.location, schema_version: version, clients: stats.clients, tokens: stats.tokens, oldest_expired_at: stats.oldestExpiredAt };
 }

@@ -1,7 +1,7 @@
 import type { ClientRecord, TokenRecord } from '../store/store.js';
 import { audit } from './audit.js';
 import type { EngineContext } from './context.js';
-import { InvalidTokenError } from './errors.js';
+import { InvalidTokenError, NotFoundError } from './errors.js';
 import { accessTtl, mint, narrowScope, refreshTtl, tokenResponse, type Minted } from './issue.js';
 import type { TokenResponse } from './results.js';
 import { digestToken, isWellFormedToken } from './tokens.js';
@@ -80,6 +80,19 @@ async function confirmStillActive(ctx: EngineContext, token: TokenRecord, access
   if (current && current.revokedAt === null && current.replacedAt === null) return;
   await ctx.store.revokeToken(access.record.jti, ctx.clock.now());
   throw new InvalidTokenError(current ? 'revoked' : 'unknown', refreshToken);
+}
+
+/**
+ * A refresh by an operator who holds the store (CLI without client credentials): acts as the
+ * token's own client. An unknown token is NotFoundError, not a silent invalid_token.
+ */
+export async function refreshAsOperator(ctx: EngineContext, refreshToken: string, scope?: string): Promise<TokenResponse> {
+  const token = isWellFormedToken(refreshToken) ? await ctx.store.findTokenByDigest(digestToken(refreshToken)) : null;
+  const client = token ? await ctx.store.getClient(token.clientId) : null;
+  if (!token || !client) {
+    throw new NotFoundError(`no such token in ${ctx.store.location} (it may have been purged, or belong to another store)`);
+  }
+  return refresh(ctx, { client, refreshToken, scope });
 }
 
 function mintAccess(ctx: EngineContext, client: ClientRecord, token: TokenRecord, scope: string, now: number): Minted {

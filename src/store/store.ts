@@ -253,6 +253,14 @@ export class NotAStoreError extends Error {
   }
 }
 
+/** The store cannot be opened where it was pointed at: a missing directory or file. */
+export class StoreLocationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StoreLocationError';
+  }
+}
+
 /** The store was written by a newer tokenctl. */
 export class SchemaTooNewError extends Error {
   constructor(

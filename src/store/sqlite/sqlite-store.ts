@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import {
   DuplicateClientError,
   NotAStoreError,
+  StoreLocationError,
   StoreUnavailableError,
   TOKEN_TYPES,
   type AuditEntry,
@@ -95,10 +96,10 @@ export class SqliteStore implements TokenStore {
     const location = path.resolve(file);
     const dir = path.dirname(location);
     if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
-      throw new Error(`cannot open the store ${location}: the directory ${dir} does not exist; create it first (mkdir -p ${dir})`);
+      throw new StoreLocationError(`cannot open the store ${location}: the directory ${dir} does not exist; create it first (mkdir -p ${dir})`);
     }
     if (!fs.existsSync(location)) {
-      if (options.create === false) throw new Error(`no tokenctl store at ${location}: the file does not exist`);
+      if (options.create === false) throw new StoreLocationError(`no tokenctl store at ${location}: the file does not exist`);
       createPrivateFile(location);
     }
     checkHeader(location);

@@ -1,0 +1,23 @@
+import type { PurgeCommandResult } from './results.js';
+import { plural } from './layout.js';
+import { color } from './style.js';
+import { formatDate, formatElapsed } from './time.js';
+
+export function purgeQuestion(count: number, before: number): string {
+  return `Delete ${plural(count, 'token')} expired or revoked before ${formatDate(before)}?`;
+}
+
+/** One line of the progress bar, redrawn with `\r` on a terminal: `[#####-----]  50%  500/1000`. */
+export function progressLine(done: number, total: number, width = 30): string {
+  const ratio = total <= 0 ? 1 : Math.min(1, done / total);
+  const filled = Math.round(ratio * width);
+  const percent = `${Math.floor(ratio * 100)}%`.padStart(4);
+  return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${percent}  ${done}/${total} deleted`;
+}
+
+export function renderPurge(r: PurgeCommandResult): string {
+  const cutoff = `expired or revoked before ${formatDate(r.before)}`;
+  if (r.dry_run) return `${plural(r.purgeable, 'token')} ${cutoff} would be deleted. ${color.dim('Dry run: nothing was deleted.')}`;
+  if (r.deleted === 0) return color.dim(`No tokens ${cutoff}: nothing to purge.`);
+  return `${color.green(`Purged ${plural(r.deleted, 'token')}`)} ${cutoff} in ${formatElapsed(r.elapsed_ms)}.`;
+}

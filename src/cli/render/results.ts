@@ -1,0 +1,63 @@
+/**
+ * What each command returns: its `--json` document, and what its renderer turns into text.
+ * Named after their commands. None holds a token or a secret, except the four that exist to
+ * show one once (token issue, refresh, client create, client rotate-secret).
+ */
+import type { AuditEntry } from '../../store/store.js';
+import type { StatusReport } from '../../engine/maintenance.js';
+import type { ClientView, IntrospectionResult, RevocationResult, TokenResponse, TokenView } from '../../engine/results.js';
+
+export type { AuditEntry, ClientView, IntrospectionResult, RevocationResult, StatusReport, TokenResponse, TokenView };
+
+/** `client create`: the client, and its secret (null for a public client) shown this once. */
+export type ClientCreateResult = ClientView & { client_secret: string | null };
+
+/** `client rotate-secret`: the new secret, shown this once. */
+export interface ClientRotateSecretResult {
+  client_id: string;
+  client_secret: string;
+  secret_updated_at: number;
+}
+
+/** How many tokens a client has, by state. */
+export interface TokenCounts {
+  total: number;
+  active: number;
+  expired: number;
+  revoked: number;
+}
+
+/** `client show`. */
+export type ClientShowResult = ClientView & { tokens: TokenCounts };
+
+/** `client delete`: what went (or, with --dry-run, would go). */
+export interface ClientDeleteResult {
+  client: ClientView;
+  /** Tokens deleted with the client. */
+  tokens: number;
+  deleted: boolean;
+  dry_run: boolean;
+}
+
+/** `revoke --jti | --user | --client`. */
+export interface RevokeBulkResult {
+  /** What was selected, in words: `user alice of client web`. */
+  selector: string;
+  /** Active tokens the selection named when counted. */
+  matched: number;
+  revoked: number;
+  elapsed_ms: number;
+  dry_run: boolean;
+}
+
+/** `purge`. */
+export interface PurgeCommandResult {
+  older_than_ms: number;
+  /** Tokens expired or revoked before this instant (ms) are purged. */
+  before: number;
+  /** How many qualified when counted. */
+  purgeable: number;
+  deleted: number;
+  elapsed_ms: number;
+  dry_run: boolean;
+}

@@ -1,0 +1,51 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { durationFlag } from '../../cli/flags.js';
+import { renderClientCreated, secretNotice } from '../../cli/render/client.js';
+import type { ClientCreateResult } from '../../cli/render/results.js';
+
+export default class ClientCreate extends BaseCommand<typeof ClientCreate> {
+  static override summary = 'Register a client and print its client_id and, this once, its client_secret';
+  static override description = `A confidential client gets a generated password (or the one given with --secret); a public client (spec part 5 scenario II, PKCE) has none. Only a salted hash of the password is stored: it is shown here once and never again (a lost secret is replaced with "client rotate-secret").`;
+
+  static override examples = [
+    { description: 'A confidential client limited to two scopes', command: '<%= config.bin %> <%= command.id %> --name "Web shop" --scope "read write"' },
+    { description: 'A public client with short-lived access tokens', command: '<%= config.bin %> <%= command.id %> --name "Mobile app" --public --access-ttl 15m' },
+    { description: 'Keep the secret in a variable (JSON output)', command: 'SECRET=$(<%= config.bin %> <%= command.id %> --name ci --json | jq -r .client_secret)' },
+  ];
+
+  static override flags = {
+    name: Flags.string({ char: 'n', description: 'Human name of the client, for operators', required: true }),
+    public: Flags.boolean({ description: 'A public client (PKCE): no password', default: false, exclusive: ['secret'] }),
+    secret: Flags.string({ description: 'Use this password instead of generating one (at least the engine minimum length)' }),
+    scope: Flags.string({ description: 'Space-separated scopes the client may be granted [default: any]' }),
+    org: Flags.string({ description: 'Organisation identifier, returned as org_id' }),
+    audience: Flags.string({ description: 'Audience of its tokens, returned as aud' }),
+    'access-ttl': durationFlag({ description: 'Lifetime of its access tokens, e.g. 15m [default: 1h]' }),
+    'refresh-ttl': durationFlag({ description: 'Lifetime of its refresh tokens, e.g. 30d [default: 30d]' }),
+  };
+
+  async run(): Promise<ClientCreateResult> {
+    const f = this.flags;
+    const engine = await this.engine();
+    const { client, client_secret } = await engine.createClient(
+      {
+        name: f.name,
+        public: f.public,
+        secret: f.secret,
+        scope: f.scope,
+        orgId: f.org,
+        audience: f.audience,
+        accessTtlMs: f['access-ttl'],
+        refreshTtlMs: f['refresh-ttl'],
+      },
+      this.actor(),
+    );
+    const result: ClientCreateResult = { ...client, client_secret };
+    if (!this.jsonEnabled()) {
+      this.log(renderClientCreated(result, Date.now()));
+      if (client_secret !== null) this.logToStderr(`\n${secretNotice()}`);
+    }
+    return result;
+  }
+}

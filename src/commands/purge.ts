@@ -1,0 +1,44 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../cli/base-command.js';
+import { dryRunFlag, durationFlag, yesFlag } from '../cli/flags.js';
+import { confirmOrStop } from '../cli/prompts.js';
+import { progressLine, purgeQuestion, renderPurge } from '../cli/render/purge.js';
+import type { PurgeCommandResult } from '../cli/render/results.js';
+
+export default class Purge extends BaseCommand<typeof Purge> {
+  static override summary = 'Delete tokens that expired or were revoked longer ago than a duration';
+  static override description = `Counts what qualifies, asks for confirmation (without a terminal it refuses unless --yes), then deletes in batches so that a server using the same store is never held up for long. Active tokens are never purged. The audit trail keeps a line for each purge.`;
+
+  static override examples = [
+    { description: 'Every expired or revoked token', command: '<%= config.bin %> <%= command.id %> --yes' },
+    { description: 'Keep a week of history; see first what would go', command: '<%= config.bin %> <%= command.id %> --older-than 7d --dry-run' },
+  ];
+
+  static override flags = {
+    'older-than': durationFlag({ description: 'Only tokens expired or revoked longer ago than this, e.g. 7d', default: 0, defaultHelp: async () => '0s' }),
+    yes: yesFlag,
+    'dry-run': dryRunFlag,
+    'batch-size': Flags.integer({ description: 'Tokens deleted per store transaction', default: 1000, min: 1, helpValue: '<n>' }),
+  };
+
+  async run(): Promise<PurgeCommandResult> {
+    const f = this.flags;
+    const olderThanMs = f['older-than'];
+    const engine = await this.engine();
+    const purgeable = await engine.countPurgeable(olderThanMs);
+    let result: PurgeCommandResult = { older_than_ms: olderThanMs, before: Date.now() - olderThanMs, purgeable, deleted: 0, elapsed_ms: 0, dry_run: f['dry-run'] };
+    if (!result.dry_run && purgeable > 0) {
+      await confirmOrStop(purgeQuestion(purgeable, result.before), { yes: f.yes, declined: 'Nothing purged' });
+      const showProgress = Boolean(process.stderr.isTTY) && !this.jsonEnabled();
+      const onProgress = showProgress ? (n: number) => process.stderr.write(`\r${progressLine(n, Math.max(n, purgeable))}`) : undefined;
+      try {
+        const purged = await engine.purge({ olderThanMs, batchSize: f['batch-size'], onProgress }, this.actor());
+        result = { ...result, deleted: purged.deleted, before: purged.before, elapsed_ms: purged.elapsed_ms };
+      } finally {
+        if (showProgress) process.stderr.write('\r\x1b[2K');
+      }
+    }
+    if (!this.jsonEnabled()) this.log(renderPurge(result));
+    return result;
+  }
+}

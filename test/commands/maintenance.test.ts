@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, issue, sleep, tempStore, type IssuedTokens, type TempStore } from '../helpers/cli.js';
+
+/** purge, status and audit on one store: 2 expired tokens, 2 revoked, 2 active. */
+describe('purge, status, audit', () => {
+  let store: TempStore;
+  let client: { id: string; secret: string | null };
+  let issued: IssuedTokens[];
+
+  beforeAll(async () => {
+    store = tempStore();
+    client = await createClient(store);
+    issued = await Promise.all([
+      issue(store, client.id, 'short', ['--access-ttl', '1s', '--refresh-ttl', '1s']),
+      issue(store, client.id, 'gone'),
+      issue(store, client.id, 'alive'),
+    ]);
+    await store.json(['revoke', '--user', 'gone', '--yes']);
+    await sleep(Math.max(0, Math.max(...issued.map((t) => t.stime as number)) + 1100 - Date.now()));
+  });
+  afterAll(() => store.cleanup());
+
+  it('status --json counts clients and tokens by type and state, and the oldest expired token', async () => {
+    const s = await store.json(['status']);
+    expect(Object.keys(s).sort()).toEqual(['clients', 'oldest_expired_at', 'schema_version', 'store', 'tokens']);
+    expect(s.store).toBe(store.db);
+    expect(s.schema_version).toBeGreaterThanOrEqual(1);
+    expect(s.clients).toBe(1);
+    expect(s.tokens).toEqual({
+      access_token: { active: 1, expired: 1, revoked: 1 },
+      refresh_token: { active: 1, expired: 1, revoked: 1 },
+    });
+    expect(s.oldest_expired_at).toBe((issued[0]!.stime as number) + 1000);
+  });
+
+  it('status shows the store, the counts and the oldest expired token readably', async () => {
+    const r = await store.run(['status']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(store.db);
+    expect(r.stdout).toMatch(/^\s+access\s+1\s+1\s+1$/m);
+    expect(r.stdout).toMatch(/oldest expired token:\s+\d{4}-\d\d-\d\d .* UTC \(\d+ s ago\)/);
+  });
+
+  it('purge refuses without --yes and without a terminal (5), and --dry-run only counts', async () => {
+    const refused = await store.run(['purge']);
+    expect(refused.code).toBe(5);
+    expect(refused.stderr).toMatch(/Nothing purged/);
+    const dry = await store.json(['purge', '--dry-run']);
+    expect(dry).toMatchObject({ older_than_ms: 0, purgeable: 4, deleted: 0, dry_run: true });
+    const older = await store.json(['purge', '--older-than', '1h', '--dry-run']);
+    expect(older).toMatchObject({ older_than_ms: 3_600_000, purgeable: 0 });
+    const bad = await store.run(['purge', '--older-than', 'ages', '--yes']);
+    expect(bad.code).toBe(2);
+    expect((await store.json(['status'])).tokens.access_token.expired).toBe(1);
+  });
+
+  it('purge --yes deletes every expired or revoked token in batches, and keeps the active ones', async () => {
+    const r = await store.json(['purge', '--yes', '--batch-size', '1']);
+    expect(r).toMatchObject({ purgeable: 4, deleted: 4, dry_run: false });
+    expect(r.before).toBeLessThanOrEqual(Date.now());
+    const s = await store.json(['status']);
+    expect(s.tokens.access_token).toEqual({ active: 1, expired: 0, revoked: 0 });
+    expect(s.oldest_expired_at).toBeNull();
+    const again = await store.run(['purge']); // nothing left: nothing to confirm
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/nothing to purge/);
+  });
+
+  it('audit lists what happened, newest first, and --json exports it', async () => {
+    const entries = await store.json<{ action: string; at: number; actor: string; count: number; target: string }[]>(['audit']);
+    const actions = entries.map((e) => e.action);
+    expect(actions[0]).toBe('purge');
+    expect(actions).toContain('token.revoke_bulk');
+    expect(actions).toContain('client.create');
+    expect(entries.map((e) => e.at)).toEqual([...entries.map((e) => e.at)].sort((a, b) => b - a));
+    expect(entries.find((e) => e.action === 'purge')!.count).toBe(4);
+    expect(entries.every((e) => e.actor.startsWith('cli:'))).toBe(true);
+
+    const [limited, byClient, recent, human] = await Promise.all([
+      store.json<unknown[]>(['audit', '--limit', '1']),
+      store.json<{ target: string }[]>(['audit', '--client', client.id]),
+      store.json<unknown[]>(['audit', '--since', '1h']),
+      store.run(['audit']),
+    ]);
+    expect(limited).toHaveLength(1);
+    expect(byClient.length).toBeGreaterThan(0);
+    expect(recent).toHaveLength(entries.length);
+    expect(human.stdout).toMatch(/^WHEN\s+ACTOR\s+ACTION\s+TARGET\s+COUNT\s+DETAIL$/m);
+  });
+
+  it('token list, status, audit and client list/show never print an issued token or the client secret', async () => {
+    const outputs = await Promise.all(
+      [
+        ['token', 'list'],
+        ['token', 'list', '--json'],
+        ['status'],
+        ['status', '--json'],
+        ['audit'],
+        ['audit', '--json'],
+        ['client', 'list', '--json'],
+        ['client', 'show', client.id],
+      ].map((args) => store.run(args)),
+    );
+    const secrets = [client.secret!, ...issued.flatMap((t) => [t.access_token, t.refresh_token])];
+    for (const r of outputs) {
+      expect(r.code).toBe(0);
+      for (const secret of secrets) {
+        expect(r.stdout).not.toContain(secret);
+        expect(r.stderr).not.toContain(secret);
+      }
+      expect(r.stdout).not.toMatch(/tc[ar]_[A-Za-z0-9_-]{43}/);
+    }
+  });
+});

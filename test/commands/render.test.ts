@@ -1,0 +1,142 @@
+import { stripVTControlCharacters as plain } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { formatDate, formatElapsed, formatInstant, formatRelative, formatSpan, formatTtl } from '../../src/cli/render/time.js';
+import { progressLine } from '../../src/cli/render/purge.js';
+import { fields, plural, table } from '../../src/cli/render/layout.js';
+import { renderVerdict } from '../../src/cli/render/introspect.js';
+import { renderTokenList } from '../../src/cli/render/token.js';
+import { countTokens } from '../../src/cli/render/client.js';
+import type { TokenView } from '../../src/engine/results.js';
+import { redactTokens } from '../../src/cli/errors.js';
+
+const NOW = Date.UTC(2025, 2, 1, 12, 0, 0);
+const MIN = 60_000;
+
+describe('time rendering', () => {
+  it('writes dates in UTC to the second', () => {
+    expect(formatDate(NOW)).toBe('2025-03-01 12:00:00 UTC');
+    expect(formatDate(NOW + 1234)).toBe('2025-03-01 12:00:01 UTC');
+  });
+
+  it.each([
+    [NOW + 42 * MIN, 'in 42 min'],
+    [NOW - 3 * MIN, '3 min ago'],
+    [NOW - 3 * 86_400_000, '3 d ago'],
+    [NOW + 30 * 86_400_000, 'in 30 d'],
+    [NOW + 5 * 3_600_000, 'in 5 h'],
+    [NOW + 90 * MIN, 'in 90 min'],
+    [NOW - 45_000, '45 s ago'],
+    [NOW + 400, 'now'],
+  ])('relative time of %i is %s', (at, text) => {
+    expect(formatRelative(at, NOW)).toBe(text);
+  });
+
+  it('joins the date and the relative time', () => {
+    expect(formatInstant(NOW + 42 * MIN, NOW)).toBe('2025-03-01 12:42:00 UTC (in 42 min)');
+  });
+
+  it('rounds spans down and picks a readable unit', () => {
+    expect(formatSpan(59_999)).toBe('59 s');
+    expect(formatSpan(2 * 3_600_000 - 1)).toBe('119 min');
+    expect(formatSpan(47 * 3_600_000)).toBe('47 h');
+    expect(formatSpan(-2 * 86_400_000)).toBe('2 d');
+  });
+
+  it('writes elapsed times and lifetimes the way flags take them', () => {
+    expect(formatElapsed(35)).toBe('35 ms');
+    expect(formatElapsed(1234)).toBe('1.2 s');
+    expect(formatTtl(3600)).toBe('1h');
+    expect(formatTtl(30 * 86_400)).toBe('30d');
+    expect(formatTtl(900)).toBe('15m');
+    expect(formatTtl(90)).toBe('90s');
+  });
+});
+
+describe('layout', () => {
+  it('aligns table columns on visible width, ignoring colour codes', () => {
+    const out = plain(table(['A', 'B'], [['\u001b[32mxx\u001b[39m', '1'], ['yyyy', '2']]));
+    expect(out.split('\n')).toEqual(['A     B', 'xx    1', 'yyyy  2']);
+  });
+
+  it('leaves out fields without a value and aligns labels', () => {
+    expect(plain(fields([['a', '1'], ['long', undefined], ['bb', '2']]))).toBe('a:  1\nbb: 2');
+  });
+
+  it('pluralises', () => {
+    expect(plural(1, 'token')).toBe('1 token');
+    expect(plural(0, 'token')).toBe('0 tokens');
+  });
+
+  it('draws a bounded progress bar', () => {
+    expect(progressLine(0, 10, 10)).toBe('[----------]   0%  0/10 deleted');
+    expect(progressLine(5, 10, 10)).toBe('[#####-----]  50%  5/10 deleted');
+    expect(progressLine(15, 10, 10)).toBe('[##########] 100%  15/10 deleted');
+    expect(progressLine(0, 0, 4)).toBe('[####] 100%  0/0 deleted');
+  });
+});
+
+const view = (over: Partial<TokenView>): TokenView => ({
+  jti: '11111111-1111-4111-8111-111111111111',
+  type: 'access_token',
+  state: 'active',
+  client_id: 'web',
+  username: 'alice',
+  sub: 'alice',
+  scope: 'read',
+  aud: '',
+  node: 'n1',
+  grant_id: 'g',
+  issued_at: NOW - 10 * MIN,
+  not_before: NOW - 10 * MIN,
+  expires_at: NOW + 50 * MIN,
+  revoked_at: null,
+  replaced_at: null,
+  ...over,
+});
+
+describe('token and verdict rendering', () => {
+  it('puts the verdict first, with the reason in time', () => {
+    const introspection = { active: false } as const;
+    expect(plain(renderVerdict({ verdict: 'active', token: view({}), introspection }, NOW))).toBe('ACTIVE expires in 50 min');
+    expect(plain(renderVerdict({ verdict: 'expired', token: view({ expires_at: NOW - 3 * MIN }), introspection }, NOW))).toBe('EXPIRED 3 min ago');
+    expect(plain(renderVerdict({ verdict: 'revoked', token: view({ revoked_at: NOW - MIN }), introspection }, NOW))).toBe(
+      'REVOKED at 2025-03-01 11:59:00 UTC (1 min ago)',
+    );
+    expect(plain(renderVerdict({ verdict: 'not_yet_valid', token: view({ not_before: NOW + MIN }), introspection }, NOW))).toMatch(/^NOT YET VALID until/);
+    expect(plain(renderVerdict({ verdict: 'unknown' }, NOW))).toMatch(/^UNKNOWN/);
+  });
+
+  it('lists tokens by jti, type, client, user, state and expiry', () => {
+    const out = plain(renderTokenList([view({}), view({ type: 'refresh_token', state: 'revoked', revoked_at: NOW - 2 * MIN })], NOW));
+    const [head, first, second] = out.split('\n');
+    expect(head).toMatch(/^JTI\s+TYPE\s+CLIENT\s+USER\s+STATE\s+EXPIRES$/);
+    expect(first).toMatch(/access\s+web\s+alice\s+active\s+2025-03-01 12:50:00 UTC \(in 50 min\)$/);
+    expect(second).toMatch(/refresh\s+web\s+alice\s+revoked\s+2025-03-01 12:50:00 UTC \(in 50 min\)$/);
+  });
+
+  it('counts tokens by state', () => {
+    expect(countTokens([{ state: 'active' }, { state: 'revoked' }, { state: 'active' }])).toEqual({ total: 3, active: 2, expired: 0, revoked: 1 });
+  });
+});
+
+describe('error text', () => {
+  it('cuts tokens in error messages to a recognisable stub', () => {
+    const token = 'tcr_' + 'abcdefghij'.repeat(4) + 'k-_';
+    expect(redactTokens(`The refresh token is invalid because it has expired: ${token}`)).toBe(
+      'The refresh token is invalid because it has expired: tcr_abcdef…',
+    );
+    expect(redactTokens('tca_short stays')).toBe('tca_short stays');
+  });
+});
+
+describe('bulk revocation text', () => {
+  it('names the selection and the count', async () => {
+    const { bulkQuestion, describeSelection, renderBulkRevocation } = await import('../../src/cli/render/revoke.js');
+    expect(describeSelection({ user: 'alice', client: 'web' })).toBe('user alice of client web');
+    expect(describeSelection({ client: 'web' })).toBe('client web');
+    expect(bulkQuestion('user alice', 1)).toBe('Revoke 1 active token (user alice)?');
+    const done = { selector: 'client web', matched: 3, revoked: 3, elapsed_ms: 1500, dry_run: false };
+    expect(plain(renderBulkRevocation(done))).toBe('Revoked 3 tokens (client web) in 1.5 s.');
+    expect(plain(renderBulkRevocation({ ...done, dry_run: true, revoked: 0 }))).toMatch(/^3 active tokens \(client web\) would be revoked\. Dry run/);
+  });
+});

@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, hasScript, issue, stripAnsi, tempStore, tokenctlInTerminal, type TempStore } from '../helpers/cli.js';
+
+/**
+ * What a person at a terminal sees: the confirmation prompt (answered no, then yes) and colours.
+ * Runs tokenctl under a real pseudo-terminal through util-linux `script`.
+ */
+describe.skipIf(!hasScript())('at a terminal', () => {
+  let store: TempStore;
+  let client: string;
+  beforeAll(async () => {
+    store = tempStore();
+    ({ id: client } = await createClient(store));
+    await Promise.all([issue(store, client, 'alice'), issue(store, client, 'alice')]);
+  });
+  afterAll(() => store.cleanup());
+
+  const activeOfAlice = async () => (await store.json<unknown[]>(['token', 'list', '--user', 'alice', '--state', 'active'])).length;
+  const question = /Revoke 4 active tokens \(user alice\)\? \(y\/N\)/;
+
+  it('answering "no" to the bulk revocation prompt changes nothing and exits 5', async () => {
+    const r = await tokenctlInTerminal(['revoke', '--user', 'alice', '--db', store.db], { answers: [{ when: question, send: 'n\r' }] });
+    expect(stripAnsi(r.output)).toMatch(question);
+    expect(r.output).toMatch(/Nothing revoked/);
+    expect(r.code).toBe(5);
+    expect(await activeOfAlice()).toBe(4);
+  });
+
+  it('answering "yes" revokes, and the summary follows', async () => {
+    const r = await tokenctlInTerminal(['revoke', '--user', 'alice', '--db', store.db], { answers: [{ when: question, send: 'y\r' }] });
+    expect(r.code).toBe(0);
+    expect(stripAnsi(r.output)).toMatch(/Revoked 4 tokens \(user alice\) in \d+ ms\./);
+    expect(await activeOfAlice()).toBe(0);
+  });
+
+  it('colours states on a terminal, and NO_COLOR turns them off', async () => {
+    const [coloured, plain] = await Promise.all([
+      tokenctlInTerminal(['token', 'list', '--db', store.db], { env: { NO_COLOR: undefined } }),
+      tokenctlInTerminal(['token', 'list', '--db', store.db], { env: { NO_COLOR: '1' } }),
+    ]);
+    expect(coloured.code).toBe(0);
+    expect(coloured.output).toContain('\u001b[31mrevoked'); // revoked in red
+    expect(plain.output).not.toContain('\u001b[3');
+    expect(stripAnsi(coloured.output)).toBe(plain.output);
+  });
+});
+
+describe.skipIf(!hasScript())('purge at a terminal', () => {
+  let store: TempStore;
+  beforeAll(async () => {
+    store = tempStore();
+    const { id } = await createClient(store);
+    await Promise.all([issue(store, id, 'a'), issue(store, id, 'b'), issue(store, id, 'c')]);
+    await store.json(['revoke', '--client', id, '--yes']);
+  });
+  afterAll(() => store.cleanup());
+
+  it('draws a progress bar on stderr and ends with a summary', async () => {
+    const r = await tokenctlInTerminal(['purge', '--yes', '--batch-size', '2', '--db', store.db]);
+    expect(r.code).toBe(0);
+    expect(r.output).toMatch(/\r\[#+-*\]\s+\d+%\s+\d+\/6 deleted/);
+    expect(stripAnsi(r.output)).toMatch(/Purged 6 tokens expired or revoked before .* in \d+(\.\d)? m?s\./);
+  });
+});
