@@ -24,8 +24,9 @@ export async function confirmOrStop(question: string, options: ConfirmOptions): 
   if (options.yes) return;
   const interactive = options.interactive ?? Boolean(process.stdin.isTTY);
   if (!interactive) {
+    // Say what would have been done (the question carries the counts), then why it was not.
     throw new CliError(
-      `${options.declined}: confirmation needed, and there is no terminal to ask on`,
+      `${options.declined}: "${question}" needs confirmation, and there is no terminal to ask on`,
       EXIT.notConfirmed,
       'not_confirmed',
       're-run with --yes to go ahead, or with --dry-run to see what would change',
