@@ -8,7 +8,15 @@ import { confirmOrStop } from '../cli/prompts.js';
 import { fields, plural } from '../cli/render/layout.js';
 import { color } from '../cli/render/style.js';
 import { formatElapsed } from '../cli/render/time.js';
-import { DEFAULT_BATCH_SIZE, MigrateError, migrateStore, planMigration, type CopyCounts, type StoreContents } from '../store/migrate-store.js';
+import {
+  DEFAULT_BATCH_SIZE,
+  MigrateError,
+  migrateStore,
+  planMigration,
+  type CopyCounts,
+  type MigrationReport,
+  type StoreContents,
+} from '../store/migrate-store.js';
 import { isPostgresUrl } from '../store/open-store.js';
 import type { TokenStore } from '../store/store.js';
 
@@ -43,6 +51,8 @@ export interface MigrateResult {
   audit: MigrateCounts;
   /** Clients and tokens read back from the target field for field identical to the source's. */
   verified: number;
+  /** With --merge: records the target held in another version (kept), e.g. `token <jti>: revokedAt`; the first 20. */
+  differing_records: string[];
   elapsed_ms: number;
 }
 
@@ -52,7 +62,7 @@ export default class Migrate extends BaseCommand<typeof Migrate> {
 
 Stop every server and command that uses the source first: a source that changes while it is copied is reported as an error. The target must be empty (a new PostgreSQL schema, or a new file) unless --merge is given; with --merge only what the target lacks is copied and nothing it holds is changed, which also completes an interrupted migration. A second identical run is refused (or, with --merge, copies nothing). The source is never changed. The target is --to, or else --db / TOKENCTL_DB.
 
-Tokens are read a slice at a time (one client, one token type, one state), and the largest slice must fit in memory twice over: about 3 KB per token, so a single client with a million active refresh tokens needs about 3 GB (NODE_OPTIONS=--max-old-space-size=4096). Purging the source first leaves expired and revoked tokens behind.`;
+Tokens are read a slice at a time (one client, one token type, one state), and the largest slice must fit in memory twice over: about 2 KB per token, so a single client with a million active refresh tokens needs about 2 GB (on a small machine: NODE_OPTIONS=--max-old-space-size=4096). Purging the source first leaves expired and revoked tokens behind.`;
 
   static override examples = [
     {
@@ -101,7 +111,14 @@ Tokens are read a slice at a time (one client, one token type, one state), and t
     const f = this.flags;
     const plan = await planMigration(source, target, { merge: f.merge });
     const planned = (source: number): CopyCounts => ({ source, copied: 0, present: 0, differing: 0 });
-    const nothingYet = { clients: planned(plan.source.clients), tokens: planned(plan.source.tokenTotal), audit: planned(plan.source.audit), verified: 0, elapsedMs: 0 };
+    const nothingYet: MigrationReport = {
+      clients: planned(plan.source.clients),
+      tokens: planned(plan.source.tokenTotal),
+      audit: planned(plan.source.audit),
+      verified: 0,
+      differences: [],
+      elapsedMs: 0,
+    };
     let result = toResult(plan.source, plan.target, f['dry-run'], f.merge, nothingYet);
     if (!f['dry-run']) {
       await confirmOrStop(question(plan.source, target.location), { yes: f.yes, declined: 'Nothing copied' });
@@ -138,7 +155,7 @@ function toResult(
   target: StoreContents,
   dryRun: boolean,
   merge: boolean,
-  report: { clients: CopyCounts; tokens: CopyCounts; audit: CopyCounts; verified: number; elapsedMs: number },
+  report: MigrationReport,
 ): MigrateResult {
   return {
     from: source.location,
@@ -151,6 +168,7 @@ function toResult(
     tokens: countsJson(report.tokens),
     audit: countsJson(report.audit),
     verified: report.verified,
+    differing_records: report.differences,
     elapsed_ms: report.elapsedMs,
   };
 }
@@ -166,7 +184,7 @@ function question(source: StoreContents, to: string): string {
 
 function countLine(c: MigrateCounts, merge: boolean): string {
   if (!merge) return `${c.copied} copied`;
-  const differing = c.differing > 0 ? color.yellow(` (${c.differing} differ: the target's kept)`) : '';
+  const differing = c.differing > 0 ? color.yellow(`, ${c.differing} of them different (the target's kept)`) : '';
   return `${c.copied} copied, ${c.already_present} already there${differing}`;
 }
 
@@ -181,15 +199,31 @@ function render(r: MigrateResult): string {
     ].join('\n');
   }
   const copied = r.clients.copied + r.tokens.copied + r.audit.copied;
-  const head = copied === 0 ? `Nothing to copy: ${r.to} already holds everything ${r.from} holds.` : `Migrated ${r.from} into ${r.to} in ${formatElapsed(r.elapsed_ms)}.`;
+  const head =
+    copied > 0
+      ? `Migrated ${r.from} into ${r.to} in ${formatElapsed(r.elapsed_ms)}.`
+      : `Nothing to copy: ${r.to} already holds every record of ${r.from}${r.clients.differing + r.tokens.differing > 0 ? ', some in another version' : ''}.`;
   return [
     color.green(head),
     fields([
       ['Clients', countLine(r.clients, r.merge)],
-      ['Tokens', `${countLine(r.tokens, r.merge)} (${r.source.tokens.active} active, ${r.source.tokens.expired} expired, ${r.source.tokens.revoked} revoked in the source)`],
+      ['Tokens', `${countLine(r.tokens, r.merge)}; in the source ${r.source.tokens.active} active, ${r.source.tokens.expired} expired, ${r.source.tokens.revoked} revoked`],
       ['Audit entries', countLine(r.audit, r.merge)],
       ['Verified', `${plural(r.verified, 'record')} read back identical from the target`],
     ]),
+    ...differing(r),
     `Next: point every node's --db (or TOKENCTL_DB) at ${r.to}, with the same --issuer and token settings, and start them.`,
   ].join('\n');
+}
+
+/** With --merge: the records whose two versions differ, for the operator to check. */
+function differing(r: MigrateResult): string[] {
+  const n = r.clients.differing + r.tokens.differing;
+  if (n === 0) return [];
+  const more = n > r.differing_records.length ? [`  … and ${n - r.differing_records.length} more`] : [];
+  return [
+    color.yellow(`${plural(n, 'record')} differed, and the target's version was kept (check which store is right; e.g. tokenctl revoke --jti):`),
+    ...r.differing_records.map((d) => `  ${d}`),
+    ...more,
+  ];
 }

@@ -1,0 +1,360 @@
+import {
+  DuplicateClientError,
+  TOKEN_TYPES,
+  type AuditEntry,
+  type ClientRecord,
+  type StoreStats,
+  type TokenFilter,
+  type TokenRecord,
+  type TokenState,
+  type TokenStore,
+} from './store.js';
+
+/*
+ * Copying one store into another (`tokenctl migrate`), typically a SQLite file into PostgreSQL
+ * when one node is no longer enough. Only the TokenStore interface is used, so any store can be
+ * copied into any other, and every record arrives with every field: token digests (the tokens
+ * themselves were never stored, so the copied digests are what keeps issued tokens working),
+ * revoked and replaced state, secret hashes and times.
+ *
+ * What the interface allows, and what that costs: tokens are read one slice at a time, a slice
+ * being one client's tokens of one type in one state (`listTokens({ clientId, type, state })`),
+ * and the target's copy of the slice is read back to verify it. The largest slice, twice over,
+ * is what must fit in memory (about 2 KB a token); listTokens has no cursor to page within one
+ * (see docs/running-several-nodes.md).
+ */
+
+/** Tokens per `insertTokens` call: one transaction each, and the unit of progress. */
+export const DEFAULT_BATCH_SIZE = 5000;
+
+/** The audit action a migration leaves in the target. */
+export const MIGRATE_ACTION = 'store.migrate';
+
+const TOKEN_STATES: readonly TokenState[] = ['active', 'expired', 'revoked'];
+
+/** Differences and failures listed by name; the rest are counted. */
+const MAX_LISTED = 20;
+
+/** What a store holds, as a migration plan shows it. */
+export interface StoreContents {
+  location: string;
+  clients: number;
+  /** Tokens by state at the plan's `now`, both types together. */
+  tokens: Record<TokenState, number>;
+  tokenTotal: number;
+  audit: number;
+}
+
+/** What {@link planMigration} found: both stores, and an earlier migration between them. */
+export interface MigrationPlan {
+  now: number;
+  source: StoreContents;
+  target: StoreContents;
+  /** The target's audit line of an earlier migration from this same source, if any. */
+  previous: AuditEntry | null;
+}
+
+/** Counts for one kind of record. */
+export interface CopyCounts {
+  /** Records in the source. */
+  source: number;
+  /** Records written into the target by this run. */
+  copied: number;
+  /** Records the target held already (only with `merge`); left as they were. */
+  present: number;
+  /** Of `present`, those whose fields differ from the source's (the target's version was kept). */
+  differing: number;
+}
+
+export interface MigrationReport {
+  clients: CopyCounts;
+  tokens: CopyCounts;
+  audit: CopyCounts;
+  /** Source records read back from the target field for field identical (clients and tokens). */
+  verified: number;
+  /**
+   * With merge: the first records (up to {@link MAX_LISTED}) the target already held in another
+   * version, e.g. `token <jti>: revokedAt`, so that an operator can check which store is right.
+   */
+  differences: string[];
+  elapsedMs: number;
+}
+
+export interface MigrateOptions {
+  /** Who migrates, for the audit line left in the target (`cli:<os user>`). */
+  actor: string;
+  /**
+   * Accept a target that holds records already: copy only what it lacks, and never change what
+   * it has. Resumes an interrupted migration; a second run copies nothing.
+   */
+  merge?: boolean;
+  /** Tokens per insert transaction (default {@link DEFAULT_BATCH_SIZE}). */
+  batchSize?: number;
+  /** The instant the source's counts are judged at (default now). */
+  now?: number;
+  /** Called after every batch with the tokens handled so far. */
+  onProgress?: (done: number, total: number) => void;
+}
+
+export type MigrateErrorCode = 'same_store' | 'source_empty' | 'target_not_empty' | 'source_changed' | 'verification_failed';
+
+/** A migration that must not go ahead, or that went wrong in a way the operator must know. */
+export class MigrateError extends Error {
+  constructor(
+    readonly code: MigrateErrorCode,
+    message: string,
+    readonly hint?: string,
+  ) {
+    super(message);
+    this.name = 'MigrateError';
+  }
+}
+
+/**
+ * Looks at both stores, reading only, and refuses a migration that makes no sense: the same
+ * store twice, an empty source (a mistyped path or schema), or, unless `merge`, a target that
+ * holds anything already (a second run; another deployment's data).
+ */
+export async function planMigration(source: TokenStore, target: TokenStore, options: { merge?: boolean; now?: number } = {}): Promise<MigrationPlan> {
+  if (source.location === target.location) {
+    throw new MigrateError('same_store', `the source and the target are the same store: ${source.location}`);
+  }
+  const now = options.now ?? Date.now();
+  const [from, into, targetAudit] = await Promise.all([contents(source, now), contents(target, now), target.listAudit({})]);
+  const plan: MigrationPlan = { now, source: from, target: into, previous: previousMigration(targetAudit, source.location) };
+  if (from.clients === 0 && from.tokenTotal === 0) {
+    throw new MigrateError(
+      'source_empty',
+      `the source ${source.location} holds no clients and no tokens: nothing to migrate`,
+      'check --from: is it the store your server uses? (tokenctl status --db <it>)',
+    );
+  }
+  if (!options.merge && !isEmpty(into)) {
+    const held = `${count(into.clients, 'client')}, ${count(into.tokenTotal, 'token')} and ${count(into.audit, 'audit entry', 'audit entries')}`;
+    const message = plan.previous
+      ? `${target.location} was already migrated from ${source.location} (at ${new Date(plan.previous.at).toISOString()}), and holds ${held}: nothing copied`
+      : `the target ${target.location} is not empty (it holds ${held}): nothing copied`;
+    throw new MigrateError(
+      'target_not_empty',
+      message,
+      'to copy only what the target lacks, without changing what it has, run again with --merge; to start over, empty the target first',
+    );
+  }
+  return plan;
+}
+
+/**
+ * Copies clients, tokens and the audit trail from `source` into `target`, verifies that every
+ * source record reads back identical from the target, and leaves one audit line there. Call
+ * {@link planMigration} first. Nothing in the source is changed.
+ *
+ * Not one transaction (the interface has none that spans stores): an interrupted run leaves a
+ * partial target, which a run with `merge` completes. The source must not change meanwhile
+ * (stop the servers on it): its counts are compared before and after, and a difference is
+ * reported as `source_changed`.
+ */
+export async function migrateStore(source: TokenStore, target: TokenStore, options: MigrateOptions): Promise<MigrationReport> {
+  const started = Date.now();
+  const now = options.now ?? started;
+  const merge = options.merge ?? false;
+  const batchSize = Math.max(1, options.batchSize ?? DEFAULT_BATCH_SIZE);
+  const [before, sourceAudit] = await Promise.all([source.stats(now), source.listAudit({})]);
+  const total = tokenTotal(before);
+
+  const clients = await copyClients(source, target, merge);
+  const tokens: CopyCounts = { source: 0, copied: 0, present: 0, differing: 0 };
+  const verify = new Verifier(target.location);
+  for (const client of clients.records) {
+    for (const filter of slices(client.id, merge, now)) {
+      const slice = await source.listTokens(filter);
+      if (slice.length === 0) continue;
+      // A client new to the target has no tokens there: no need to read them.
+      const existing = clients.preexisting.has(client.id) ? byKey(await target.listTokens(filter), (t) => t.jti) : new Map<string, TokenRecord>();
+      const missing = slice.filter((t) => !existing.has(t.jti));
+      for (let i = 0; i < missing.length; i += batchSize) {
+        await target.insertTokens(missing.slice(i, i + batchSize));
+        options.onProgress?.(tokens.source + slice.length - missing.length + Math.min(i + batchSize, missing.length), total);
+      }
+      const after = byKey(await target.listTokens(filter), (t) => t.jti);
+      for (const t of slice) {
+        // Not in the slice read back: perhaps stored with a field (and so a state) changed.
+        const copy = after.get(t.jti) ?? (await target.findTokenByJti(t.jti)) ?? undefined;
+        verify.check(`token ${t.jti}`, t, copy, existing.has(t.jti), tokens);
+      }
+      tokens.source += slice.length;
+      tokens.copied += missing.length;
+      options.onProgress?.(tokens.source, total);
+    }
+  }
+  const afterClients = byKey(await target.listClients(), (c) => c.id);
+  for (const c of clients.records) verify.check(`client ${c.id}`, c, afterClients.get(c.id), clients.preexisting.has(c.id), clients.counts);
+  verify.throwIfFailed();
+
+  const audit = await copyAudit(sourceAudit, target, merge);
+
+  // A writer on the source meanwhile would have been half copied: say so rather than succeed.
+  const [afterStats, afterAudit] = await Promise.all([source.stats(now), source.listAudit({ limit: 1 })]);
+  if (tokens.source !== total || !sameStats(before, afterStats) || afterAudit[0]?.id !== sourceAudit[0]?.id) {
+    throw new MigrateError(
+      'source_changed',
+      `the source ${source.location} changed while it was being copied (a server or command still writes to it): the target may lack its latest changes`,
+      'stop every server and command using the source, empty the target (drop its schema, or delete its file) and run again: --merge would keep stale copies of the tokens that changed',
+    );
+  }
+
+  const report: MigrationReport = {
+    clients: clients.counts,
+    tokens,
+    audit,
+    verified: verify.identical,
+    differences: verify.differences,
+    elapsedMs: Date.now() - started,
+  };
+  await target.appendAudit({
+    at: Date.now(),
+    actor: options.actor,
+    action: MIGRATE_ACTION,
+    target: 'store',
+    count: clients.counts.copied + tokens.copied,
+    detail: `from ${source.location}: ${clients.counts.copied} clients, ${tokens.copied} tokens, ${audit.copied} audit entries copied${merge ? ' (merge)' : ''}`,
+  });
+  return report;
+}
+
+/**
+ * The listTokens filters that together select each of a client's tokens exactly once, and
+ * read as little at a time as the interface allows: one token type, and, on a fresh copy, one
+ * state at the fixed instant `now` (the three states partition the tokens). With merge the
+ * target's copy of a token may be in another state than the source's (revoked there since),
+ * so a slice spans every state, or that token would look missing from the target.
+ */
+function slices(clientId: string, merge: boolean, now: number): TokenFilter[] {
+  return TOKEN_TYPES.flatMap((type) => (merge ? [{ clientId, type }] : TOKEN_STATES.map((state) => ({ clientId, type, state, now }))));
+}
+
+/** Clients first: every token references one. */
+async function copyClients(source: TokenStore, target: TokenStore, merge: boolean) {
+  const records = await source.listClients();
+  const existing = merge ? byKey(await target.listClients(), (c) => c.id) : new Map<string, ClientRecord>();
+  const preexisting = new Set<string>();
+  const counts: CopyCounts = { source: records.length, copied: 0, present: 0, differing: 0 };
+  for (const client of records) {
+    if (existing.has(client.id)) {
+      preexisting.add(client.id);
+      continue;
+    }
+    try {
+      await target.createClient(client);
+      counts.copied++;
+    } catch (error) {
+      // Only with merge can a client appear meanwhile (another run); otherwise it is a conflict.
+      if (!(merge && error instanceof DuplicateClientError)) throw error;
+      preexisting.add(client.id);
+    }
+  }
+  return { records, preexisting, counts };
+}
+
+/**
+ * The audit trail, oldest first, so that the target lists it in the same order. Entries get the
+ * target's own ids. With merge, entries the target already has (same fields) are not repeated.
+ */
+async function copyAudit(newestFirst: AuditEntry[], target: TokenStore, merge: boolean): Promise<CopyCounts> {
+  const counts: CopyCounts = { source: newestFirst.length, copied: 0, present: 0, differing: 0 };
+  const have = new Map<string, number>();
+  if (merge) for (const e of await target.listAudit({})) have.set(auditKey(e), (have.get(auditKey(e)) ?? 0) + 1);
+  for (const entry of [...newestFirst].reverse()) {
+    const key = auditKey(entry);
+    const n = have.get(key) ?? 0;
+    if (n > 0) {
+      have.set(key, n - 1);
+      counts.present++;
+      continue;
+    }
+    const { id: _id, ...fields } = entry;
+    await target.appendAudit(fields);
+    counts.copied++;
+  }
+  return counts;
+}
+
+/** Compares each source record with what the target returns for it. */
+class Verifier {
+  identical = 0;
+  readonly differences: string[] = [];
+  private readonly failures: string[] = [];
+
+  constructor(private readonly location: string) {}
+
+  check<R extends object>(what: string, expected: R, actual: R | undefined, preexisting: boolean, counts: CopyCounts): void {
+    if (preexisting) counts.present++;
+    if (actual === undefined) {
+      this.failures.push(`${what} is missing`);
+      return;
+    }
+    const differs = differingFields(expected, actual);
+    if (differs.length === 0) {
+      this.identical++;
+    } else if (preexisting) {
+      counts.differing++; // the target's own version, kept on purpose
+      if (this.differences.length < MAX_LISTED) this.differences.push(`${what}: ${differs.join(', ')}`);
+    } else {
+      this.failures.push(`${what} differs in ${differs.join(', ')}`);
+    }
+  }
+
+  throwIfFailed(): void {
+    if (this.failures.length === 0) return;
+    const shown = this.failures.slice(0, 5).join('; ');
+    const more = this.failures.length > 5 ? ` and ${this.failures.length - 5} more` : '';
+    throw new MigrateError(
+      'verification_failed',
+      `${this.failures.length} records did not read back identical from ${this.location}: ${shown}${more}`,
+      'do not switch to the target; report this as a bug, with the store versions (tokenctl status)',
+    );
+  }
+}
+
+/** Field names whose values differ (every field of either record counts). */
+function differingFields(a: object, b: object): string[] {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  return [...keys].filter((k) => (a as Record<string, unknown>)[k] !== (b as Record<string, unknown>)[k]);
+}
+
+async function contents(store: TokenStore, now: number): Promise<StoreContents> {
+  const [stats, audit] = await Promise.all([store.stats(now), store.listAudit({})]);
+  const tokens: Record<TokenState, number> = { active: 0, expired: 0, revoked: 0 };
+  for (const type of TOKEN_TYPES) for (const state of Object.keys(tokens) as TokenState[]) tokens[state] += stats.tokens[type][state];
+  return { location: store.location, clients: stats.clients, tokens, tokenTotal: tokenTotal(stats), audit: audit.length };
+}
+
+function count(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+function isEmpty(c: StoreContents): boolean {
+  return c.clients === 0 && c.tokenTotal === 0 && c.audit === 0;
+}
+
+function tokenTotal(stats: StoreStats): number {
+  let n = 0;
+  for (const type of TOKEN_TYPES) for (const count of Object.values(stats.tokens[type])) n += count;
+  return n;
+}
+
+function sameStats(a: StoreStats, b: StoreStats): boolean {
+  return a.clients === b.clients && TOKEN_TYPES.every((type) => differingFields(a.tokens[type], b.tokens[type]).length === 0);
+}
+
+/** The latest migration from `from` recorded in the target's audit trail (newest first). */
+function previousMigration(newestFirst: AuditEntry[], from: string): AuditEntry | null {
+  return newestFirst.find((e) => e.action === MIGRATE_ACTION && e.detail.startsWith(`from ${from}:`)) ?? null;
+}
+
+function auditKey(e: AuditEntry): string {
+  return JSON.stringify([e.at, e.actor, e.action, e.target, e.count, e.detail]);
+}
+
+function byKey<T>(records: T[], key: (r: T) => string): Map<string, T> {
+  return new Map(records.map((r) => [key(r), r]));
+}
