@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
 import type { ClientRecord, TokenStore } from '../store/store.js';
 import { isPlausibleClientId, type PresentedCredentials } from './client-auth.js';
 import { InvalidClientError } from './errors.js';
 import { FairLimiter } from './fair-limiter.js';
 import { getDummyHash, verifySecret } from './secrets.js';
+import { sha256 } from './tokens.js';
 
 export interface AuthenticatorOptions {
   /** Password hashes computed at once (each takes ~16 MiB and tens of ms). Default 2. */
@@ -85,7 +85,7 @@ export class ClientAuthenticator {
 }
 
 function cacheKey(lane: string, secret: string): string {
-  return lane + '\u0000' + createHash('sha256').update(secret, 'utf8').digest('base64url');
+  return lane + '\u0000' + sha256(secret);
 }
 
 /** A Map that forgets its oldest entries past `limit`. */

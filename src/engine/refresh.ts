@@ -39,8 +39,10 @@ export async function refresh(ctx: EngineContext, input: RefreshInput): Promise<
   const access = mintAccess(ctx, client, token, scope, now);
 
   if (!ctx.config.rotateRefreshTokens && token.replacedAt === null) {
-    await ctx.store.insertTokens([access.record]);
-    await confirmStillActive(ctx, token, access, refreshToken);
+    // The refresh token was read before: the store inserts only if it is still current (a
+    // revocation of the grant committed in between would otherwise miss the new token).
+    const outcome = await ctx.store.insertMintedAccess(access.record, token.jti);
+    if (outcome !== 'inserted') throw new InvalidTokenError(outcome, refreshToken);
     return tokenResponse(ctx, access, refreshToken, client);
   }
 
@@ -65,21 +67,6 @@ export async function refresh(ctx: EngineContext, input: RefreshInput): Promise<
   // Lost the race to a concurrent refresh of the same token: not reuse, just too late.
   if (outcome === 'conflict') throw new InvalidTokenError('revoked', refreshToken);
   return tokenResponse(ctx, access, next.token, client);
-}
-
-/**
- * Without rotation the new access token is inserted on the strength of an earlier read of the
- * refresh token. A revocation of the grant (or deletion of the client) that committed between
- * that read and the insert would not have seen the new token, and would leave it active. So the
- * refresh token is read again after the insert: if it is no longer current, the new access token
- * is revoked and the refresh fails as if it had come after the revocation. (A revocation that
- * commits after the insert revokes the new token itself, through the grant.)
- */
-async function confirmStillActive(ctx: EngineContext, token: TokenRecord, access: Minted, refreshToken: string): Promise<void> {
-  const current = await ctx.store.findTokenByJti(token.jti);
-  if (current && current.revokedAt === null && current.replacedAt === null) return;
-  await ctx.store.revokeToken(access.record.jti, ctx.clock.now());
-  throw new InvalidTokenError(current ? 'revoked' : 'unknown', refreshToken);
 }
 
 /**

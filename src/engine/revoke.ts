@@ -51,12 +51,13 @@ async function revokeRecord(ctx: EngineContext, token: TokenRecord, actor: strin
     return { code: 'token_already_revoked', message: `The ${token.type} ${token.jti} was already revoked` };
   }
   if (state === 'expired') return INVALID;
-  const changed = await ctx.store.revokeToken(token.jti, now, token.type === 'refresh_token');
+  // The audit line is written in the revocation's own transaction: one durable commit, not two.
+  const trail = { at: now, actor, action: 'token.revoke', target: `${token.jti} client:${token.clientId}`, count: 1, detail: token.type };
+  const changed = await ctx.store.revokeToken(token.jti, now, token.type === 'refresh_token', trail);
   if (!changed) {
     // Revoked concurrently between our read and our write: the other request won (RFC 7009).
     return { code: 'token_already_revoked', message: `The ${token.type} ${token.jti} was already revoked` };
   }
-  await audit(ctx, actor, 'token.revoke', `${token.jti} client:${token.clientId}`, 1, token.type);
   return { code: 'token_revoke_success', message: `The ${token.type} ${token.jti} has been revoked` };
 }
 

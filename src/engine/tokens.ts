@@ -1,3 +1,4 @@
+import * as crypto from 'node:crypto';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { TokenType } from '../store/store.js';
 
@@ -21,8 +22,17 @@ export function generateToken(type: TokenType): string {
 
 /** SHA-256 of the token string, base64url. A token's only stored form. */
 export function digestToken(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('base64url');
+  return sha256(token);
 }
+
+type OneShotHash = (algorithm: string, data: string, encoding: 'base64url') => string;
+/** Node ≥ 20.12's one-shot `crypto.hash`: a third of the cost of createHash for short strings. */
+const oneShot = (crypto as unknown as { hash?: OneShotHash }).hash;
+
+/** SHA-256 of a UTF-8 string, base64url. */
+export const sha256: (text: string) => string = oneShot
+  ? (text) => oneShot('sha256', text, 'base64url')
+  : (text) => createHash('sha256').update(text, 'utf8').digest('base64url');
 
 /** True when the string has the shape of a token tokenctl issues. */
 export function isWellFormedToken(token: string): boolean {

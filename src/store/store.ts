@@ -139,6 +139,15 @@ export type RotateOutcome =
   /** Someone else changed the old token first (replaced or revoked it): nothing was written. */
   | 'conflict';
 
+/** Outcome of {@link TokenStore.insertMintedAccess}. */
+export type MintOutcome =
+  /** The access token is stored, and its refresh token was current when it was. */
+  | 'inserted'
+  /** The refresh token was revoked or replaced: the access token is not active. */
+  | 'revoked'
+  /** The refresh token no longer exists (its client was deleted, or it was purged). */
+  | 'unknown';
+
 /**
  * The storage contract. Implementations: `MemoryStore`, `SqliteStore`, `PostgresStore`.
  * A single store may be used by several processes at once (the CLI beside a running server,
@@ -177,8 +186,19 @@ export interface TokenStore {
    * (RFC 7009 §2.2: the first revocation wins, later ones are no-ops). With `cascadeGrant`, and
    * only if this call revoked it, every not-yet-revoked token of its grant is revoked in the
    * same transaction (RFC 7009 §2.1: revoking a refresh token ends its access tokens).
+   * With `audit`, and only if this call revoked it, the entry is appended in the same
+   * transaction too: one durable commit for the revocation and its trail.
    */
-  revokeToken(jti: string, at: number, cascadeGrant?: boolean): Promise<boolean>;
+  revokeToken(jti: string, at: number, cascadeGrant?: boolean, audit?: AuditEntry): Promise<boolean>;
+
+  /**
+   * Inserts `access`, an access token minted from the refresh token `refreshJti` on the strength
+   * of an earlier read, unless that refresh token has stopped being current since (revoked,
+   * replaced, or deleted with its client): then no new token is left active, and the answer says
+   * why. A revocation of the grant never misses the new token: one that committed before this
+   * call is seen by it, one that commits after it revokes the new token with the grant.
+   */
+  insertMintedAccess(access: TokenRecord, refreshJti: string): Promise<MintOutcome>;
 
   /** Revokes every not-yet-revoked token of a grant, atomically. Returns how many. */
   revokeGrant(grantId: string, at: number): Promise<number>;

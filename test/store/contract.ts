@@ -233,6 +233,51 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(await store.revokeToken(g.refresh.jti, AT, true)).toBe(false);
         expect(await revokedAt(g.access)).toBeNull();
       });
+
+      it('appends the audit entry given only when this call revoked the token', async () => {
+        const g = grant();
+        await insert(g.refresh, g.access);
+        const entry = (jti: string): AuditEntry => ({ at: AT, actor: 'client-1', action: 'token.revoke', target: `${jti} client:client-1`, count: 1, detail: 'x' });
+        expect(await store.revokeToken(g.access.jti, AT, false, entry(g.access.jti))).toBe(true);
+        expect(await store.revokeToken(g.access.jti, AT + 1, false, entry(g.access.jti))).toBe(false);
+        expect(await store.revokeToken(g.refresh.jti, AT, true, entry(g.refresh.jti))).toBe(true);
+        expect(await store.revokeToken('00000000-0000-4000-8000-000000000000', AT, false, entry('none'))).toBe(false);
+        const trail = await store.listAudit({});
+        expect(trail.map((e) => e.target)).toEqual([`${g.refresh.jti} client:client-1`, `${g.access.jti} client:client-1`]);
+        expect(trail[1]).toMatchObject({ at: AT, actor: 'client-1', action: 'token.revoke', count: 1, detail: 'x' });
+        expect(await revokedAt(g.access)).toBe(AT);
+      });
+    });
+
+    describe('insertMintedAccess', () => {
+      it('inserts the access token while its refresh token is current', async () => {
+        const g = grant();
+        await insert(g.refresh);
+        expect(await store.insertMintedAccess(g.access, g.refresh.jti)).toBe('inserted');
+        expect(await get(g.access)).toEqual(g.access);
+      });
+
+      it('leaves no active token when the refresh token was revoked or replaced meanwhile', async () => {
+        const revoked = grant();
+        const replaced = grant();
+        await insert(revoked.refresh, replaced.refresh);
+        await store.revokeToken(revoked.refresh.jti, AT);
+        const next = tok({ type: 'refresh_token', grantId: replaced.refresh.grantId });
+        expect(await store.rotateRefreshToken(replaced.refresh.jti, [next], AT)).toBe('rotated');
+        expect(await store.insertMintedAccess(revoked.access, revoked.refresh.jti)).toBe('revoked');
+        expect(await store.insertMintedAccess(replaced.access, replaced.refresh.jti)).toBe('revoked');
+        for (const t of [revoked.access, replaced.access]) {
+          const stored = await get(t);
+          expect(stored === null || tokenState(stored, AT) !== 'active').toBe(true);
+        }
+      });
+
+      it('answers unknown when the refresh token is gone', async () => {
+        const g = grant();
+        expect(await store.insertMintedAccess(g.access, g.refresh.jti)).toBe('unknown');
+        const stored = await get(g.access);
+        expect(stored === null || tokenState(stored, AT) !== 'active').toBe(true);
+      });
     });
 
     describe('revokeGrant', () => {

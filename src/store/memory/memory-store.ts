@@ -6,6 +6,7 @@ import {
   type AuditFilter,
   type BulkSelector,
   type ClientRecord,
+  type MintOutcome,
   type RotateOutcome,
   type StoreStats,
   type TokenFilter,
@@ -104,13 +105,23 @@ export class MemoryStore implements TokenStore {
     return this.revocable(selector, now).length;
   }
 
-  async revokeToken(jti: string, at: number, cascadeGrant = false): Promise<boolean> {
+  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry): Promise<boolean> {
     this.check();
     const t = this.tokens.get(jti);
     if (!t || t.revokedAt !== null) return false;
     t.revokedAt = at;
     if (cascadeGrant) this.revokeGrantSync(t.grantId, at);
+    if (audit) this.auditLog.push({ ...audit, id: this.auditLog.length + 1 });
     return true;
+  }
+
+  async insertMintedAccess(access: TokenRecord, refreshJti: string): Promise<MintOutcome> {
+    this.check();
+    const refresh = this.tokens.get(refreshJti);
+    if (!refresh) return 'unknown';
+    if (refresh.revokedAt !== null || refresh.replacedAt !== null) return 'revoked';
+    await this.insertTokens([access]);
+    return 'inserted';
   }
 
   async revokeGrant(grantId: string, at: number): Promise<number> {

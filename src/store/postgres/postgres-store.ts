@@ -6,6 +6,7 @@ import {
   type AuditFilter,
   type BulkSelector,
   type ClientRecord,
+  type MintOutcome,
   type RotateOutcome,
   type StoreStats,
   type TokenFilter,
@@ -155,16 +156,28 @@ export class PostgresStore implements TokenStore {
     return (await this.db.query<{ n: number }>(`${sql} SELECT count(*) AS n FROM tokens WHERE ${condition}`, params)).rows[0]?.n ?? 0;
   }
 
-  async revokeToken(jti: string, at: number, cascadeGrant = false): Promise<boolean> {
+  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry): Promise<boolean> {
     const revokeOne = 'UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL RETURNING grant_id AS "grantId"';
-    if (!cascadeGrant) return (await this.db.query(revokeOne, [at, jti])).rowCount === 1;
+    if (!cascadeGrant && !audit) return (await this.db.query(revokeOne, [at, jti])).rowCount === 1;
     return this.db.transaction(async (db) => {
       // The row lock taken here makes this call the one that revoked it, or not.
       const revoked = (await db.query<{ grantId: string }>(revokeOne, [at, jti])).rows[0];
       if (revoked === undefined) return false;
-      await db.query(REVOKE_GRANT, [at, revoked.grantId]);
+      if (cascadeGrant) await db.query(REVOKE_GRANT, [at, revoked.grantId]);
+      if (audit) await db.query(INSERT_AUDIT, auditParams(audit));
       return true;
     });
+  }
+
+  async insertMintedAccess(access: TokenRecord, refreshJti: string): Promise<MintOutcome> {
+    // Under READ COMMITTED a concurrent revocation of the grant may not see a row inserted
+    // beside its snapshot, so the refresh token is read again once the insert has committed:
+    // if it stopped being current meanwhile, the new token is revoked before anyone has it.
+    await this.insertTokens([access]);
+    const current = await this.findTokenByJti(refreshJti);
+    if (current && current.revokedAt === null && current.replacedAt === null) return 'inserted';
+    await this.revokeToken(access.jti, access.issuedAt);
+    return current ? 'revoked' : 'unknown';
   }
 
   async revokeGrant(grantId: string, at: number): Promise<number> {
@@ -228,14 +241,7 @@ export class PostgresStore implements TokenStore {
   // ---- audit ------------------------------------------------------------------------------
 
   async appendAudit(e: AuditEntry): Promise<void> {
-    await this.db.query('INSERT INTO audit (at, actor, action, target, count, detail) VALUES ($1, $2, $3, $4, $5, $6)', [
-      e.at,
-      e.actor,
-      e.action,
-      e.target,
-      e.count,
-      e.detail,
-    ]);
+    await this.db.query(INSERT_AUDIT, auditParams(e));
   }
 
   async listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
@@ -250,6 +256,12 @@ export class PostgresStore implements TokenStore {
   async close(): Promise<void> {
     await this.db.close();
   }
+}
+
+const INSERT_AUDIT = 'INSERT INTO audit (at, actor, action, target, count, detail) VALUES ($1, $2, $3, $4, $5, $6)';
+
+function auditParams(e: AuditEntry): unknown[] {
+  return [e.at, e.actor, e.action, e.target, e.count, e.detail];
 }
 
 /** The schema unqualified names resolve to, when the caller named none. */

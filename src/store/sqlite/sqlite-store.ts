@@ -11,6 +11,7 @@ import {
   type AuditFilter,
   type BulkSelector,
   type ClientRecord,
+  type MintOutcome,
   type RotateOutcome,
   type StoreStats,
   type TokenFilter,
@@ -21,11 +22,15 @@ import {
 } from '../store.js';
 import { GroupCommit } from './group-commit.js';
 import { identify, migrate } from './migrations.js';
-import { listTokensSql, prepareStatements, selectorKind, type Statement } from './statements.js';
+import { listTokensSql, prepareStatements, selectorKind, tokenFromRow, type Statement } from './statements.js';
 
 /** How long a write waits for another process (a running server, a CLI command) to finish its own. */
 const BUSY_TIMEOUT_MS = 5000;
 const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+/** Page cache per connection, KiB (PRAGMA cache_size takes a negative number for KiB). */
+const PAGE_CACHE_KIB = 32 * 1024;
+/** Client rows kept at most (see getClient): enough for any real deployment's clients. */
+const MAX_KEPT_CLIENTS = 1000;
 
 /**
  * The SQLite {@link TokenStore}: one file, shared safely by a running server and CLI commands.
@@ -42,8 +47,12 @@ export class SqliteStore implements TokenStore {
   private readonly st: ReturnType<typeof prepareStatements>;
   /** listTokens statements by filter shape: each shape is prepared once, and can use its index. */
   private readonly listing = new Map<string, Statement>();
+  /** Client rows read since the last commit anyone made (see getClient); null: no such client. */
+  private readonly clients = new Map<string, ClientRecord | null>();
+  private clientsVersion = -1;
   private readonly insertMany: Database.Transaction<(tokens: TokenRecord[]) => void>;
-  private readonly revokeTx: Database.Transaction<(jti: string, at: number, cascade: boolean) => boolean>;
+  private readonly revokeTx: Database.Transaction<(jti: string, at: number, cascade: boolean, audit: AuditEntry | undefined) => boolean>;
+  private readonly mintTx: Database.Transaction<(access: TokenRecord, refreshJti: string) => MintOutcome>;
   private readonly statsTx: Database.Transaction<(now: number) => StoreStats>;
   private readonly rotateTx: Database.Transaction<(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string) => RotateOutcome>;
   /** Every write goes through here: writes that arrive together share one commit. */
@@ -59,11 +68,24 @@ export class SqliteStore implements TokenStore {
     this.insertMany = db.transaction((tokens: TokenRecord[]) => {
       for (const t of tokens) this.st.insertToken.run(t);
     });
-    this.revokeTx = db.transaction((jti: string, at: number, cascade: boolean) => {
-      const t = this.st.byJti.get(jti) as TokenRecord | undefined;
-      if (!t || this.st.revokeOne.run(at, jti).changes !== 1) return false;
-      if (cascade) this.st.revokeGrant.run(at, t.grantId);
+    this.revokeTx = db.transaction((jti: string, at: number, cascade: boolean, audit: AuditEntry | undefined) => {
+      if (cascade) {
+        const t = tokenFromRow(this.st.byJti.get(jti) as unknown[] | undefined);
+        if (!t || this.st.revokeOne.run(at, jti).changes !== 1) return false;
+        this.st.revokeGrant.run(at, t.grantId);
+      } else if (this.st.revokeOne.run(at, jti).changes !== 1) {
+        return false;
+      }
+      if (audit) this.st.insertAudit.run(audit);
       return true;
+    });
+    // Writers take turns on the file (BEGIN IMMEDIATE), so nothing commits between check and insert.
+    this.mintTx = db.transaction((access: TokenRecord, refreshJti: string) => {
+      const state = this.st.currentState.get(refreshJti) as { revoked: number } | undefined;
+      if (state === undefined) return 'unknown';
+      if (state.revoked) return 'revoked';
+      this.st.insertToken.run(access);
+      return 'inserted';
     });
     this.rotateTx = db.transaction((oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string) => {
       const next = issued.find((t) => t.type === 'refresh_token')?.jti ?? null;
@@ -112,6 +134,11 @@ export class SqliteStore implements TokenStore {
       if (mode !== 'wal') throw new Error(`cannot use ${location}: SQLite refused WAL journal mode (got ${String(mode)})`);
       db.pragma('synchronous = FULL');
       db.pragma('foreign_keys = ON');
+      // 32 MiB of page cache instead of SQLite's 2 MB: a large store's interior B-tree pages (and
+      // many leaves) stay in memory, so a lookup in 1M tokens costs about what it does in 1k.
+      // Bounded, so that a server stays well within its memory budget. Not mmap: mapped pages
+      // would count against the process for the whole file.
+      db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
       migrate(db, location);
       return new SqliteStore(db, location);
     } catch (error) {
@@ -126,6 +153,7 @@ export class SqliteStore implements TokenStore {
 
   async createClient(client: ClientRecord): Promise<void> {
     await this.write(() => {
+      this.clients.clear();
       try {
         this.st.insertClient.run(client);
       } catch (error) {
@@ -137,8 +165,28 @@ export class SqliteStore implements TokenStore {
     });
   }
 
+  /**
+   * Every request authenticates its client, so client rows are kept between reads, but only for
+   * as long as nothing has been committed: by another connection (`PRAGMA data_version` moves on
+   * each of their commits) or by this one to the clients table (the writes below forget them).
+   * A kept row is therefore exactly what a read would return now.
+   */
   async getClient(id: string): Promise<ClientRecord | null> {
-    return this.run(() => (this.st.getClient.get(id) as ClientRecord | undefined) ?? null);
+    return this.run(() => {
+      const version = this.st.dataVersion.get() as number;
+      if (version !== this.clientsVersion) {
+        this.clients.clear();
+        this.clientsVersion = version;
+      }
+      let client = this.clients.get(id);
+      if (client === undefined) {
+        const row = this.st.getClient.get(id) as ClientRecord | undefined;
+        client = row ?? null;
+        if (this.clients.size >= MAX_KEPT_CLIENTS) this.clients.clear();
+        this.clients.set(id, client);
+      }
+      return client && { ...client }; // a copy: the caller may change it
+    });
   }
 
   async listClients(): Promise<ClientRecord[]> {
@@ -146,11 +194,17 @@ export class SqliteStore implements TokenStore {
   }
 
   async deleteClient(id: string): Promise<boolean> {
-    return this.write(() => this.st.deleteClient.run(id).changes === 1);
+    return this.write(() => {
+      this.clients.clear();
+      return this.st.deleteClient.run(id).changes === 1;
+    });
   }
 
   async updateClientSecret(id: string, secretHash: string, at: number): Promise<boolean> {
-    return this.write(() => this.st.updateSecret.run(secretHash, at, id).changes === 1);
+    return this.write(() => {
+      this.clients.clear();
+      return this.st.updateSecret.run(secretHash, at, id).changes === 1;
+    });
   }
 
   async insertTokens(tokens: TokenRecord[]): Promise<void> {
@@ -158,11 +212,11 @@ export class SqliteStore implements TokenStore {
   }
 
   async findTokenByDigest(digest: string): Promise<TokenRecord | null> {
-    return this.run(() => (this.st.byDigest.get(digest) as TokenRecord | undefined) ?? null);
+    return this.run(() => tokenFromRow(this.st.byDigest.get(digest) as unknown[] | undefined));
   }
 
   async findTokenByJti(jti: string): Promise<TokenRecord | null> {
-    return this.run(() => (this.st.byJti.get(jti) as TokenRecord | undefined) ?? null);
+    return this.run(() => tokenFromRow(this.st.byJti.get(jti) as unknown[] | undefined));
   }
 
   async listTokens(filter: TokenFilter): Promise<TokenRecord[]> {
@@ -178,8 +232,12 @@ export class SqliteStore implements TokenStore {
     return this.run(() => (this.st.bulk[selectorKind(selector)].count.get({ ...selector, at: now }) as { n: number }).n);
   }
 
-  async revokeToken(jti: string, at: number, cascadeGrant = false): Promise<boolean> {
-    return this.write(() => this.revokeTx(jti, at, cascadeGrant));
+  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry): Promise<boolean> {
+    return this.write(() => this.revokeTx(jti, at, cascadeGrant, audit));
+  }
+
+  async insertMintedAccess(access: TokenRecord, refreshJti: string): Promise<MintOutcome> {
+    return this.write(() => this.mintTx(access, refreshJti));
   }
 
   async revokeGrant(grantId: string, at: number): Promise<number> {
