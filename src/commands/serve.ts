@@ -2,7 +2,6 @@ import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { BaseCommand, defaultNode } from '../cli/base-command.js';
 import { durationFlag } from '../cli/flags.js';
-import { serve } from '../serve/serve.js';
 
 export default class Serve extends BaseCommand<typeof Serve> {
   static override summary = 'Serve the token endpoints over HTTPS: refresh, revocation, introspection';
@@ -40,11 +39,14 @@ Plain HTTP is allowed on a loopback address only (with a warning) or with --inse
     'access-ttl': durationFlag({ description: "Access token lifetime for clients without their own [default: 1h]", helpGroup: 'TOKENS' }),
     'refresh-ttl': durationFlag({ description: "Refresh token lifetime for clients without their own [default: 30d]", helpGroup: 'TOKENS' }),
     demo: Flags.boolean({ description: 'Create (or re-key) the client demo-client, issue it a token pair and print curl commands for every endpoint; HTTPS with a development certificate unless a TLS flag says otherwise' }),
+    workers: Flags.integer({ description: 'Processes serving the port (node:cluster), each with its own store connection; use the cores of a bigger machine', default: 1, min: 1, max: 64 }),
     'log-level': Flags.string({ description: 'Request logs at info; warn or error keeps only problems', options: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], default: 'info' }),
   };
 
   async run(): Promise<void> {
     const f = this.flags;
+    // The HTTP server (fastify) is loaded only by this command.
+    const { serve } = await import('../serve/serve.js');
     await serve(
       {
         host: f.host,
@@ -63,6 +65,8 @@ Plain HTTP is allowed on a loopback address only (with a warning) or with --inse
         refreshTtlMs: f['refresh-ttl'],
         logLevel: f['log-level'],
         actor: this.actor(),
+        workers: f.workers,
+        storeLocation: this.storeLocation(),
       },
       (options) => this.engine(options),
       { line: (text) => this.log(text), warn: (text) => this.warn(text), note: (text) => this.logToStderr(text) },

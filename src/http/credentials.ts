@@ -1,4 +1,3 @@
-import type { FastifyRequest } from 'fastify';
 import { formCredentials, parseBasicAuthorization, type PresentedCredentials } from '../engine/client-auth.js';
 import { InvalidRequestError } from '../engine/errors.js';
 import { optional, type Form } from './form.js';
@@ -11,8 +10,7 @@ import { UnsupportedClientAuthError } from './http-errors.js';
  * RFC 6749 §2.3: one method per request, so a form `client_secret` beside the header, or a
  * form `client_id` naming another client, is refused.
  */
-export function tokenEndpointCredentials(request: FastifyRequest, form: Form): PresentedCredentials {
-  const header = request.headers.authorization;
+export function tokenEndpointCredentials(header: string | undefined, form: Form): PresentedCredentials {
   const clientId = optional(form, 'client_id');
   const clientSecret = optional(form, 'client_secret');
   if (header !== undefined) return fromHeader(header, clientId, clientSecret);
@@ -33,8 +31,7 @@ export function tokenEndpointCredentials(request: FastifyRequest, form: Form): P
  * `client_id` and `client_secret` (spec part 5), or instead RFC 6749 `Authorization: Basic`
  * (contract 3). A missing `client_id` without a header is a 400 naming it.
  */
-export function endpointCredentials(request: FastifyRequest, form: Form): PresentedCredentials {
-  const header = request.headers.authorization;
+export function endpointCredentials(header: string | undefined, form: Form): PresentedCredentials {
   const clientId = optional(form, 'client_id');
   const clientSecret = optional(form, 'client_secret');
   if (header === undefined) return formCredentials(clientId, clientSecret);

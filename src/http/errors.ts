@@ -69,32 +69,47 @@ function classifyFastify(err: FastifyError): Classified | null {
 }
 
 /** The path of a request without its query (which is never echoed: it could hold anything). */
-export function pathOf(request: FastifyRequest): string {
-  const url = request.url;
+export function pathOf(request: { url: string }): string {
+  return pathOfUrl(request.url);
+}
+
+export function pathOfUrl(url: string): string {
   const q = url.indexOf('?');
   return q === -1 ? url : url.slice(0, q);
 }
 
+/** An error as written on the wire: status, headers besides the no-store pair, and the JSON body. */
+export interface ErrorAnswer {
+  status: number;
+  /** RFC 6749 §5.2 code, for the request log. */
+  code: string;
+  headers: Record<string, string> | undefined;
+  body: Record<string, unknown>;
+  /** True when the error was not one of ours: log it (with its detail), never echo it. */
+  unexpected: boolean;
+}
+
+/** What `err` becomes as the answer to a request for `path`: the one mapping of the server. */
+export function errorAnswer(err: unknown, path: string): ErrorAnswer {
+  let c = classify(err);
+  const unexpected = c === null;
+  c ??= { status: 500, code: 'server_error', message: INTERNAL };
+  const body =
+    path === TOKEN_PATH
+      ? { error: c.code, error_description: c.message }
+      : { timestamp: String(Date.now()), status: c.status, error: STATUS_CODES[c.status] ?? 'Error', message: c.message, path };
+  return { status: c.status, code: c.code, headers: c.headers, body, unexpected };
+}
+
 /** Writes `err` as the answer to `request`. */
 export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  let c = classify(err);
-  if (c === null) {
-    request.log.error({ reqId: request.id, err }, 'unexpected error');
-    c = { status: 500, code: 'server_error', message: INTERNAL };
-  }
-  request.errorCode = c.code;
-  const path = pathOf(request);
-  reply.code(c.status);
-  if (c.headers) reply.headers(c.headers);
+  const a = errorAnswer(err, pathOf(request));
+  if (a.unexpected) request.log.error({ reqId: request.id, err }, 'unexpected error');
+  request.errorCode = a.code;
+  reply.code(a.status);
+  if (a.headers) reply.headers(a.headers);
   noStore(reply);
-  if (path === TOKEN_PATH) return reply.send({ error: c.code, error_description: c.message });
-  return reply.send({
-    timestamp: String(Date.now()),
-    status: c.status,
-    error: STATUS_CODES[c.status] ?? 'Error',
-    message: c.message,
-    path,
-  });
+  return reply.send(a.body);
 }
 
 /** Installs the error and not-found handlers on the app. */

@@ -20,9 +20,8 @@ const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
  * makes sense for a form of ASCII and percent-encoded UTF-8), refuses bytes that are not UTF-8,
  * and parses strictly (see {@link parseForm}).
  */
-export function formBodyParser(request: FastifyRequest, body: Buffer): Form {
-  const contentType = request.headers['content-type'] ?? '';
-  const charset = CHARSET.exec(contentType)?.[1];
+export function formBodyParser(contentType: string | undefined, body: Buffer): Form {
+  const charset = contentType === undefined || contentType === FORM_MEDIA_TYPE ? undefined : CHARSET.exec(contentType)?.[1];
   if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
     throw new UnsupportedMediaTypeError(`charset=${charset} is not supported: send UTF-8`);
   }

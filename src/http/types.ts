@@ -16,3 +16,9 @@ declare module 'fastify' {
 export interface RouteDeps {
   engine: Engine;
 }
+
+/** What an endpoint learns for the request log line (a FastifyRequest is one). */
+export interface RequestNote {
+  clientId: string | null;
+  jti: string | null;
+}

@@ -1,4 +1,6 @@
+import { CliError, EXIT } from '../cli/errors.js';
 import type { Engine, EngineOptions } from '../engine/engine.js';
+import { startWorkers } from './cluster.js';
 import { demoInstructions, prepareDemo } from './demo.js';
 import { waitForShutdownSignal } from './shutdown.js';
 import { startServer } from './start.js';
@@ -18,6 +20,10 @@ export interface ServeSettings extends TransportFlags {
   logLevel: string;
   /** Who acts, for the audit trail of `--demo`. */
   actor: string;
+  /** `--workers`: processes serving the port (node:cluster); default 1, this process itself. */
+  workers?: number;
+  /** The store each worker opens (needed with more than one worker). */
+  storeLocation?: string;
 }
 
 /** How `serve` talks to its operator: stdout lines, warnings and notes on stderr. */
@@ -34,19 +40,54 @@ export interface ServeOutput {
  */
 export async function serve(settings: ServeSettings, openEngine: (options: Partial<EngineOptions>) => Promise<Engine>, out: ServeOutput): Promise<void> {
   const transport = await chooseTransport(settings, settings.certDir);
-  const engine = await openEngine({
+  const engineOptions = {
     issuer: settings.issuer ?? 'https://localhost', // replaced by the URL once listening, unless given
     node: settings.node,
     rotateRefreshTokens: settings.rotateRefreshTokens,
     refreshGraceMs: settings.refreshGraceMs,
     accessTtlMs: settings.accessTtlMs,
     refreshTtlMs: settings.refreshTtlMs,
-  });
+  };
+  const engine = await openEngine(engineOptions);
   if (transport.warning) out.warn(transport.warning);
 
   // Before anything is printed: whoever reads "listening on" may signal at once.
   let force = (): void => process.exit(130);
   const stopSignal = waitForShutdownSignal(() => force());
+  const certFile = transport.tls?.certFile;
+  const workerCount = settings.workers ?? 1;
+
+  if (workerCount > 1) {
+    if (settings.storeLocation === undefined) throw new Error('serve --workers needs the store location');
+    // Done once, here: every worker then opens the store as it is.
+    const demo = settings.demo ? await prepareDemo(engine, settings.actor) : undefined;
+    if (!demo) await warnWithoutClients(engine, settings, certFile, out);
+    let fatal = (_message: string): void => undefined;
+    const failed = new Promise<string>((resolve) => (fatal = resolve));
+    const workers = await startWorkers(
+      workerCount,
+      {
+        type: 'settings',
+        storeLocation: settings.storeLocation,
+        engine: engineOptions,
+        host: settings.host,
+        port: settings.port,
+        tls: transport.tls && { key: transport.tls.key, cert: transport.tls.cert },
+        issuerFromUrl: settings.issuer === undefined,
+        logLevel: settings.logLevel,
+      },
+      (message) => fatal(message),
+    );
+    force = () => workers.force();
+    if (demo) out.line(demoInstructions(demo, workers.url, certFile));
+    out.line(`listening on ${workers.url}`);
+    const stop = await Promise.race([stopSignal.then((signal) => ({ signal })), failed.then((message) => ({ message }))]);
+    if ('signal' in stop) out.note(`${stop.signal}: finishing requests in flight in ${workerCount} workers, then stopping`);
+    await workers.stop();
+    if ('message' in stop) throw new CliError(stop.message, EXIT.failure, 'worker_failed');
+    return;
+  }
+
   const server = await startServer({
     engine,
     host: settings.host,
@@ -57,18 +98,21 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
   });
   force = () => server.app.server.closeAllConnections();
 
-  const certFile = transport.tls?.certFile;
   if (settings.demo) {
     out.line(demoInstructions(await prepareDemo(engine, settings.actor), server.url, certFile));
   } else {
-    if ((await engine.listClients()).length === 0) {
-      out.warn('the store has no clients yet: create one with "tokenctl client create --name app", or try "tokenctl serve --demo"');
-    }
-    if (settings.tlsSelfSigned && certFile) out.note(`certificate: ${certFile} (trust it with curl --cacert or tokenctl --ca)`);
+    await warnWithoutClients(engine, settings, certFile, out);
   }
   out.line(`listening on ${server.url}`);
 
   const signal = await stopSignal;
   out.note(`${signal}: finishing requests in flight, then stopping`);
   await server.close();
+}
+
+async function warnWithoutClients(engine: Engine, settings: ServeSettings, certFile: string | undefined, out: ServeOutput): Promise<void> {
+  if ((await engine.listClients()).length === 0) {
+    out.warn('the store has no clients yet: create one with "tokenctl client create --name app", or try "tokenctl serve --demo"');
+  }
+  if (settings.tlsSelfSigned && certFile) out.note(`certificate: ${certFile} (trust it with curl --cacert or tokenctl --ca)`);
 }

@@ -1,23 +1,29 @@
 import type { FastifyInstance } from 'fastify';
+import type { Engine } from '../../engine/engine.js';
+import type { RevocationResult } from '../../engine/results.js';
 import { endpointCredentials } from '../credentials.js';
-import { formOf, required, tokenTypeHint } from '../form.js';
+import { formOf, required, tokenTypeHint, type Form } from '../form.js';
 import { REVOCATION_PATH } from '../paths.js';
 import { noStore } from '../reply.js';
-import type { RouteDeps } from '../types.js';
+import type { RequestNote, RouteDeps } from '../types.js';
 
 const JTI_IN_MESSAGE = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 
 /** Spec 4.2 (RFC 7009): a client revokes one of its own tokens; answers spec 2.2. */
+export async function revocation(engine: Engine, form: Form, authorization: string | undefined, note: RequestNote): Promise<RevocationResult> {
+  const token = required(form, 'token');
+  tokenTypeHint(form); // required and checked (contract 3), but only a hint
+  const client = await engine.authenticate(endpointCredentials(authorization, form));
+  note.clientId = client.id;
+  const result = await engine.revoke({ client, token });
+  // Spec 2.2: the message names the jti; the log line carries it too.
+  note.jti = JTI_IN_MESSAGE.exec(result.message)?.[0] ?? null;
+  return result;
+}
+
 export function revocationRoute(app: FastifyInstance, { engine }: RouteDeps): void {
   app.post(REVOCATION_PATH, async (request, reply) => {
-    const form = formOf(request);
-    const token = required(form, 'token');
-    tokenTypeHint(form); // required and checked (contract 3), but only a hint
-    const client = await engine.authenticate(endpointCredentials(request, form));
-    request.clientId = client.id;
-    const result = await engine.revoke({ client, token });
-    // Spec 2.2: the message names the jti; the log line carries it too.
-    request.jti = JTI_IN_MESSAGE.exec(result.message)?.[0] ?? null;
+    const result = await revocation(engine, formOf(request), request.headers.authorization, request);
     return noStore(reply).send(result);
   });
 }

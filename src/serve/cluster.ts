@@ -1,0 +1,92 @@
+import cluster, { type Worker } from 'node:cluster';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { CliError, EXIT } from '../cli/errors.js';
+import type { WorkerCommand, WorkerReport, WorkerSettings } from './worker.js';
+
+/** dist/serve/worker.js, seen from this module in dist/serve/ or from the CLI bundle's chunks (dist/cli/chunks/). */
+const WORKER_ENTRY = ['./worker.js', '../../serve/worker.js']
+  .map((candidate) => fileURLToPath(new URL(candidate, import.meta.url)))
+  .find((file) => existsSync(file))!;
+
+export interface Workers {
+  /** The base URL all workers listen on (one port, shared through the primary). */
+  url: string;
+  /** Asks every worker to finish its requests in flight and stop; resolves once all have exited. */
+  stop(): Promise<void>;
+  /** A second signal: workers close every connection at once. */
+  force(): void;
+}
+
+/**
+ * Starts `count` workers of `serve --workers N` (node:cluster) and resolves once every one of them
+ * listens. A worker that fails to start fails the start of all of them. A worker that dies later
+ * is replaced, unless workers die faster than one a second: then everything stops.
+ */
+export async function startWorkers(count: number, settings: WorkerSettings, onFatal: (message: string) => void): Promise<Workers> {
+  cluster.setupPrimary({ exec: WORKER_ENTRY, args: [], silent: false });
+  let stopping = false;
+  let url = '';
+  const workers = new Set<Worker>();
+  let recentDeaths: number[] = [];
+
+  const fork = (): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const worker = cluster.fork();
+      workers.add(worker);
+      let listening = false;
+      worker.on('message', (message: WorkerReport) => {
+        if (message?.type === 'ready') {
+          worker.send(settings);
+        } else if (message?.type === 'listening') {
+          listening = true;
+          resolve(message.url);
+        } else if (message?.type === 'failed') {
+          reject(new CliError(`a worker could not start: ${message.message}`, EXIT.failure, 'worker_failed'));
+        }
+      });
+      worker.once('exit', (code, signal) => {
+        workers.delete(worker);
+        if (!listening) {
+          reject(new CliError(`a worker exited before listening (${signal ?? `exit code ${code}`})`, EXIT.failure, 'worker_failed'));
+          return;
+        }
+        if (stopping) return;
+        const now = Date.now();
+        recentDeaths = [...recentDeaths.filter((t) => now - t < 10_000), now];
+        if (recentDeaths.length > Math.max(3, count)) {
+          onFatal(`workers keep dying (the last: ${signal ?? `exit code ${code}`}); stopping`);
+          return;
+        }
+        fork().catch((err: Error) => onFatal(err.message));
+      });
+    });
+
+  const broadcast = (command: WorkerCommand): void => {
+    for (const w of workers) if (w.isConnected()) w.send(command);
+  };
+  const allExited = (): Promise<void> =>
+    Promise.all([...workers].map((w) => (w.isDead() ? undefined : new Promise<void>((resolve) => w.once('exit', () => resolve()))))).then(() => undefined);
+
+  try {
+    const urls = await Promise.all(Array.from({ length: count }, fork));
+    url = urls[0]!;
+  } catch (err) {
+    stopping = true;
+    for (const w of workers) w.kill('SIGTERM');
+    await allExited();
+    throw err;
+  }
+
+  return {
+    url,
+    stop: async () => {
+      stopping = true;
+      broadcast({ type: 'shutdown' });
+      await allExited();
+    },
+    force: () => {
+      for (const w of workers) w.process.kill('SIGTERM');
+    },
+  };
+}

@@ -1,0 +1,85 @@
+import { Engine, type EngineOptions } from '../engine/engine.js';
+import { openStore } from '../store/open-store.js';
+import { startServer } from './start.js';
+import type { TlsMaterial } from './tls.js';
+
+/** What the primary of `serve --workers N` sends each worker, over the IPC channel (never argv or env: it may hold a TLS key). */
+export interface WorkerSettings {
+  type: 'settings';
+  storeLocation: string;
+  engine: Omit<EngineOptions, 'store' | 'clock' | 'auth'>;
+  host: string;
+  port: number;
+  tls?: TlsMaterial;
+  issuerFromUrl: boolean;
+  logLevel: string;
+}
+
+/** Messages from a worker to the primary. */
+export type WorkerReport = { type: 'ready' } | { type: 'listening'; url: string } | { type: 'failed'; message: string };
+
+/** Messages from the primary to a worker besides its settings. */
+export interface WorkerCommand {
+  type: 'shutdown';
+}
+
+/**
+ * One worker of `serve --workers N` (node:cluster): opens its own connection to the store (no
+ * token or revocation state lives in a worker, so every worker sees every commit at once),
+ * listens on the port the primary shares, reports, and on the primary's word (or its own
+ * SIGTERM/SIGINT, as a terminal's Ctrl-C sends to the whole process group) finishes the requests
+ * in flight, closes the store and exits 0.
+ */
+async function runWorker(settings: WorkerSettings): Promise<void> {
+  const store = await openStore(settings.storeLocation);
+  const engine = new Engine({ ...settings.engine, store });
+  const server = await startServer({
+    engine,
+    host: settings.host,
+    port: settings.port,
+    tls: settings.tls,
+    issuerFromUrl: settings.issuerFromUrl,
+    logger: { level: settings.logLevel, stream: process.stderr },
+  });
+  report({ type: 'listening', url: server.url });
+
+  let stopping = false;
+  const stop = async (): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    try {
+      await server.close();
+    } finally {
+      await store.close();
+    }
+    process.exit(0);
+  };
+  process.on('message', (message: WorkerCommand) => {
+    if (message?.type === 'shutdown') void stop();
+  });
+  const onSignal = (): void => {
+    // A second signal while stopping: do not wait for slow clients.
+    if (stopping) server.app.server.closeAllConnections();
+    else void stop();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  // Without the primary there is nobody to stop us: stop.
+  process.on('disconnect', () => void stop());
+}
+
+function report(message: WorkerReport): void {
+  process.send?.(message);
+}
+
+const onSettings = (message: WorkerSettings): void => {
+  if (message?.type !== 'settings') return;
+  process.off('message', onSettings);
+  runWorker(message).catch((err: unknown) => {
+    report({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
+    process.exit(1);
+  });
+};
+process.on('message', onSettings);
+// Only now: a message sent before this module ran would have found no listener.
+report({ type: 'ready' });
