@@ -1,4 +1,5 @@
 #!/usr/bin/env node
-import { execute } from '@oclif/core';
+// The bundled CLI (scripts/bundle.js): oclif and every command in one module.
+import { execute } from '../dist/cli/main.js';
 
 await execute({ dir: import.meta.url });

@@ -1,0 +1,34 @@
+import Audit from './audit.js';
+import ClientCreate from './client/create.js';
+import ClientDelete from './client/delete.js';
+import ClientList from './client/list.js';
+import ClientRotateSecret from './client/rotate-secret.js';
+import ClientShow from './client/show.js';
+import Introspect from './introspect.js';
+import Migrate from './migrate.js';
+import Purge from './purge.js';
+import Refresh from './refresh.js';
+import Revoke from './revoke.js';
+import Serve from './serve.js';
+import Status from './status.js';
+import TokenIssue from './token/issue.js';
+import TokenList from './token/list.js';
+
+/** Every command by its id (oclif explicit discovery: package.json `oclif.commands`). */
+export const COMMANDS = {
+  audit: Audit,
+  'client:create': ClientCreate,
+  'client:delete': ClientDelete,
+  'client:list': ClientList,
+  'client:rotate-secret': ClientRotateSecret,
+  'client:show': ClientShow,
+  introspect: Introspect,
+  migrate: Migrate,
+  purge: Purge,
+  refresh: Refresh,
+  revoke: Revoke,
+  serve: Serve,
+  status: Status,
+  'token:issue': TokenIssue,
+  'token:list': TokenList,
+};
