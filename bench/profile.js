@@ -47,7 +47,7 @@ function summarize(file) {
     const key = `${cf.functionName || '(anonymous)'}  ${where ? `${where}:${cf.lineNumber + 1}` : ''}`;
     fn.set(key, (fn.get(key) ?? 0) + dt);
     const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(where);
-    const group = m ? m[1] : where.startsWith('dist/') ? `tokenctl ${where.split('/')[1]}` : where.startsWith('node:') ? 'node core' : cf.functionName.startsWith('(') ? cf.functionName : 'native/other';
+    const group = m ? m[1] : where.startsWith('dist/cli/chunks/') ? `tokenctl ${where.split('/')[3].replace(/-[A-Z0-9]+\.js.*$/, '')} (bundle)` : where.startsWith('dist/') ? `tokenctl ${where.split('/')[1]}` : where.startsWith('node:') ? 'node core' : cf.functionName.startsWith('(') ? cf.functionName : 'native/other';
     pkg.set(/** @type {string} */ (group), (pkg.get(/** @type {string} */ (group)) ?? 0) + dt);
   });
   const top = (/** @type {Map<string, number>} */ m, /** @type {number} */ n) =>
