@@ -3,6 +3,7 @@ import { hostname, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { Command, Flags, type Interfaces } from '@oclif/core';
 import type { Engine, EngineOptions } from '../engine/engine.js';
+import type { OpenStoreOptions } from '../store/open-store.js';
 import type { TokenStore } from '../store/store.js';
 import { EXIT, renderCliError } from './errors.js';
 import { formatError } from './render/errors.js';
@@ -51,11 +52,16 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return join(this.config.dataDir, 'tokens.db');
   }
 
+  /** How to open the store; `serve` sets the PostgreSQL pool size and timeout. */
+  protected storeOptions(): OpenStoreOptions {
+    return {};
+  }
+
   /** Opens the store (once). */
   protected async openStore(): Promise<TokenStore> {
     if (!this.store) {
       const { openStore } = await import('../store/open-store.js');
-      this.store = await openStore(this.storeLocation());
+      this.store = await openStore(this.storeLocation(), this.storeOptions());
     }
     return this.store;
   }

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { BaseCommand, defaultNode } from '../cli/base-command.js';
 import { durationFlag } from '../cli/flags.js';
+import type { OpenStoreOptions } from '../store/open-store.js';
 
 export default class Serve extends BaseCommand<typeof Serve> {
   static override summary = 'Serve the token endpoints over HTTPS: refresh, revocation, introspection';
@@ -39,9 +40,15 @@ Plain HTTP is allowed on a loopback address only (with a warning) or with --inse
     'access-ttl': durationFlag({ description: "Access token lifetime for clients without their own [default: 1h]", helpGroup: 'TOKENS' }),
     'refresh-ttl': durationFlag({ description: "Refresh token lifetime for clients without their own [default: 30d]", helpGroup: 'TOKENS' }),
     demo: Flags.boolean({ description: 'Create (or re-key) the client demo-client, issue it a token pair and print curl commands for every endpoint; HTTPS with a development certificate unless a TLS flag says otherwise' }),
+    'pool-size': Flags.integer({ description: 'PostgreSQL: connections per process (each worker has its own pool)', default: 10, min: 1, max: 1000, helpGroup: 'STORE' }),
+    'db-timeout': durationFlag({ description: 'PostgreSQL: the longest a request waits on the database before it answers 503 [default: 5s]', helpGroup: 'STORE' }),
     workers: Flags.integer({ description: 'Processes serving the port (node:cluster), each with its own store connection; use the cores of a bigger machine', default: 1, min: 1, max: 64 }),
     'log-level': Flags.string({ description: 'Request logs at info; warn or error keeps only problems', options: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], default: 'info' }),
   };
+
+  protected override storeOptions(): OpenStoreOptions {
+    return { poolSize: this.flags['pool-size'], statementTimeoutMs: this.flags['db-timeout'] ?? 5000 };
+  }
 
   async run(): Promise<void> {
     const f = this.flags;
@@ -67,6 +74,7 @@ Plain HTTP is allowed on a loopback address only (with a warning) or with --inse
         actor: this.actor(),
         workers: f.workers,
         storeLocation: this.storeLocation(),
+        storeOptions: this.storeOptions(),
       },
       (options) => this.engine(options),
       { line: (text) => this.log(text), warn: (text) => this.warn(text), note: (text) => this.logToStderr(text) },

@@ -5,6 +5,7 @@ import { demoInstructions, prepareDemo } from './demo.js';
 import { waitForShutdownSignal } from './shutdown.js';
 import { startServer } from './start.js';
 import { chooseTransport, type TransportFlags } from './transport-choice.js';
+import type { OpenStoreOptions } from '../store/open-store.js';
 
 export interface ServeSettings extends TransportFlags {
   port: number;
@@ -24,6 +25,8 @@ export interface ServeSettings extends TransportFlags {
   workers?: number;
   /** The store each worker opens (needed with more than one worker). */
   storeLocation?: string;
+  /** How workers open the store (pool size, timeout), as the primary did. */
+  storeOptions?: OpenStoreOptions;
 }
 
 /** How `serve` talks to its operator: stdout lines, warnings and notes on stderr. */
@@ -69,6 +72,7 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
       {
         type: 'settings',
         storeLocation: settings.storeLocation,
+        storeOptions: settings.storeOptions ?? {},
         engine: engineOptions,
         host: settings.host,
         port: settings.port,

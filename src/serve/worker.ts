@@ -1,5 +1,5 @@
 import { Engine, type EngineOptions } from '../engine/engine.js';
-import { openStore } from '../store/open-store.js';
+import { openStore, type OpenStoreOptions } from '../store/open-store.js';
 import { startServer } from './start.js';
 import type { TlsMaterial } from './tls.js';
 
@@ -7,6 +7,7 @@ import type { TlsMaterial } from './tls.js';
 export interface WorkerSettings {
   type: 'settings';
   storeLocation: string;
+  storeOptions: OpenStoreOptions;
   engine: Omit<EngineOptions, 'store' | 'clock' | 'auth'>;
   host: string;
   port: number;
@@ -31,7 +32,7 @@ export interface WorkerCommand {
  * in flight, closes the store and exits 0.
  */
 async function runWorker(settings: WorkerSettings): Promise<void> {
-  const store = await openStore(settings.storeLocation);
+  const store = await openStore(settings.storeLocation, settings.storeOptions);
   const engine = new Engine({ ...settings.engine, store });
   const server = await startServer({
     engine,

@@ -3,6 +3,8 @@ import type { TokenStore } from './store.js';
 export interface OpenStoreOptions {
   /** PostgreSQL: connections in the pool. */
   poolSize?: number;
+  /** PostgreSQL: the longest a statement may take before the request fails with 503. */
+  statementTimeoutMs?: number;
   /** SQLite: create the file if it does not exist (default true). */
   create?: boolean;
 }
@@ -18,7 +20,7 @@ export function isPostgresUrl(location: string): boolean {
 export async function openStore(location: string, options: OpenStoreOptions = {}): Promise<TokenStore> {
   if (isPostgresUrl(location)) {
     const { PostgresStore } = await import('./postgres/postgres-store.js');
-    return PostgresStore.open(location, { poolSize: options.poolSize });
+    return PostgresStore.open(location, { poolSize: options.poolSize, statementTimeoutMs: options.statementTimeoutMs });
   }
   const { SqliteStore } = await import('./sqlite/sqlite-store.js');
   return SqliteStore.open(location, { create: options.create ?? true });

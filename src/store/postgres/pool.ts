@@ -58,7 +58,8 @@ export function createPool(url: string, settings: PoolSettings): pg.Pool {
     idleTimeoutMillis: 30_000,
     allowExitOnIdle: true, // a CLI command that is done exits, even before close()
     statement_timeout: settings.statementTimeoutMs,
-    query_timeout: settings.statementTimeoutMs + 5_000,
+    // The client gives up shortly after the server would have: a frozen server or network still ends.
+    query_timeout: settings.statementTimeoutMs + 1_000,
     // A transaction left open by a vanished client must not hold its row locks for ever.
     idle_in_transaction_session_timeout: settings.statementTimeoutMs * 2,
     keepAlive: true,
