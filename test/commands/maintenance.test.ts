@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, issue, sleep, tempStore, type IssuedTokens, type TempStore } from '../helpers/cli.js';
+import { createClient, issue, issueInThePast, tempStore, type IssuedTokens, type TempStore } from '../helpers/cli.js';
 
 /** purge, status and audit on one store: 2 expired tokens, 2 revoked, 2 active. */
 describe('purge, status, audit', () => {
@@ -11,12 +11,11 @@ describe('purge, status, audit', () => {
     store = tempStore();
     client = await createClient(store);
     issued = await Promise.all([
-      issue(store, client.id, 'short', ['--access-ttl', '1s', '--refresh-ttl', '1s']),
+      issueInThePast(store, client.id, 'short', 10_000, { accessTtlMs: 1000, refreshTtlMs: 1000 }), // expired 9 s ago
       issue(store, client.id, 'gone'),
       issue(store, client.id, 'alive'),
     ]);
     await store.json(['revoke', '--user', 'gone', '--yes']);
-    await sleep(Math.max(0, Math.max(...issued.map((t) => t.stime as number)) + 1100 - Date.now()));
   });
   afterAll(() => store.cleanup());
 

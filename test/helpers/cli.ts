@@ -135,6 +135,31 @@ export function issue(store: TempStore, clientId: string, user: string, args: st
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Issues tokens as `token issue` would, but `agoMs` in the past, through the engine on the same
+ * store file: a token already expired when the CLI reads it, without waiting for real time.
+ */
+export async function issueInThePast(
+  store: TempStore,
+  clientId: string,
+  user: string,
+  agoMs: number,
+  ttl: { accessTtlMs?: number; refreshTtlMs?: number } = {},
+): Promise<IssuedTokens> {
+  const [{ SqliteStore }, { Engine }, { ManualClock }] = await Promise.all([
+    import('../../src/store/sqlite/sqlite-store.js'),
+    import('../../src/engine/engine.js'),
+    import('../../src/engine/clock.js'),
+  ]);
+  const db = await SqliteStore.open(store.db);
+  try {
+    const engine = new Engine({ store: db, clock: new ManualClock(Date.now() - agoMs) });
+    return (await engine.issue({ clientId, username: user, ...ttl })) as unknown as IssuedTokens;
+  } finally {
+    await db.close();
+  }
+}
+
 /** Is util-linux `script` here, to give a child a pseudo-terminal? */
 export function hasScript(): boolean {
   return ['/usr/bin/script', '/bin/script'].some((p) => existsSync(p));
