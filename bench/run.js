@@ -3,6 +3,8 @@
  * `npm run bench [-- --quick]`: tokenctl against the ceiling (bare node:http) and a peer
  * (node-oidc-provider 9), all in one run, contenders alternated within each repetition, medians
  * of the repetitions. Servers on core 0, the load generator on core 1 (taskset), 127.0.0.1 only.
+ * PostgreSQL rows: one and two `serve` nodes on a schema of the bench's own in the database of
+ * TOKENCTL_BENCH_PG (default postgres://postgres@127.0.0.1:5432/test), dropped at the end.
  * Writes bench/results/latest.json; see bench/README.md for what each figure means.
  *
  * Flags: --quick (2 repetitions of 2 s), --reps N, --duration S, --no-build, --rebuild-stores,
@@ -14,8 +16,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
-import { killAll, killGroup, pinning, runToEnd } from './lib/proc.js';
-import { isActive, runLoad } from './lib/measure.js';
+import { coreCount, killAll, killGroup, pinning, runToEnd, SERVER_CORE } from './lib/proc.js';
+import { isActive, postForm, runLoad, runLoadAcross } from './lib/measure.js';
+import { preparePg } from './lib/postgres.js';
 import { CLIENT, REQUESTS, startCeiling, startPeer, startTokenctl, tokenctlServeMissing } from './lib/contenders.js';
 import { copyStore, prepareStores } from './lib/stores.js';
 import { bulkRevoke, cliColdStarts } from './lib/cli.js';
@@ -46,6 +49,13 @@ const note = (/** @type {string} */ s) => {
 };
 const workDir = mkdtempSync(join(tmpdir(), 'tokenctl-bench-'));
 const started = Date.now();
+/** Drops the PostgreSQL schema once (set while it exists). @type {(() => Promise<void>)|null} */
+let dropPg = null;
+async function dropPgOnce() {
+  const drop = dropPg;
+  dropPg = null;
+  if (drop) await drop();
+}
 
 /** Newest modification time under a directory (ms). */
 function newest(/** @type {string} */ dir) {
@@ -92,9 +102,38 @@ async function measure(rep, key, start, req, tokenFile, opt = {}) {
       if (unused && !(await isActive(url, unused, CLIENT))) throw new Error(`${key}: a token never revoked reads as inactive`);
     }
     rep.runs[key] = r;
-    log(`  ${key.padEnd(26)} ${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.latency.p99} ms  server CPU ${r.serverCpuShare.toFixed(2)}  loadgen CPU ${r.loadCpuShare.toFixed(2)}  RSS ${r.serverRssMb.toFixed(0)} MB`);
+    log(`  ${key.padEnd(30)} ${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.latency.p99} ms  server CPU ${r.serverCpuShare.toFixed(2)}  loadgen CPU ${r.loadCpuShare.toFixed(2)}  RSS ${r.serverRssMb.toFixed(0)} MB`);
   } finally {
     if (!('keepAlive' in server)) killGroup(server.child);
+  }
+}
+
+/**
+ * The 2-node PostgreSQL run: two `serve` processes on one schema, the connections split across
+ * them (one generator each), then a cross-node check: a token revoked through node A must read
+ * inactive on node B at once.
+ * @param {import('./lib/report.js').Rep} rep @param {string} key @param {string} db
+ * @param {string} tokenFile @param {(string|null)[]} cores
+ */
+async function measureTwoNodes(rep, key, db, tokenFile, cores) {
+  /** @type {Awaited<ReturnType<typeof startTokenctl>>[]} */
+  const servers = [];
+  try {
+    for (const [i, name] of ['bench-a', 'bench-b'].entries()) servers.push(await startTokenctl(workDir, `tkpg2-${name}-${rep.n}`, db, [], { node: name, core: cores[i] ?? null }));
+    const tokens = readFileSync(tokenFile, 'utf8').split('\n').filter(Boolean);
+    const [a, b] = servers.map((x) => x.url + REQUESTS.tokenctl.introspect.path);
+    for (const u of [a, b]) if (!(await isActive(/** @type {string} */ (u), /** @type {string} */ (tokens[0]), CLIENT))) throw new Error(`${key}: the first token is not active before the run`);
+    const r = await runLoadAcross({ label: `${key}-${rep.n}`, servers, ...REQUESTS.tokenctl.introspect, tokenFile, connections: cfg.connections, warmupS: cfg.warmupS, durationS: cfg.durationS, workDir });
+    if (r.non2xx + r.errors + r.timeouts > 0) note(`${key}: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
+    // One token per repetition (from the end of the file) revoked on A, read on B.
+    const victim = /** @type {string} */ (tokens[tokens.length - 1 - rep.n]);
+    const revoked = await postForm(/** @type {{url: string}} */ (servers[0]).url + REQUESTS.tokenctl.revoke.path, `token=${encodeURIComponent(victim)}${REQUESTS.tokenctl.revoke.suffix}`);
+    if (revoked.status !== 200) throw new Error(`${key}: revocation on node A answered ${revoked.status}`);
+    if (await isActive(/** @type {string} */ (b), victim, CLIENT)) throw new Error(`${key}: a token revoked on node A still reads active on node B`);
+    rep.runs[key] = r;
+    log(`  ${key.padEnd(30)} ${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.latency.p99} ms  server CPU ${r.serverCpuShare.toFixed(2)} (2 nodes)  loadgen CPU ${r.loadCpuShare.toFixed(2)}  RSS ${r.serverRssMb.toFixed(0)} MB`);
+  } finally {
+    for (const x of servers) killGroup(x.child);
   }
 }
 
@@ -127,6 +166,28 @@ async function main() {
   const t1m = s ? copyStore(s.t1m.db, join(workDir, 't1m.db')) : null;
   const tk = !serveMissing && s;
 
+  /** @type {Awaited<ReturnType<typeof preparePg>>|null} */
+  let pgStore = null;
+  /** @type {Record<string, unknown>|null} */
+  let pgMeta = null;
+  // Two nodes: each on a core of its own when there are 3+ (the generator keeps core 1); on 2
+  // cores not pinned (pinning the second node to core 1 would put it beside the generator).
+  const cores = coreCount();
+  const twoNodeCores = pinning() && cores >= 3 ? [SERVER_CORE, '2'] : [null, null];
+  if (tk) {
+    await attempt('preparing the PostgreSQL store (the PostgreSQL rows are null)', async () => {
+      const pg = await preparePg({ sqlite: /** @type {string} */ (t1k), log });
+      pgStore = pg;
+      dropPg = pg.drop;
+      pgMeta = {
+        database: pg.base, schema: pg.schema, pool_size: 'serve default', one_node_core: pinning() ? SERVER_CORE : 'not pinned',
+        two_nodes_cores: twoNodeCores[0] === null ? 'not pinned' : twoNodeCores.join(' and '),
+      };
+      if (twoNodeCores[0] === null && pinning()) note(`PostgreSQL 2 nodes: not pinned (${cores} cores): the two nodes, PostgreSQL and the load generator share the cores`);
+    });
+  }
+  const pg = /** @type {Awaited<ReturnType<typeof preparePg>>|null} */ (pgStore);
+
   /** @type {import('./lib/report.js').Rep[]} */
   const reps = [];
   for (let n = 0; n < cfg.reps; n++) {
@@ -148,6 +209,8 @@ async function main() {
         p && (() => measure(rep, 'peer.introspect', keep, REQUESTS.peer.introspect, p.introspectFile, { checkActive: true })),
         tk && (() => measure(rep, 'tokenctl.introspect', () => startTokenctl(workDir, `tk1k-${n}`, /** @type {string} */ (t1k)), REQUESTS.tokenctl.introspect, s.t1k.accessFile, { checkActive: true })),
         tk && (() => measure(rep, 'tokenctl.introspect_1m', () => startTokenctl(workDir, `tk1m-${n}`, /** @type {string} */ (t1m)), REQUESTS.tokenctl.introspect, s.t1m.accessFile, { checkActive: true })),
+        tk && pg && (() => measure(rep, 'tokenctl.introspect_pg_1node', () => startTokenctl(workDir, `tkpg1-${n}`, pg.url, [], { node: 'bench-a' }), REQUESTS.tokenctl.introspect, s.t1k.accessFile, { checkActive: true })),
+        tk && pg && (() => measureTwoNodes(rep, 'tokenctl.introspect_pg_2nodes', pg.url, s.t1k.accessFile, twoNodeCores)),
       ]);
       for (const run of introspection.filter(Boolean)) await attempt('an introspection run', run);
       const revocation = flip([
@@ -175,6 +238,9 @@ async function main() {
     }
   }
 
+  await attempt('dropping the PostgreSQL schema', dropPgOnce);
+  if (pg) log(`PostgreSQL schema ${pg.schema} dropped`);
+
   const figs = figures(reps);
   const out = Object.fromEntries(FIGURES.map((f) => [f.key, round(figs[f.key] ?? null, 4)]));
   const runDetails = details(reps);
@@ -186,6 +252,7 @@ async function main() {
     runs: runDetails,
     cli: { node_e_0_ms: round(median(reps.map((r) => r.cli?.node_ms)), 1), plain_script_ms: round(median(reps.map((r) => r.cli?.plain_ms)), 1), tool: reps[0]?.cli?.tool ?? null },
     bulk_revoke_wall_ms: round(median(reps.map((r) => r.bulk?.wall_ms)), 0),
+    postgres: pgMeta,
     notes,
   };
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
@@ -202,5 +269,6 @@ try {
   await main();
 } finally {
   killAll();
+  await dropPgOnce().catch((err) => log(`could not drop the PostgreSQL schema: ${err instanceof Error ? err.message : String(err)}`));
   if (!flags.keep) rmSync(workDir, { recursive: true, force: true });
 }

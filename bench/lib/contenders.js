@@ -66,11 +66,15 @@ export async function tokenctlServeMissing() {
 }
 
 /**
- * `tokenctl serve` on a store: plain HTTP on loopback, port 0, default durability.
+ * `tokenctl serve` on a store (a SQLite file or a postgres:// URL): plain HTTP on loopback,
+ * port 0, default durability and pool size. `opt.node` names the node (`--node`, for several
+ * nodes on one PostgreSQL store); `opt.core` pins it elsewhere than the server core (null: not pinned).
  * @param {string} workDir @param {string} name @param {string} db @param {string[]} [nodeArgs] e.g. --cpu-prof
+ * @param {{ node?: string, core?: string|null }} [opt]
  */
-export function startTokenctl(workDir, name, db, nodeArgs = []) {
+export function startTokenctl(workDir, name, db, nodeArgs = [], opt = {}) {
   const args = [...nodeArgs, join(ROOT, 'bin/run.js'), 'serve', '--host', '127.0.0.1', '--port', '0', '--db', db];
   if (serveFlags.includes('--log-level')) args.push('--log-level', 'warn');
-  return startServer('tokenctl serve', process.execPath, args, { log: join(workDir, `${name}.log`), env: { ...process.env, NODE_ENV: 'production' } });
+  if (opt.node !== undefined) args.push('--node', opt.node);
+  return startServer('tokenctl serve', process.execPath, args, { log: join(workDir, `${name}.log`), env: { ...process.env, NODE_ENV: 'production' }, core: opt.core });
 }

@@ -67,6 +67,75 @@ export async function runLoad(o) {
 }
 
 /**
+ * One measured load run across several servers (nodes of one store): the connections are split
+ * evenly, one load generator per server (all pinned to the load core), started together with
+ * the same warm-up and duration. Throughput, counts, tokens used and generator CPU are summed;
+ * latency percentiles are the worst of the generators'; server CPU share is the servers' summed
+ * CPU time from the first generator's measured start to the last one's end over that wall time
+ * (so up to the number of servers); RSS is the highest of the servers' peaks.
+ * @param {Omit<Parameters<typeof runLoad>[0], 'server'> & { servers: { pid: number, url: string }[] }} o
+ * @returns {Promise<LoadResult>}
+ */
+export async function runLoadAcross(o) {
+  const n = o.servers.length;
+  const children = o.servers.map((server, i) => {
+    const cfgFile = join(o.workDir, `load-${o.label}-${i}.json`);
+    const connections = Math.floor(o.connections / n) + (i < o.connections % n ? 1 : 0);
+    writeFileSync(cfgFile, JSON.stringify({
+      url: server.url, path: o.path, connections, warmupS: o.warmupS, durationS: o.durationS,
+      headers: o.headers ?? {}, prefix: o.prefix, suffix: o.suffix ?? '', tokenFile: o.tokenFile, fresh: o.fresh ?? false,
+    }));
+    return startChild(process.execPath, [WORKER, cfgFile], { core: LOAD_CORE, log: join(o.workDir, `load-${o.label}-${i}.log`) });
+  });
+  const timeout = setTimeout(() => children.forEach((c) => killGroup(c)), (o.warmupS + o.durationS) * 1000 + 120_000);
+  const cpuAll = () => o.servers.reduce((sum, s) => sum + cpuSeconds(s.pid), 0);
+  let started = 0;
+  let ended = 0;
+  let cpu0 = 0;
+  let t0 = 0n;
+  let share = NaN;
+  let peakRss = 0;
+  /** @type {NodeJS.Timeout|undefined} */
+  let sampler;
+  const sample = () => (peakRss = Math.max(peakRss, ...o.servers.map((s) => rssMb(s.pid) || 0)));
+  /** @type {(Partial<LoadResult>|undefined)[]} */
+  const results = [];
+  try {
+    await Promise.all(children.map(async (child, i) => {
+      const lines = createInterface({ input: /** @type {NodeJS.ReadableStream} */ (child.stdout) });
+      for await (const line of lines) {
+        if (line === 'measure-start' && ++started === 1) {
+          cpu0 = cpuAll();
+          t0 = process.hrtime.bigint();
+          sampler = setInterval(sample, 100);
+        } else if (line === 'measure-end' && ++ended === n) {
+          share = (cpuAll() - cpu0) / (Number(process.hrtime.bigint() - t0) / 1e9);
+          sample();
+          clearInterval(sampler);
+        } else if (line.startsWith('result ')) {
+          results[i] = JSON.parse(line.slice(7));
+        }
+      }
+    }));
+  } finally {
+    clearTimeout(timeout);
+    clearInterval(sampler);
+    children.forEach((c) => killGroup(c));
+  }
+  if (results.length !== n || results.some((r) => !r)) throw new Error(`load run ${o.label} gave no result from every generator (see ${join(o.workDir, `load-${o.label}-*.log`)})`);
+  const rs = /** @type {LoadResult[]} */ (results);
+  const sum = (/** @type {(r: LoadResult) => number} */ f) => rs.reduce((a, r) => a + f(r), 0);
+  const worst = (/** @type {'p50'|'p90'|'p99'|'max'} */ k) => Math.max(...rs.map((r) => r.latency[k]));
+  return {
+    rps: sum((r) => r.rps), ok: sum((r) => r.ok), non2xx: sum((r) => r.non2xx), errors: sum((r) => r.errors), timeouts: sum((r) => r.timeouts),
+    seconds: Math.max(...rs.map((r) => r.seconds)),
+    latency: { p50: worst('p50'), p90: worst('p90'), p99: worst('p99'), max: worst('max') },
+    loadCpuShare: sum((r) => r.loadCpuShare), tokensUsed: sum((r) => r.tokensUsed), firstToken: 0, exhausted: rs.some((r) => r.exhausted),
+    serverCpuShare: share, serverRssMb: peakRss,
+  };
+}
+
+/**
  * POSTs a form to a local server and returns status and parsed JSON (or text).
  * @param {string} url @param {string} body @param {Record<string,string>} [headers]
  */

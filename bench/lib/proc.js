@@ -16,9 +16,14 @@ export const LOAD_CORE = '1';
 /** @type {Set<import('node:child_process').ChildProcess>} */
 const live = new Set();
 
+/** Cores this process may run on (nproc). */
+export function coreCount() {
+  return Number(spawnSync('nproc', { encoding: 'utf8' }).stdout.trim()) || 1;
+}
+
 /** Whether pinning is in effect (taskset present and at least two cores). */
 export function pinning() {
-  return TASKSET !== null && (Number(spawnSync('nproc', { encoding: 'utf8' }).stdout.trim()) || 1) >= 2;
+  return TASKSET !== null && coreCount() >= 2;
 }
 
 /**
@@ -105,12 +110,14 @@ export function waitForLine(child, re, timeoutMs, what = 'child') {
 }
 
 /**
- * Starts a server that prints `listening on <URL>` and resolves with its URL.
+ * Starts a server that prints `listening on <URL>` and resolves with its URL. It is pinned to
+ * `core` (default SERVER_CORE; null: not pinned).
  * @param {string} what @param {string} cmd @param {string[]} args
- * @param {{ log: string, env?: NodeJS.ProcessEnv, cwd?: string, timeoutMs?: number }} opts
+ * @param {{ log: string, env?: NodeJS.ProcessEnv, cwd?: string, timeoutMs?: number, core?: string|null }} opts
  */
 export async function startServer(what, cmd, args, opts) {
-  const child = startChild(cmd, args, { ...opts, core: SERVER_CORE });
+  const core = opts.core === undefined ? SERVER_CORE : opts.core ?? undefined;
+  const child = startChild(cmd, args, { ...opts, core });
   try {
     const m = await waitForLine(child, /listening on (https?:\/\/[^\s]+)/, opts.timeoutMs ?? 120_000, what);
     const url = new URL(m[1]);

@@ -38,6 +38,9 @@ export const FIGURES = [
   { key: 'cli_ratio_to_plain_script', label: 'CLI / plain better-sqlite3 script', target: '≤ 1.5', ok: (v) => v <= 1.5 },
   { key: 'bulk_revoke_100k_ms', label: 'bulk revocation of 100k tokens, ms', target: '≤ 1000', ok: (v) => v <= 1000 },
   { key: 'server_rss_mb', label: 'tokenctl server RSS under load, MB', target: '≤ 150', ok: (v) => v <= 150 },
+  { key: 'pg_introspection_rps_1node', label: 'introspection, PostgreSQL store, 1 node, req/s', target: null },
+  { key: 'pg_introspection_rps_2nodes', label: 'introspection, PostgreSQL store, 2 nodes, req/s', target: null },
+  { key: 'pg_introspection_ratio_to_sqlite', label: 'introspection, PostgreSQL 1 node / SQLite', target: null },
 ];
 
 /**
@@ -75,6 +78,9 @@ export function figures(reps) {
       const rss = Object.entries(r.runs).filter(([k]) => k.startsWith('tokenctl.')).map(([, v]) => v?.serverRssMb ?? NaN);
       return rss.length ? Math.max(...rss) : null;
     }),
+    pg_introspection_rps_1node: med((r) => rps(r, 'tokenctl.introspect_pg_1node')),
+    pg_introspection_rps_2nodes: med((r) => rps(r, 'tokenctl.introspect_pg_2nodes')),
+    pg_introspection_ratio_to_sqlite: med((r) => ratio(rps(r, 'tokenctl.introspect_pg_1node'), rps(r, 'tokenctl.introspect'))),
   };
 }
 

@@ -1,0 +1,98 @@
+/**
+ * The PostgreSQL store of the benchmark: a schema of its own (`tokenctl_bench_<unix seconds>_<hex>`)
+ * in the database named by TOKENCTL_BENCH_PG (default postgres://postgres@127.0.0.1:5432/test),
+ * filled with an exact copy of the 1k SQLite store by `tokenctl migrate` (the built code, so the
+ * same client, secret hash and token digests: the same token file serves both), and dropped
+ * (DROP SCHEMA … CASCADE) when the benchmark ends. Only a loopback database is used.
+ */
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import { runToEnd } from './proc.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/test';
+const PREFIX = 'tokenctl_bench_';
+/** Schemas of earlier runs older than this are dropped at start (a run killed before its cleanup). */
+const STALE_S = 3600;
+
+/** The URL without its password, for logs and meta. @param {string} url */
+export function redact(url) {
+  const u = new URL(url);
+  if (u.password) u.password = '***';
+  return u.toString();
+}
+
+/** @param {string} base */
+async function client(base) {
+  const { default: pg } = await import('pg');
+  const c = new pg.Client({ connectionString: base, connectionTimeoutMillis: 3000, query_timeout: 60_000 });
+  c.on('error', () => {
+    /* a dropped connection surfaces as a failed query */
+  });
+  await c.connect();
+  return c;
+}
+
+/**
+ * Creates and fills the schema. Throws (with a readable reason) when PostgreSQL is unreachable
+ * or the copy fails; whatever was created is dropped again first.
+ * @param {{ sqlite: string, log: (s: string) => void }} o the 1k SQLite store to copy (a work copy: migrate only reads it)
+ * @returns {Promise<{ url: string, schema: string, base: string, drop: () => Promise<void> }>}
+ */
+export async function preparePg(o) {
+  const base = process.env.TOKENCTL_BENCH_PG || DEFAULT_PG;
+  let parsed;
+  try {
+    parsed = new URL(base);
+  } catch {
+    throw new Error(`TOKENCTL_BENCH_PG is not a URL`);
+  }
+  if (!/^postgres(ql)?:$/.test(parsed.protocol)) throw new Error(`TOKENCTL_BENCH_PG must be a postgres:// URL, not ${parsed.protocol}`);
+  if (!['127.0.0.1', 'localhost', '[::1]'].includes(parsed.hostname)) throw new Error(`TOKENCTL_BENCH_PG names ${parsed.hostname}: the benchmark only uses a loopback database`);
+  parsed.searchParams.delete('schema');
+  const cleanBase = parsed.toString();
+
+  let c;
+  try {
+    c = await client(cleanBase);
+  } catch (err) {
+    throw new Error(`PostgreSQL at ${redact(cleanBase)} is unreachable (${err instanceof Error ? err.message : String(err)})`);
+  }
+  const schema = `${PREFIX}${Math.floor(Date.now() / 1000)}_${randomBytes(4).toString('hex')}`;
+  try {
+    // Leftovers of a run killed before its cleanup (Ctrl-C): only ones old enough not to be a concurrent run's.
+    const { rows } = await c.query('SELECT nspname FROM pg_namespace WHERE nspname LIKE $1', [`${PREFIX}%`]);
+    for (const { nspname } of rows) {
+      const m = /^tokenctl_bench_(\d+)_[0-9a-f]+$/.exec(nspname);
+      if (m && Date.now() / 1000 - Number(m[1]) > STALE_S) {
+        await c.query(`DROP SCHEMA IF EXISTS "${nspname}" CASCADE`);
+        o.log(`  dropped a stale benchmark schema ${nspname}`);
+      }
+    }
+  } finally {
+    await c.end().catch(() => {});
+  }
+
+  const target = new URL(cleanBase);
+  target.searchParams.set('schema', schema);
+  const url = target.toString();
+  const drop = async () => {
+    const d = await client(cleanBase);
+    try {
+      await d.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    } finally {
+      await d.end().catch(() => {});
+    }
+  };
+  try {
+    const t0 = Date.now();
+    const r = await runToEnd(process.execPath, [join(ROOT, 'bin/run.js'), 'migrate', '--from', o.sqlite, '--to', url, '--yes', '--json'], { timeoutMs: 180_000 });
+    if (r.code !== 0) throw new Error(`tokenctl migrate into ${redact(url)} failed (exit ${r.code}): ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`);
+    o.log(`  PostgreSQL store: schema ${schema} filled from the 1k store by \`tokenctl migrate\` in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  } catch (err) {
+    await drop().catch(() => {});
+    throw err;
+  }
+  return { url, schema, base: redact(cleanBase), drop };
+}
