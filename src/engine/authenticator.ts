@@ -35,6 +35,8 @@ export class ClientAuthenticator {
   private readonly limiter: FairLimiter;
   private readonly accepted: BoundedMap;
   private readonly refused: BoundedMap;
+  /** Verifications under way, by presentation and stored hash: identical ones wait for the first. */
+  private readonly inFlight = new Map<string, Promise<boolean>>();
 
   constructor(
     private readonly store: TokenStore,
@@ -71,6 +73,19 @@ export class ClientAuthenticator {
     if (keys.some((key) => this.accepted.get(key) === storedHash)) return true;
     if (keys.every((key) => this.refused.get(key) === storedHash)) return false;
 
+    // A burst of requests with the same credentials (a client's pool of connections opening at
+    // once) costs one hash, not one each: the others take the first one's outcome. Besides the
+    // CPU, every scrypt holds a 16 MiB buffer on a libuv thread, which glibc then keeps.
+    const flightKey = keys.join('\u0000') + '\u0001' + storedHash;
+    let flight = this.inFlight.get(flightKey);
+    if (flight === undefined) {
+      flight = this.verifyNow(lane, secrets, keys, storedHash).finally(() => this.inFlight.delete(flightKey));
+      this.inFlight.set(flightKey, flight);
+    }
+    return flight;
+  }
+
+  private async verifyNow(lane: string, secrets: string[], keys: string[], storedHash: string): Promise<boolean> {
     const realHash = storedHash.startsWith('\u0000') ? await getDummyHash() : storedHash;
     for (const [i, secret] of secrets.entries()) {
       const ok = await this.limiter.run(lane, () => verifySecret(secret, realHash));

@@ -88,6 +88,17 @@ describe('the authentication cache', () => {
     expect(scrypts()).toBe(before);
   });
 
+  it('a burst of identical presentations arriving at once costs one scrypt, and each gets the answer', async () => {
+    const { engine, secret } = await setup();
+    const start = scrypts();
+    const clients = await Promise.all(Array.from({ length: 20 }, () => engine.authenticate({ clientId: 'conf', secrets: [secret] })));
+    expect(clients.map((c) => c.id)).toEqual(Array(20).fill('conf'));
+    expect(scrypts()).toBe(start + 1);
+    const wrong = Array.from({ length: 20 }, () => refused(engine.authenticate({ clientId: 'conf', secrets: ['wrong-password-2'] }), 'conf'));
+    await Promise.all(wrong);
+    expect(scrypts()).toBe(start + 2);
+  });
+
   it('a repeated wrong password runs no scrypt the second time, and is still refused', async () => {
     const { engine } = await setup();
     await refused(engine.authenticate({ clientId: 'conf', secrets: ['wrong-password-1'] }), 'conf');

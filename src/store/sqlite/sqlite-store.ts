@@ -28,7 +28,19 @@ import { listTokensSql, prepareStatements, selectorKind, tokenFromRow, type Stat
 const BUSY_TIMEOUT_MS = 5000;
 const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
 /** Page cache per connection, KiB (PRAGMA cache_size takes a negative number for KiB). */
-const PAGE_CACHE_KIB = 32 * 1024;
+const PAGE_CACHE_KIB = 16 * 1024;
+/**
+ * WAL frames (pages) after which a commit checkpoints them into the database file. SQLite's
+ * default, 1,000 (4 MB), makes every seventh or so group commit of a busy server also copy a
+ * thousand scattered pages into the file and fsync it, on the event loop: writes with random
+ * keys (digest, jti, grant indexes) dirty a few leaves each, so a larger WAL coalesces many
+ * more rewrites of the same page per checkpoint. 10,000 frames is about 40 MB of WAL on disk
+ * (not memory: the wal-index in shared memory is ~80 KB). Durability is unchanged: a commit is
+ * synced to the WAL before it is acknowledged, whenever it is checkpointed.
+ */
+const WAL_AUTOCHECKPOINT_PAGES = 10_000;
+/** After a checkpoint, the WAL file is truncated back to this size (bytes) when it grew past it. */
+const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
 /** Client rows kept at most (see getClient): enough for any real deployment's clients. */
 const MAX_KEPT_CLIENTS = 1000;
 
@@ -134,11 +146,14 @@ export class SqliteStore implements TokenStore {
       if (mode !== 'wal') throw new Error(`cannot use ${location}: SQLite refused WAL journal mode (got ${String(mode)})`);
       db.pragma('synchronous = FULL');
       db.pragma('foreign_keys = ON');
-      // 32 MiB of page cache instead of SQLite's 2 MB: a large store's interior B-tree pages (and
-      // many leaves) stay in memory, so a lookup in 1M tokens costs about what it does in 1k.
+      // 16 MiB of page cache instead of SQLite's 2 MB: a large store's interior B-tree pages (and
+      // many leaves) stay in memory, so a lookup in 1M tokens costs about what it does in 1k
+      // (32 MiB measured the same on the 1M store, and cost 16 MB more RSS under writes).
       // Bounded, so that a server stays well within its memory budget. Not mmap: mapped pages
       // would count against the process for the whole file.
       db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
+      db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
+      db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
       migrate(db, location);
       return new SqliteStore(db, location);
     } catch (error) {
