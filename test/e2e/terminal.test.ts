@@ -35,8 +35,9 @@ describe.skipIf(!hasScript())('at a terminal', () => {
 
   it('colours states on a terminal, and NO_COLOR turns them off', async () => {
     const [coloured, plain] = await Promise.all([
-      tokenctlInTerminal(['token', 'list', '--db', store.db], { env: { NO_COLOR: undefined } }),
-      tokenctlInTerminal(['token', 'list', '--db', store.db], { env: { NO_COLOR: '1' } }),
+      // A person at a terminal: not CI's environment, where chalk turns colour off on purpose.
+      tokenctlInTerminal(['token', 'list', '--db', store.db], { env: { NO_COLOR: undefined, CI: undefined } }),
+      tokenctlInTerminal(['token', 'list', '--db', store.db], { env: { NO_COLOR: '1', CI: undefined } }),
     ]);
     expect(coloured.code).toBe(0);
     expect(coloured.output).toContain('\u001b[31mrevoked'); // revoked in red

@@ -142,8 +142,7 @@ export class SqliteStore implements TokenStore {
       db = new Database(location, { fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
       // Identified before the first write below, so that a foreign file stays untouched.
       if (identify(db, location) === 0) makePrivate(location); // an empty file someone else created
-      const mode = db.pragma('journal_mode = WAL', { simple: true });
-      if (mode !== 'wal') throw new Error(`cannot use ${location}: SQLite refused WAL journal mode (got ${String(mode)})`);
+      switchToWal(db, location);
       db.pragma('synchronous = FULL');
       db.pragma('foreign_keys = ON');
       // 16 MiB of page cache instead of SQLite's 2 MB: a large store's interior B-tree pages (and
@@ -323,6 +322,34 @@ function mapError(error: unknown, location: string): unknown {
   }
   if (error.code === 'SQLITE_NOTADB') return new NotAStoreError(location, 'it is not an SQLite database');
   return error;
+}
+
+/**
+ * Puts a connection in WAL mode. Two processes opening a new file at the same moment can
+ * deadlock here: one, still seeing rollback-journal mode, waits for the exclusive lock the switch
+ * needs while holding a PENDING lock, and that blocks the other's reads until the whole busy
+ * timeout runs out ("locked by another process" on a file nobody else uses). So the switch waits
+ * only briefly and retries, with jitter, letting the other go first; the busy timeout still
+ * bounds the whole.
+ */
+function switchToWal(db: Database.Database, location: string): void {
+  const deadline = Date.now() + BUSY_TIMEOUT_MS;
+  db.pragma('busy_timeout = 20');
+  try {
+    for (;;) {
+      try {
+        const mode = db.pragma('journal_mode = WAL', { simple: true });
+        if (mode !== 'wal') throw new Error(`cannot use ${location}: SQLite refused WAL journal mode (got ${String(mode)})`);
+        return;
+      } catch (error) {
+        const busy = error instanceof Database.SqliteError && /^SQLITE_(BUSY|LOCKED)/.test(error.code);
+        if (!busy || Date.now() > deadline) throw error;
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5 + Math.floor(Math.random() * 30));
+      }
+    }
+  } finally {
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  }
 }
 
 /** Creates an empty file, mode 0600, unless another process just did. */
