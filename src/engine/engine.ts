@@ -59,6 +59,18 @@ export class Engine {
   async getClient(id: string): Promise<ClientView> {
     return clientView(await clients.getClientOrThrow(this.ctx, id));
   }
+  /** How many tokens a client has, by state (counted in the store: cheap for any number). */
+  async countClientTokens(id: string): Promise<{ total: number; active: number; expired: number; revoked: number }> {
+    const { tokens } = await this.store.stats(this.ctx.clock.now(), (await clients.getClientOrThrow(this.ctx, id)).id);
+    const counts = { total: 0, active: 0, expired: 0, revoked: 0 };
+    for (const byState of Object.values(tokens)) {
+      for (const state of ['active', 'expired', 'revoked'] as const) {
+        counts[state] += byState[state];
+        counts.total += byState[state];
+      }
+    }
+    return counts;
+  }
   deleteClient(id: string, actor: string): Promise<ClientView> {
     return clients.deleteClient(this.ctx, id, actor);
   }

@@ -240,7 +240,11 @@ export interface TokenStore {
   /** How many tokens {@link purgeBatch} would delete in all for this `before`. */
   countPurgeable(before: number): Promise<number>;
 
-  stats(now: number): Promise<StoreStats>;
+  /**
+   * Counts at `now`. With `clientId`, the token counts and the oldest expiry are that client's
+   * only (counted in the store, never by loading the tokens); `clients` is always the total.
+   */
+  stats(now: number, clientId?: string): Promise<StoreStats>;
 
   // ---- audit ------------------------------------------------------------------------------
 

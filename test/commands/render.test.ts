@@ -5,7 +5,6 @@ import { progressLine } from '../../src/cli/render/purge.js';
 import { fields, plural, table } from '../../src/cli/render/layout.js';
 import { renderVerdict } from '../../src/cli/render/introspect.js';
 import { renderTokenList } from '../../src/cli/render/token.js';
-import { countTokens } from '../../src/cli/render/client.js';
 import type { TokenView } from '../../src/engine/results.js';
 import { redactTokens } from '../../src/cli/errors.js';
 
@@ -114,9 +113,6 @@ describe('token and verdict rendering', () => {
     expect(second).toMatch(/refresh\s+web\s+alice\s+revoked\s+2025-03-01 12:50:00 UTC \(in 50 min\)$/);
   });
 
-  it('counts tokens by state', () => {
-    expect(countTokens([{ state: 'active' }, { state: 'revoked' }, { state: 'active' }])).toEqual({ total: 3, active: 2, expired: 0, revoked: 1 });
-  });
 });
 
 describe('error text', () => {

@@ -548,6 +548,24 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         });
       });
 
+      it('with a client id, counts that client’s tokens only (clients stays the total)', async () => {
+        const now = T0 + HOUR;
+        await insert(
+          tok({ expiresAt: T0 + 2 * HOUR }),
+          tok({ expiresAt: T0 + 10 * MINUTE }),
+          makeToken({ clientId: 'client-2', type: 'refresh_token', expiresAt: T0 + 2 * HOUR }),
+          makeToken({ clientId: 'client-2', expiresAt: T0 + 5 * MINUTE, revokedAt: T0 }),
+        );
+        expect(await store.stats(now, 'client-2')).toEqual({
+          clients: 2,
+          tokens: { access_token: { active: 0, expired: 0, revoked: 1 }, refresh_token: { active: 1, expired: 0, revoked: 0 } },
+          oldestExpiredAt: T0 + 5 * MINUTE,
+        });
+        expect((await store.stats(now, 'client-1')).tokens.access_token).toEqual({ active: 1, expired: 1, revoked: 0 });
+        expect((await store.stats(now, 'client-1')).oldestExpiredAt).toBe(T0 + 10 * MINUTE);
+        expect((await store.stats(now, 'nobody')).tokens.access_token).toEqual({ active: 0, expired: 0, revoked: 0 });
+      });
+
       it('reports zeros and no expiry for a store without tokens', async () => {
         expect(await store.stats(T0)).toEqual({
           clients: 2,

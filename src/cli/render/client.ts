@@ -80,9 +80,3 @@ export function renderClientDeleted(r: ClientDeleteResult): string {
   return color.green(`Deleted client ${color.bold(r.client.client_id)} and ${plural(r.tokens, 'token')}.`);
 }
 
-/** Counts tokens by state (for `client show`). */
-export function countTokens(tokens: { state: string }[]): TokenCounts {
-  const counts: TokenCounts = { total: tokens.length, active: 0, expired: 0, revoked: 0 };
-  for (const t of tokens) if (t.state === 'active' || t.state === 'expired' || t.state === 'revoked') counts[t.state]++;
-  return counts;
-}

@@ -20,7 +20,7 @@ export default class ClientDelete extends BaseCommand<typeof ClientDelete> {
   async run(): Promise<ClientDeleteResult> {
     const engine = await this.engine();
     const client = await engine.getClient(this.args.id);
-    const tokens = (await engine.listTokens({ clientId: client.client_id })).length;
+    const tokens = (await engine.countClientTokens(client.client_id)).total;
     let result: ClientDeleteResult = { client, tokens, deleted: false, dry_run: this.flags['dry-run'] };
     if (!result.dry_run) {
       if (!this.flags.yes && !this.jsonEnabled()) this.logToStderr(renderClientDeletePlan(client, tokens));

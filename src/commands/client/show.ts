@@ -1,6 +1,6 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { countTokens, renderClientShow } from '../../cli/render/client.js';
+import { renderClientShow } from '../../cli/render/client.js';
 import type { ClientShowResult } from '../../cli/render/results.js';
 
 export default class ClientShow extends BaseCommand<typeof ClientShow> {
@@ -12,7 +12,7 @@ export default class ClientShow extends BaseCommand<typeof ClientShow> {
   async run(): Promise<ClientShowResult> {
     const engine = await this.engine();
     const client = await engine.getClient(this.args.id);
-    const result: ClientShowResult = { ...client, tokens: countTokens(await engine.listTokens({ clientId: client.client_id })) };
+    const result: ClientShowResult = { ...client, tokens: await engine.countClientTokens(client.client_id) };
     if (!this.jsonEnabled()) this.log(renderClientShow(result, Date.now()));
     return result;
   }

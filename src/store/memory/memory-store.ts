@@ -166,11 +166,12 @@ export class MemoryStore implements TokenStore {
     return [...this.tokens.values()].filter((t) => this.purgeable(t, before)).length;
   }
 
-  async stats(now: number): Promise<StoreStats> {
+  async stats(now: number, clientId?: string): Promise<StoreStats> {
     this.check();
     const tokens = Object.fromEntries(TOKEN_TYPES.map((type) => [type, { active: 0, expired: 0, revoked: 0 }])) as StoreStats['tokens'];
     let oldestExpiredAt: number | null = null;
     for (const t of this.tokens.values()) {
+      if (clientId !== undefined && t.clientId !== clientId) continue;
       const state = tokenState(t, now);
       tokens[t.type][state]++;
       if (t.expiresAt <= now && (oldestExpiredAt === null || t.expiresAt < oldestExpiredAt)) oldestExpiredAt = t.expiresAt;

@@ -230,9 +230,9 @@ export class PostgresStore implements TokenStore {
     return (await this.db.query<{ n: number }>(`SELECT count(*) AS n FROM tokens WHERE ${PURGEABLE_SQL}`, [before])).rows[0]?.n ?? 0;
   }
 
-  async stats(now: number): Promise<StoreStats> {
+  async stats(now: number, clientId?: string): Promise<StoreStats> {
     type Row = { clients: number; oldestExpiredAt: number | null; byState: { type: TokenType; state: TokenState; n: number }[] };
-    const row = (await this.db.query<Row>(STATS, [now])).rows[0];
+    const row = (await this.db.query<Row>(STATS, [now, clientId ?? null])).rows[0];
     const tokens = Object.fromEntries(TOKEN_TYPES.map((type) => [type, { active: 0, expired: 0, revoked: 0 }])) as StoreStats['tokens'];
     for (const s of row?.byState ?? []) tokens[s.type][s.state] = s.n;
     return { clients: row?.clients ?? 0, tokens, oldestExpiredAt: row?.oldestExpiredAt ?? null };

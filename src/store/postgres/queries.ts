@@ -49,13 +49,13 @@ function stateCondition(state: TokenState, now: () => string): string {
   return `revoked_at IS NULL AND replaced_at IS NULL AND expires_at ${state === 'active' ? '>' : '<='} ${now()}`;
 }
 
-/** Counts of tokens by type and state, clients, and the oldest expiry: one statement, one snapshot. */
+/** Counts of tokens by type and state (all, or one client's: $2), clients, and the oldest expiry: one statement, one snapshot. */
 export const STATS = `WITH by_state AS (
     SELECT type, CASE WHEN revoked_at IS NOT NULL OR replaced_at IS NOT NULL THEN 'revoked'
       WHEN expires_at <= $1 THEN 'expired' ELSE 'active' END AS state, count(*) AS n
-    FROM tokens GROUP BY 1, 2)
+    FROM tokens WHERE ($2::text IS NULL OR client_id = $2) GROUP BY 1, 2)
   SELECT (SELECT count(*) FROM clients) AS clients,
-    (SELECT min(expires_at) FROM tokens WHERE expires_at <= $1) AS "oldestExpiredAt",
+    (SELECT min(expires_at) FROM tokens WHERE expires_at <= $1 AND ($2::text IS NULL OR client_id = $2)) AS "oldestExpiredAt",
     (SELECT coalesce(json_agg(by_state), '[]') FROM by_state) AS "byState"`;
 
 /** Newest first; `target` is space-separated words, and the filters match whole words. */

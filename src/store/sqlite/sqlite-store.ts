@@ -65,7 +65,7 @@ export class SqliteStore implements TokenStore {
   private readonly insertMany: Database.Transaction<(tokens: TokenRecord[]) => void>;
   private readonly revokeTx: Database.Transaction<(jti: string, at: number, cascade: boolean, audit: AuditEntry | undefined) => boolean>;
   private readonly mintTx: Database.Transaction<(access: TokenRecord, refreshJti: string) => MintOutcome>;
-  private readonly statsTx: Database.Transaction<(now: number) => StoreStats>;
+  private readonly statsTx: Database.Transaction<(now: number, clientId?: string) => StoreStats>;
   private readonly rotateTx: Database.Transaction<(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string) => RotateOutcome>;
   /** Every write goes through here: writes that arrive together share one commit. */
   private readonly writes: GroupCommit;
@@ -112,11 +112,13 @@ export class SqliteStore implements TokenStore {
       return 'rotated';
     });
     // A read transaction, so that the counts describe one moment even while others write.
-    this.statsTx = db.transaction((now: number) => {
+    this.statsTx = db.transaction((now: number, clientId?: string) => {
       const tokens = Object.fromEntries(TOKEN_TYPES.map((type) => [type, { active: 0, expired: 0, revoked: 0 }])) as StoreStats['tokens'];
-      for (const row of this.st.tokenStats.all({ now }) as { type: TokenType; state: TokenState; n: number }[]) tokens[row.type][row.state] = row.n;
+      const [byState, oldest] = clientId === undefined ? [this.st.tokenStats, this.st.oldestExpired] : [this.st.clientTokenStats, this.st.clientOldestExpired];
+      const params = clientId === undefined ? { now } : { now, clientId };
+      for (const row of byState.all(params) as { type: TokenType; state: TokenState; n: number }[]) tokens[row.type][row.state] = row.n;
       const clients = (this.st.countClients.get() as { n: number }).n;
-      const oldestExpiredAt = (this.st.oldestExpired.get({ now }) as { at: number | null }).at;
+      const oldestExpiredAt = (oldest.get(params) as { at: number | null }).at;
       return { clients, tokens, oldestExpiredAt };
     });
   }
@@ -274,8 +276,8 @@ export class SqliteStore implements TokenStore {
     return this.run(() => (this.st.countPurgeable.get({ before }) as { n: number }).n);
   }
 
-  async stats(now: number): Promise<StoreStats> {
-    return this.run(() => this.statsTx.deferred(now));
+  async stats(now: number, clientId?: string): Promise<StoreStats> {
+    return this.run(() => this.statsTx.deferred(now, clientId));
   }
 
   async appendAudit(entry: AuditEntry): Promise<void> {

@@ -106,6 +106,9 @@ export function prepareStatements(db: Database.Database) {
     countClients: p('SELECT count(*) AS n FROM clients'),
     tokenStats: p(`SELECT type, ${STATE_SQL} AS state, count(*) AS n FROM tokens GROUP BY 1, 2`),
     oldestExpired: p('SELECT min(expires_at) AS at FROM tokens WHERE expires_at <= @now'),
+    // One client's: served by the client_id index, so a client with a million tokens is counted, not loaded.
+    clientTokenStats: p(`SELECT type, ${STATE_SQL} AS state, count(*) AS n FROM tokens WHERE client_id = @clientId GROUP BY 1, 2`),
+    clientOldestExpired: p('SELECT min(expires_at) AS at FROM tokens WHERE client_id = @clientId AND expires_at <= @now'),
     insertAudit: p('INSERT INTO audit (at, actor, action, target, count, detail) VALUES (@at, @actor, @action, @target, @count, @detail)'),
     listAudit: p(`SELECT id, at, actor, action, target, count, detail FROM audit
       WHERE (@since IS NULL OR at >= @since) AND (@jti IS NULL OR instr(' ' || target || ' ', ' ' || @jti || ' ') > 0)
