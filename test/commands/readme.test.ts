@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 
-const ROOT = join(import.meta.dirname, '..', '..');
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const OCLIF = join(ROOT, 'node_modules', 'oclif', 'bin', 'run.js');
 
 /** The part of a README between oclif's command markers. */

@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, tokenctl } from '../helpers/cli.js';
+import { tokenctl } from '../helpers/cli.js';
+import { startServe, stopServe } from '../helpers/load.js';
 import { PG_SKIP_MESSAGE, PG_URL, dropSchema, testSchemaName } from '../helpers/pg.js';
 
 /**
@@ -29,47 +29,10 @@ interface ServeNode {
   stop(): Promise<void>;
 }
 
-/**
- * Starts `tokenctl serve` on 127.0.0.1, a free port, plain HTTP (loopback), and resolves with its
- * URL from the `listening on <URL>` line; rejects if it exits or stays silent for 20 s.
- */
-function startNode(name: string, db: string, home: string, extra: string[] = []): Promise<ServeNode> {
-  const args = ['serve', '--host', '127.0.0.1', '--port', '0', '--db', db, '--node', name, '--issuer', ISSUER, '--log-level', 'warn', ...extra];
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', HOME: home, XDG_DATA_HOME: join(home, 'data') };
-  for (const key of ['TOKENCTL_DB', 'TOKENCTL_NODE', 'TOKENCTL_ISSUER', 'NODE_OPTIONS']) delete env[key];
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: home, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  const stop = () => stopChild(child, exited);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      void stop();
-      reject(new Error(`${name} printed no "listening on" line within 20 s:\n${output}`));
-    }, 20_000);
-    const onData = (d: string) => {
-      output += d;
-      const m = /^listening on (\S+)$/m.exec(output);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ name, url: m[1]!, output: () => output, stop });
-      }
-    };
-    child.stdout.setEncoding('utf8').on('data', onData);
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (output += d));
-    void exited.then(() => {
-      clearTimeout(timer);
-      reject(new Error(`${name} exited before listening:\n${output}`));
-    });
-  });
-}
-
-/** SIGTERM, and SIGKILL if it has not exited 5 s later. */
-async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGTERM');
-  const killer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(killer);
+/** `tokenctl serve` on 127.0.0.1, a free port, plain HTTP (loopback), as node `name`. */
+async function startNode(name: string, db: string, extra: string[] = []): Promise<ServeNode> {
+  const serve = await startServe(['--db', db, '--node', name, '--issuer', ISSUER, '--log-level', 'warn', ...extra]);
+  return { name, url: serve.url, output: () => serve.stdout() + serve.stderr(), stop: () => stopServe(serve) };
 }
 
 interface Answer {
@@ -136,7 +99,7 @@ describe.skipIf(!PG_URL)('two serve nodes on one PostgreSQL store', () => {
     // The client first: creating it also creates the schema, before two nodes race to.
     client = await cli<Client>(['client', 'create', '--name', 'shop', '--scope', 'read write']);
     // Same --db, same --issuer, same rotation setting; only --node differs.
-    [a, b] = await Promise.all([startNode('node-a', db, home, ['--rotate-refresh-tokens']), startNode('node-b', db, home, ['--rotate-refresh-tokens'])]);
+    [a, b] = await Promise.all([startNode('node-a', db, ['--rotate-refresh-tokens']), startNode('node-b', db, ['--rotate-refresh-tokens'])]);
   }, 60_000);
 
   afterAll(async () => {

@@ -1,10 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, sleep, tokenctl } from '../helpers/cli.js';
+import { sleep, tokenctl } from '../helpers/cli.js';
+import { startServe, stopServe } from '../helpers/load.js';
 import { PG_SKIP_MESSAGE, PG_URL, TcpProxy, dropSchema, testSchemaName } from '../helpers/pg.js';
 
 /**
@@ -31,40 +32,10 @@ interface ServeNode {
   stop(): Promise<void>;
 }
 
-/** `tokenctl serve` on 127.0.0.1, a free port; resolves with the URL of its `listening on` line. */
-function startNode(db: string, home: string, extra: string[] = []): Promise<ServeNode> {
-  const args = ['serve', '--host', '127.0.0.1', '--port', '0', '--db', db, '--node', 'node-p', '--log-level', 'warn', ...extra];
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', HOME: home, XDG_DATA_HOME: join(home, 'data') };
-  for (const key of ['TOKENCTL_DB', 'TOKENCTL_NODE', 'TOKENCTL_ISSUER', 'NODE_OPTIONS']) delete env[key];
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: home, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const killer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    await exited;
-    clearTimeout(killer);
-  };
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      void stop();
-      reject(new Error(`serve printed no "listening on" line within 20 s:\n${output}`));
-    }, 20_000);
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      output += d;
-      const m = /^listening on (\S+)$/m.exec(output);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ url: m[1]!, child, output: () => output, stop });
-      }
-    });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (output += d));
-    void exited.then(() => {
-      clearTimeout(timer);
-      reject(new Error(`serve exited before listening:\n${output}`));
-    });
-  });
+/** `tokenctl serve` on 127.0.0.1, a free port, plain HTTP (loopback), on `db`. */
+async function startNode(db: string, extra: string[] = []): Promise<ServeNode> {
+  const serve = await startServe(['--db', db, '--node', 'node-p', '--log-level', 'warn', ...extra]);
+  return { url: serve.url, child: serve.child, output: () => serve.stdout() + serve.stderr(), stop: () => stopServe(serve) };
 }
 
 interface Answer {
@@ -149,7 +120,7 @@ describe.skipIf(!PG_URL)('serve while its PostgreSQL is unreachable', () => {
     kept = await cli<Issued>(['token', 'issue', '--client', client.client_id, '--user', 'alice']);
     used = await cli<Issued>(['token', 'issue', '--client', client.client_id, '--user', 'bob']);
     // Only this server goes through the proxy; the CLI above and below reaches the database directly.
-    node = await startNode(proxy.rewrite(direct), home);
+    node = await startNode(proxy.rewrite(direct));
   }, 60_000);
 
   afterAll(async () => {
@@ -307,7 +278,7 @@ describe.skipIf(!PG_URL)('serve while its PostgreSQL stops answering on open con
     const u = new URL(`${PG_URL}${PG_URL?.includes('?') ? '&' : '?'}schema=${schema}`);
     u.hostname = '127.0.0.1';
     u.port = String(proxy.port);
-    node = await startNode(u.toString(), home);
+    node = await startNode(u.toString());
   }, 60_000);
 
   afterAll(async () => {

@@ -113,6 +113,13 @@ export function startServe(args: string[], options: { timeoutMs?: number; umask?
   });
 }
 
+/** SIGTERM (a graceful stop), and SIGKILL if it has not exited 5 s later. */
+export async function stopServe(serve: ServeProcess): Promise<void> {
+  const killer = setTimeout(() => serve.child.kill('SIGKILL'), 5_000);
+  await serve.kill('SIGTERM');
+  clearTimeout(killer);
+}
+
 /**
  * Runs `task(i)` for i = 0, 1, … with at most `concurrency` at once, until `count` tasks were
  * started, `stop()` says so, or `deadlineMs` has passed. A task's rejection is collected, not
