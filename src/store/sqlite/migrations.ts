@@ -93,8 +93,14 @@ export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version
  * {@link SchemaTooNewError} for a store written by a newer tokenctl.
  */
 export function identify(db: Database.Database, location: string): number {
-  const appId = db.pragma('application_id', { simple: true }) as number;
-  const version = db.pragma('user_version', { simple: true }) as number;
+  // One read transaction, so the three reads see one moment: read one by one, a migration
+  // committed by another process in between looked like tables without our marker, that is,
+  // "another application's database".
+  const { appId, version, objects } = db.transaction(() => ({
+    appId: db.pragma('application_id', { simple: true }) as number,
+    version: db.pragma('user_version', { simple: true }) as number,
+    objects: (db.prepare('SELECT count(*) AS n FROM sqlite_schema').get() as { n: number }).n,
+  }))();
   if (appId === APPLICATION_ID) {
     if (version > LATEST_SCHEMA_VERSION) throw new SchemaTooNewError(location, version, LATEST_SCHEMA_VERSION);
     return version;
@@ -102,7 +108,6 @@ export function identify(db: Database.Database, location: string): number {
   if (appId !== 0) {
     throw new NotAStoreError(location, `it is an SQLite database of another application (application id 0x${(appId >>> 0).toString(16)})`);
   }
-  const objects = (db.prepare('SELECT count(*) AS n FROM sqlite_schema').get() as { n: number }).n;
   if (objects > 0 || version !== 0) throw new NotAStoreError(location, 'it is an SQLite database of another application');
   return 0;
 }
