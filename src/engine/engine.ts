@@ -10,7 +10,7 @@ import { inspect, introspect } from './introspect.js';
 import { issueTokens, type IssueInput } from './issue.js';
 import { countPurgeable, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
 import { refresh, refreshAsOperator, type RefreshInput } from './refresh.js';
-import type { ClientView, Inspection, IntrospectionResult, RevocationResult, TokenResponse, TokenView } from './results.js';
+import type { ClientView, Inspection, IntrospectionResult, Revocation, RevocationResult, TokenResponse, TokenView } from './results.js';
 import { countBulk, revokeAsClient, revokeAsOperator, revokeBulk, type RevokeInput } from './revoke.js';
 
 export interface EngineOptions extends Partial<EngineConfig> {
@@ -95,8 +95,8 @@ export class Engine {
   refreshAsOperator(refreshToken: string, scope?: string): Promise<TokenResponse> {
     return refreshAsOperator(this.ctx, refreshToken, scope);
   }
-  /** Spec 4.2, by an authenticated client. */
-  revoke(input: RevokeInput): Promise<RevocationResult> {
+  /** Spec 4.2, by an authenticated client: the spec 2.2 record, and the jti it acted on. */
+  revoke(input: RevokeInput): Promise<Revocation> {
     return revokeAsClient(this.ctx, input);
   }
   /** Revocation by an operator (CLI): any client's token. */

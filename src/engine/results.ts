@@ -24,6 +24,20 @@ export interface RevocationResult {
   message: string;
 }
 
+/**
+ * What a client's revocation did: the spec 2.2 record, exactly as the endpoint answers it, and
+ * beside it (never serialised) the jti of the token it acted on, for the request log.
+ */
+export interface Revocation {
+  /** Spec 2.2: the wire record, and nothing else. */
+  result: RevocationResult;
+  /**
+   * The jti of the token revoked, or found already revoked; null for `token_invalid`, which says
+   * nothing about an unknown, expired or other client's token (contract 3).
+   */
+  jti: string | null;
+}
+
 /** Spec 2.3 for an active token: all twelve fields. */
 export interface ActiveIntrospection {
   active: true;

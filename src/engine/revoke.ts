@@ -2,7 +2,7 @@ import { tokenState, type BulkSelector, type ClientRecord, type TokenRecord } fr
 import { audit } from './audit.js';
 import type { EngineContext } from './context.js';
 import { InvalidInputError, NotFoundError } from './errors.js';
-import type { RevocationResult } from './results.js';
+import type { Revocation, RevocationResult } from './results.js';
 import { digestToken, isWellFormedToken } from './tokens.js';
 
 export interface RevokeInput {
@@ -11,9 +11,12 @@ export interface RevokeInput {
   token: string;
 }
 
-const INVALID: RevocationResult = {
-  code: 'token_invalid',
-  message: 'The token is unknown, expired, or was not issued to this client; nothing was changed',
+const INVALID: Revocation = {
+  result: {
+    code: 'token_invalid',
+    message: 'The token is unknown, expired, or was not issued to this client; nothing was changed',
+  },
+  jti: null,
 };
 
 async function findByToken(ctx: EngineContext, token: string): Promise<TokenRecord | null> {
@@ -25,7 +28,7 @@ async function findByToken(ctx: EngineContext, token: string): Promise<TokenReco
  * `token_type_hint` is only a hint (RFC 7009 §2.1): the token is found whatever its type.
  * Revoking a refresh token also revokes every access token of its grant.
  */
-export async function revokeAsClient(ctx: EngineContext, input: RevokeInput): Promise<RevocationResult> {
+export async function revokeAsClient(ctx: EngineContext, input: RevokeInput): Promise<Revocation> {
   const token = await findByToken(ctx, input.token);
   if (!token || token.clientId !== input.client.id) return INVALID;
   return revokeRecord(ctx, token, input.client.id);
@@ -41,24 +44,26 @@ export async function revokeAsOperator(ctx: EngineContext, token: string, actor:
   }
   const record = await findByToken(ctx, token);
   if (!record) throw new NotFoundError(`no such token in ${ctx.store.location} (it may have been purged, or belong to another store)`);
-  return revokeRecord(ctx, record, actor);
+  return (await revokeRecord(ctx, record, actor)).result;
 }
 
-async function revokeRecord(ctx: EngineContext, token: TokenRecord, actor: string): Promise<RevocationResult> {
+async function revokeRecord(ctx: EngineContext, token: TokenRecord, actor: string): Promise<Revocation> {
   const now = ctx.clock.now();
   const state = tokenState(token, now);
-  if (state === 'revoked') {
-    return { code: 'token_already_revoked', message: `The ${token.type} ${token.jti} was already revoked` };
-  }
+  if (state === 'revoked') return alreadyRevoked(token);
   if (state === 'expired') return INVALID;
   // The audit line is written in the revocation's own transaction: one durable commit, not two.
   const trail = { at: now, actor, action: 'token.revoke', target: `${token.jti} client:${token.clientId}`, count: 1, detail: token.type };
   const changed = await ctx.store.revokeToken(token.jti, now, token.type === 'refresh_token', trail);
   if (!changed) {
     // Revoked concurrently between our read and our write: the other request won (RFC 7009).
-    return { code: 'token_already_revoked', message: `The ${token.type} ${token.jti} was already revoked` };
+    return alreadyRevoked(token);
   }
-  return { code: 'token_revoke_success', message: `The ${token.type} ${token.jti} has been revoked` };
+  return { result: { code: 'token_revoke_success', message: `The ${token.type} ${token.jti} has been revoked` }, jti: token.jti };
+}
+
+function alreadyRevoked(token: TokenRecord): Revocation {
+  return { result: { code: 'token_already_revoked', message: `The ${token.type} ${token.jti} was already revoked` }, jti: token.jti };
 }
 
 export function describeSelector(selector: BulkSelector): string {

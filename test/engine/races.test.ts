@@ -40,7 +40,7 @@ describe('a refresh racing a revocation of its grant', () => {
       const release = store.holdNextRead();
       const refreshing = settle(engine.refresh({ client, refreshToken: issued.refresh_token }));
       await flush(); // the refresh has read the refresh token as active and waits
-      expect((await engine.revoke({ client, token: issued.refresh_token })).code).toBe('token_revoke_success');
+      expect((await engine.revoke({ client, token: issued.refresh_token })).result.code).toBe('token_revoke_success');
       release();
       const outcome = await refreshing;
       if (outcome.ok) {

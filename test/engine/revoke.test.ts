@@ -17,7 +17,7 @@ describe('revocation by a client (contract 3)', () => {
     clock.advance(HOUR / 2);
     const second = await engine.refresh({ client, refreshToken: issued.refresh_token });
     const otherGrant = await issueFor(engine, client);
-    const result = await engine.revoke({ client, token: issued.refresh_token });
+    const { result } = await engine.revoke({ client, token: issued.refresh_token });
     expect(result.code).toBe('token_revoke_success');
     for (const token of [issued.refresh_token, issued.access_token, second.access_token]) {
       expect(await engine.introspect(token)).toEqual({ active: false });
@@ -29,22 +29,23 @@ describe('revocation by a client (contract 3)', () => {
   it('revoking an access token leaves its refresh token and sibling access tokens active', async () => {
     const { engine, client, issued } = await setup();
     const second = await engine.refresh({ client, refreshToken: issued.refresh_token });
-    expect((await engine.revoke({ client, token: issued.access_token })).code).toBe('token_revoke_success');
+    expect((await engine.revoke({ client, token: issued.access_token })).result.code).toBe('token_revoke_success');
     expect(await engine.introspect(issued.refresh_token)).toMatchObject({ active: true });
     expect(await engine.introspect(second.access_token)).toMatchObject({ active: true });
   });
 
   it('the type hint is not needed: either token is found (RFC 7009 §2.1)', async () => {
     const { engine, client, issued } = await setup();
-    expect((await engine.revoke({ client, token: issued.access_token })).code).toBe('token_revoke_success');
-    expect((await engine.revoke({ client, token: issued.refresh_token })).code).toBe('token_revoke_success');
+    expect((await engine.revoke({ client, token: issued.access_token })).result.code).toBe('token_revoke_success');
+    expect((await engine.revoke({ client, token: issued.refresh_token })).result.code).toBe('token_revoke_success');
   });
 
   it("another client's token: token_invalid, nothing changes, nothing about it is revealed", async () => {
     const { engine, store, other, issued } = await setup();
     const before = await mustRecordOf(store, issued.refresh_token);
-    const result = await engine.revoke({ client: other, token: issued.refresh_token });
+    const { result, jti } = await engine.revoke({ client: other, token: issued.refresh_token });
     expect(result.code).toBe('token_invalid');
+    expect(jti).toBeNull();
     expect(result.message).not.toContain(before.jti);
     expect(result.message).not.toContain('app');
     expect(await mustRecordOf(store, issued.refresh_token)).toEqual(before);
@@ -59,16 +60,29 @@ describe('revocation by a client (contract 3)', () => {
     const malformed = await engine.revoke({ client, token: 'garbage' });
     expect(unknown).toEqual(foreign);
     expect(malformed).toEqual(foreign);
-    expect(unknown.code).toBe('token_invalid');
+    expect(unknown).toEqual({ result: { code: 'token_invalid', message: expect.any(String) }, jti: null });
   });
 
   it('an expired token: token_invalid, and it stays unrevoked', async () => {
     const { engine, store, clock, client, issued } = await setup();
     clock.advance(HOUR);
-    const result = await engine.revoke({ client, token: issued.access_token });
+    const { result, jti } = await engine.revoke({ client, token: issued.access_token });
     expect(result.code).toBe('token_invalid');
+    expect(jti).toBeNull();
     expect((await mustRecordOf(store, issued.access_token)).revokedAt).toBeNull();
     expect(await engine.audit({})).toEqual([]);
+  });
+
+  it('hands over the jti it acted on beside the spec 2.2 record, which stays code and message only', async () => {
+    const { engine, store, client, issued } = await setup();
+    const refresh = await mustRecordOf(store, issued.refresh_token);
+    const access = await engine.revoke({ client, token: issued.access_token });
+    expect(access).toEqual({ result: { code: 'token_revoke_success', message: expect.any(String) }, jti: issued.jti });
+    const grant = await engine.revoke({ client, token: issued.refresh_token });
+    expect(grant).toEqual({ result: { code: 'token_revoke_success', message: expect.any(String) }, jti: refresh.jti });
+    const again = await engine.revoke({ client, token: issued.access_token });
+    expect(again).toEqual({ result: { code: 'token_already_revoked', message: expect.any(String) }, jti: issued.jti });
+    for (const r of [access, grant, again]) expect(Object.keys(r.result).sort()).toEqual(['code', 'message']);
   });
 
   it('a successful revocation is audited with the client as actor and the jti as target', async () => {

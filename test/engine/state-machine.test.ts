@@ -123,7 +123,7 @@ class Run {
   }
 
   private async revoke(t: ModelToken, caller: number): Promise<void> {
-    const result = await this.engine.revoke({ client: this.clients[caller]!, token: t.token });
+    const { result } = await this.engine.revoke({ client: this.clients[caller]!, token: t.token });
     let expected: string;
     if (caller !== t.client) expected = 'token_invalid';
     else if (t.revoked || t.replaced) expected = 'token_already_revoked';

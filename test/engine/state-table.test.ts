@@ -34,7 +34,7 @@ describe('spec part 3: states and transitions', () => {
 
   it('active → revoked by revocation: token_revoke_success', async () => {
     const { engine, client, issued } = await setup();
-    const result = await engine.revoke({ client, token: issued.access_token });
+    const { result } = await engine.revoke({ client, token: issued.access_token });
     expect(result.code).toBe('token_revoke_success');
     expect(await engine.introspect(issued.access_token)).toEqual({ active: false });
     expect((await engine.inspect({ jti: issued.jti })).verdict).toBe('revoked');
@@ -45,7 +45,7 @@ describe('spec part 3: states and transitions', () => {
     await engine.revoke({ client, token: issued.refresh_token });
     const first = await mustRecordOf(store, issued.refresh_token);
     clock.advance(5 * SECOND);
-    const again = await engine.revoke({ client, token: issued.refresh_token });
+    const { result: again } = await engine.revoke({ client, token: issued.refresh_token });
     expect(again.code).toBe('token_already_revoked');
     expect((await mustRecordOf(store, issued.refresh_token)).revokedAt).toBe(first.revokedAt);
   });

@@ -60,12 +60,13 @@ describe('spec 2.2: revocation result', () => {
     const issued = await issueFor(engine, client);
     const token = type === 'access_token' ? issued.access_token : issued.refresh_token;
     const { jti } = await mustRecordOf(store, token);
-    const result = await engine.revoke({ client, token });
+    const { result, jti: revoked } = await engine.revoke({ client, token });
     expect(Object.keys(result).sort()).toEqual(['code', 'message']);
+    expect(revoked).toBe(jti);
     expect(result.code).toBe('token_revoke_success');
     expect(result.message).toContain(type);
     expect(result.message).toContain(jti);
-    const again = await engine.revoke({ client, token });
+    const { result: again } = await engine.revoke({ client, token });
     expect(again.code).toBe('token_already_revoked');
     expect(typeof again.message).toBe('string');
   });

@@ -7,6 +7,7 @@ import {
   HOUR,
   issue,
   postForm,
+  rawRequest,
   rfcBasic,
   specBasic,
   START,
@@ -87,6 +88,61 @@ describe('request logs', () => {
     }
     const errorLine = log.lines().find((l) => l.msg === 'unexpected error');
     expect(errorLine).toMatchObject({ level: 50, err: { message: 'disk on fire' } });
+  });
+});
+
+/** The revocation's log line carries the jti the engine acted on, on both HTTP paths, and only then. */
+describe('revocation log lines', () => {
+  const log = captureLog();
+  let s: TestServer;
+  let web: Client;
+  let other: Client;
+
+  beforeAll(async () => {
+    s = await startTestServer({ logger: { level: 'info', stream: log.stream } });
+    [web, other] = await Promise.all([createClient(s.engine, 'web-app'), createClient(s.engine, 'other-app')]);
+  });
+  afterAll(() => s?.close());
+
+  /** A revocation through fastify's route: a chunked body is never taken by the fast path. */
+  async function revokeChunked(client: Client, token: string, hint: string): Promise<{ status: number; body: string }> {
+    const form = new URLSearchParams({ token, token_type_hint: hint, ...formAuth(client) }).toString();
+    const head = 'POST /oauth/revocation HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n';
+    return rawRequest(s.port, `${head}${form.length.toString(16)}\r\n${form}\r\n0\r\n\r\n`);
+  }
+
+  it('revoked and already revoked name the jti, over the fast path and over fastify; token_invalid names none', async () => {
+    const issued = await issue(s.engine, web);
+    const refreshJti = ((await s.engine.introspect(issued.refresh_token)) as { jti: string }).jti;
+    const form = (token: string, hint: string, client = web) => ({ token, token_type_hint: hint, ...formAuth(client) });
+
+    const fast = await postForm(s.url, '/oauth/revocation', form(issued.access_token, 'access_token'));
+    const fastAgain = await postForm(s.url, '/oauth/revocation', form(issued.access_token, 'access_token'));
+    const routed = await revokeChunked(web, issued.refresh_token, 'refresh_token');
+    const routedAgain = await revokeChunked(web, issued.refresh_token, 'refresh_token');
+    const foreign = await postForm(s.url, '/oauth/revocation', form(issued.access_token, 'access_token', other));
+    const foreignRouted = await revokeChunked(other, issued.refresh_token, 'refresh_token');
+
+    // The wire record is code and message only, whichever path answered.
+    expect(fast.json).toEqual({ code: 'token_revoke_success', message: `The access_token ${issued.jti} has been revoked` });
+    expect(fastAgain.json).toEqual({ code: 'token_already_revoked', message: `The access_token ${issued.jti} was already revoked` });
+    expect(JSON.parse(routed.body)).toEqual({ code: 'token_revoke_success', message: `The refresh_token ${refreshJti} has been revoked` });
+    expect(JSON.parse(routedAgain.body)).toEqual({ code: 'token_already_revoked', message: `The refresh_token ${refreshJti} was already revoked` });
+    expect(foreign.json).toEqual({ code: 'token_invalid', message: expect.any(String) });
+    expect(JSON.parse(foreignRouted.body)).toMatchObject({ code: 'token_invalid' });
+
+    const lines = log.lines().filter((l) => l.msg === 'request' && l.path === '/oauth/revocation');
+    expect(lines).toHaveLength(6);
+    expect(lines.map((l) => [l.status, l.client_id, l.jti])).toEqual([
+      [200, 'web-app', issued.jti],
+      [200, 'web-app', issued.jti],
+      [200, 'web-app', refreshJti],
+      [200, 'web-app', refreshJti],
+      [200, 'other-app', undefined],
+      [200, 'other-app', undefined],
+    ]);
+    expect(log.text()).not.toContain(issued.access_token.slice(4));
+    expect(log.text()).not.toContain(issued.refresh_token.slice(4));
   });
 });
 

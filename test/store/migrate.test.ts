@@ -216,8 +216,8 @@ describe.each(TARGETS)('migrating a SQLite store (%#)', (makeTarget) => {
     await expect(is.refresh({ client: mobile, refreshToken: s.carol.refresh_token })).rejects.toMatchObject({ reason: 'revoked' });
     await expect(is.refresh({ client: web, refreshToken: s.old.refresh_token })).rejects.toMatchObject({ reason: 'expired' });
     // Revoking a pre-migration token: the first revocation wins, the second finds it revoked.
-    expect(await is.revoke({ client: web, token: s.dave.refresh_token })).toMatchObject({ code: 'token_revoke_success' });
-    expect(await is.revoke({ client: web, token: s.dave.refresh_token })).toMatchObject({ code: 'token_already_revoked' });
+    expect(await is.revoke({ client: web, token: s.dave.refresh_token })).toMatchObject({ result: { code: 'token_revoke_success' } });
+    expect(await is.revoke({ client: web, token: s.dave.refresh_token })).toMatchObject({ result: { code: 'token_already_revoked' } });
   });
 
   it(`into ${target.kind}: a second run is refused, and with merge copies nothing`, async () => {

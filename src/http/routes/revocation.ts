@@ -7,17 +7,15 @@ import { REVOCATION_PATH } from '../paths.js';
 import { noStore } from '../reply.js';
 import type { RequestNote, RouteDeps } from '../types.js';
 
-const JTI_IN_MESSAGE = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
-
 /** Spec 4.2 (RFC 7009): a client revokes one of its own tokens; answers spec 2.2. */
 export async function revocation(engine: Engine, form: Form, authorization: string | undefined, note: RequestNote): Promise<RevocationResult> {
   const token = required(form, 'token');
   tokenTypeHint(form); // required and checked (contract 3), but only a hint
   const client = await engine.authenticate(endpointCredentials(authorization, form));
   note.clientId = client.id;
-  const result = await engine.revoke({ client, token });
-  // Spec 2.2: the message names the jti; the log line carries it too.
-  note.jti = JTI_IN_MESSAGE.exec(result.message)?.[0] ?? null;
+  const { result, jti } = await engine.revoke({ client, token });
+  // The log line carries the jti the engine acted on; the answer is the spec 2.2 record alone.
+  note.jti = jti;
   return result;
 }
 
