@@ -31,6 +31,19 @@ export class UnsupportedMediaTypeError extends HttpTransportError {
   }
 }
 
+/**
+ * A request Node's HTTP parser refused before any route (a bad Content-Length, request smuggling,
+ * a CR in a header: 400; headers too large: 431; too slow: 408). See `client-error.ts`.
+ */
+export class MalformedRequestError extends HttpTransportError {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** No route at this path. */
 export class RouteNotFoundError extends HttpTransportError {
   readonly status = 404;

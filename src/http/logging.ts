@@ -27,6 +27,10 @@ const TOKEN_LIKE = /tc[ar]_[A-Za-z0-9_-]{20,}/g;
 
 /** A path no route matched is whatever the client sent: cut short, and any token in it masked. */
 function unroutedPath(request: FastifyRequest): string {
-  const path = pathOf(request);
+  return loggedPath(pathOf(request));
+}
+
+/** A path as the client sent it, made fit for the log: cut short, and any token in it masked. */
+export function loggedPath(path: string): string {
   return (path.length > 200 ? path.slice(0, 200) + '…' : path).replace(TOKEN_LIKE, (t) => t.slice(0, 4) + '[redacted]');
 }

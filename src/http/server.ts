@@ -2,6 +2,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https';
 import fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Engine } from '../engine/engine.js';
+import { createClientErrorHandler } from './client-error.js';
 import { installErrorHandlers, sendError } from './errors.js';
 import { createFastPath } from './fast-path.js';
 import { BODY_LIMIT, FORM_MEDIA_TYPE, formBodyParser } from './form.js';
@@ -59,6 +60,8 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
     logController: new LogController({ disableRequestLogging: true }),
     // A path that is not valid percent-encoding: the endpoints' error record, not fastify's own.
     frameworkErrors: (err, request, reply) => sendError(err, request, reply),
+    // Requests Node's parser refuses before any route: the same records and headers, not fastify's.
+    clientErrorHandler: createClientErrorHandler({ log: () => app.log, logRequests: () => logRequests, nextId }),
     bodyLimit: BODY_LIMIT,
     exposeHeadRoutes: false,
     requestTimeout: REQUEST_TIMEOUT_MS,

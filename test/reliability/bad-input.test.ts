@@ -20,8 +20,9 @@ import { captureLog, createClient, startTestServer, type Client, type TestServer
  * unexpected error.
  *
  * Requests that are not HTTP at all (a bad Content-Length, request smuggling, a CR inside a
- * header, headers past Node's limit) are refused by Node's parser before any route exists: a plain
- * 400/431 JSON answer, and the connection closed; they are in the table as `unparsable`.
+ * header, headers past Node's limit) are refused by Node's parser before any route exists: 400 or
+ * 431 in the same record and with the same no-store headers as every other refusal, and the
+ * connection closed; they are in the table as `unparsable`.
  */
 
 type Ep = 'token' | 'revocation' | 'introspection';
@@ -308,9 +309,11 @@ describe('malformed and hostile requests', () => {
       expect(r.status, r.body).not.toBe(500);
       expect(r.headers['set-cookie']).toBeUndefined();
       if ('unparsable' in want) {
-        // Refused by Node's HTTP parser: no route, no record; a short JSON answer and a closed connection.
-        expect(r.status).toBe(want.unparsable);
+        // Refused by Node's HTTP parser before any route: still the endpoint's record, and the connection closed.
         expect(r.body).not.toMatch(/at \w+ \(|node:internal/);
+        expect(r.headers.pragma).toBe('no-cache');
+        expect(r.headers.connection).toBe('close');
+        expectRefusal(e, r, { status: want.unparsable }, req.path ?? e.path, req.method ?? 'POST');
         return;
       }
       expectRefusal(e, r, want, req.path ?? e.path, req.method ?? 'POST');
