@@ -62,7 +62,7 @@ export default class Migrate extends BaseCommand<typeof Migrate> {
 
 Stop every server and command that uses the source first: a source that changes while it is copied is reported as an error. The target must be empty (a new PostgreSQL schema, or a new file) unless --merge is given; with --merge only what the target lacks is copied and nothing it holds is changed, which also completes an interrupted migration. A second identical run is refused (or, with --merge, copies nothing). The source is never changed. The target is --to, or else --db / TOKENCTL_DB.
 
-Tokens are read a slice at a time (one client, one token type, one state), and the largest slice must fit in memory twice over: about 2 KB per token, so a single client with a million active refresh tokens needs about 2 GB (on a small machine: NODE_OPTIONS=--max-old-space-size=4096). Purging the source first leaves expired and revoked tokens behind.`;
+Tokens are read, written and verified a page at a time (--batch-size), so memory stays flat however many tokens the store holds. Purging the source first leaves expired and revoked tokens behind.`;
 
   static override examples = [
     {
@@ -80,7 +80,7 @@ Tokens are read a slice at a time (one client, one token type, one state), and t
     merge: Flags.boolean({ description: 'Accept a target that holds records: copy only what it lacks, change nothing it has', default: false }),
     yes: yesFlag,
     'dry-run': dryRunFlag,
-    'batch-size': Flags.integer({ description: 'Tokens written per target transaction', default: DEFAULT_BATCH_SIZE, min: 1, helpValue: '<n>' }),
+    'batch-size': Flags.integer({ description: 'Tokens read, written (one target transaction) and verified per step', default: DEFAULT_BATCH_SIZE, min: 1, helpValue: '<n>' }),
   };
 
   async run(): Promise<MigrateResult> {

@@ -4,7 +4,6 @@ import {
   type AuditEntry,
   type ClientRecord,
   type StoreStats,
-  type TokenFilter,
   type TokenRecord,
   type TokenState,
   type TokenStore,
@@ -17,20 +16,15 @@ import {
  * themselves were never stored, so the copied digests are what keeps issued tokens working),
  * revoked and replaced state, secret hashes and times.
  *
- * What the interface allows, and what that costs: tokens are read one slice at a time, a slice
- * being one client's tokens of one type in one state (`listTokens({ clientId, type, state })`),
- * and the target's copy of the slice is read back to verify it. The largest slice, twice over,
- * is what must fit in memory (about 2 KB a token); listTokens has no cursor to page within one
- * (see docs/running-several-nodes.md).
+ * Tokens are read a page at a time (`scanTokens`, the source's jti order), written as one batch,
+ * and read back from the target by jti to verify them: memory holds one page, not the store.
  */
 
-/** Tokens per `insertTokens` call: one transaction each, and the unit of progress. */
+/** Tokens per page: one read of the source, one `insertTokens` transaction, the unit of progress. */
 export const DEFAULT_BATCH_SIZE = 5000;
 
 /** The audit action a migration leaves in the target. */
 export const MIGRATE_ACTION = 'store.migrate';
-
-const TOKEN_STATES: readonly TokenState[] = ['active', 'expired', 'revoked'];
 
 /** Differences and failures listed by name; the rest are counted. */
 const MAX_LISTED = 20;
@@ -164,27 +158,22 @@ export async function migrateStore(source: TokenStore, target: TokenStore, optio
   const clients = await copyClients(source, target, merge);
   const tokens: CopyCounts = { source: 0, copied: 0, present: 0, differing: 0 };
   const verify = new Verifier(target.location);
-  for (const client of clients.records) {
-    for (const filter of slices(client.id, merge, now)) {
-      const slice = await source.listTokens(filter);
-      if (slice.length === 0) continue;
-      // A client new to the target has no tokens there: no need to read them.
-      const existing = clients.preexisting.has(client.id) ? byKey(await target.listTokens(filter), (t) => t.jti) : new Map<string, TokenRecord>();
-      const missing = slice.filter((t) => !existing.has(t.jti));
-      for (let i = 0; i < missing.length; i += batchSize) {
-        await target.insertTokens(missing.slice(i, i + batchSize));
-        options.onProgress?.(tokens.source + slice.length - missing.length + Math.min(i + batchSize, missing.length), total);
-      }
-      const after = byKey(await target.listTokens(filter), (t) => t.jti);
-      for (const t of slice) {
-        // Not in the slice read back: perhaps stored with a field (and so a state) changed.
-        const copy = after.get(t.jti) ?? (await target.findTokenByJti(t.jti)) ?? undefined;
-        verify.check(`token ${t.jti}`, t, copy, existing.has(t.jti), tokens);
-      }
-      tokens.source += slice.length;
-      tokens.copied += missing.length;
-      options.onProgress?.(tokens.source, total);
-    }
+  // One page of the source at a time, in its own jti order: memory holds a page, not a store.
+  // The target is asked for the same jtis (not a range: its order may differ from the source's).
+  for (let after: string | null = null; ; ) {
+    const page = await source.scanTokens(after, batchSize);
+    if (page.length === 0) break;
+    after = page[page.length - 1]!.jti;
+    const jtis = page.map((t) => t.jti);
+    // Only with merge can the target hold tokens already (planMigration refused it otherwise).
+    const existing = merge ? byKey(await target.findTokensByJti(jtis), (t) => t.jti) : new Map<string, TokenRecord>();
+    const missing = page.filter((t) => !existing.has(t.jti));
+    if (missing.length > 0) await target.insertTokens(missing);
+    const copies = byKey(await target.findTokensByJti(jtis), (t) => t.jti);
+    for (const t of page) verify.check(`token ${t.jti}`, t, copies.get(t.jti), existing.has(t.jti), tokens);
+    tokens.source += page.length;
+    tokens.copied += missing.length;
+    options.onProgress?.(tokens.source, total);
   }
   const afterClients = byKey(await target.listClients(), (c) => c.id);
   for (const c of clients.records) verify.check(`client ${c.id}`, c, afterClients.get(c.id), clients.preexisting.has(c.id), clients.counts);
@@ -219,17 +208,6 @@ export async function migrateStore(source: TokenStore, target: TokenStore, optio
     detail: `from ${source.location}: ${clients.counts.copied} clients, ${tokens.copied} tokens, ${audit.copied} audit entries copied${merge ? ' (merge)' : ''}`,
   });
   return report;
-}
-
-/**
- * The listTokens filters that together select each of a client's tokens exactly once, and
- * read as little at a time as the interface allows: one token type, and, on a fresh copy, one
- * state at the fixed instant `now` (the three states partition the tokens). With merge the
- * target's copy of a token may be in another state than the source's (revoked there since),
- * so a slice spans every state, or that token would look missing from the target.
- */
-function slices(clientId: string, merge: boolean, now: number): TokenFilter[] {
-  return TOKEN_TYPES.flatMap((type) => (merge ? [{ clientId, type }] : TOKEN_STATES.map((state) => ({ clientId, type, state, now }))));
 }
 
 /** Clients first: every token references one. */

@@ -178,6 +178,15 @@ export interface TokenStore {
   findTokenByDigest(digest: string): Promise<TokenRecord | null>;
   findTokenByJti(jti: string): Promise<TokenRecord | null>;
   listTokens(filter: TokenFilter): Promise<TokenRecord[]>;
+  /**
+   * Every token, a page at a time, for reading a whole store without holding it in memory
+   * (`tokenctl migrate`): at most `limit` tokens whose jti sorts after `afterJti` (null: from the
+   * first), in the store's own jti order. Passing the last jti of a page as the next `afterJti`
+   * visits every token once. The order is the store's (its collation), not necessarily another's.
+   */
+  scanTokens(afterJti: string | null, limit: number): Promise<TokenRecord[]>;
+  /** The tokens with these jtis, in no particular order; unknown jtis are left out. */
+  findTokensByJti(jtis: readonly string[]): Promise<TokenRecord[]>;
   /** Counts exactly the tokens {@link revokeBulk} would revoke at `now`. */
   countRevocable(selector: BulkSelector, now: number): Promise<number>;
 

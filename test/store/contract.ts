@@ -159,6 +159,34 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(await store.listTokens({ limit: 0 })).toEqual([]);
       });
 
+      it('scans every token once, a page at a time, whatever its client, type or state', async () => {
+        const g = grant();
+        const all = await insert(g.refresh, g.access, tok({ revokedAt: T0 }), tok({ expiresAt: T0 + 1 }), tok({ clientId: 'client-2' }), tok(), tok());
+        const seen: TokenRecord[] = [];
+        const pages: number[] = [];
+        for (let after: string | null = null; ; ) {
+          const page = await store.scanTokens(after, 3);
+          if (page.length === 0) break;
+          pages.push(page.length);
+          seen.push(...page);
+          after = page[page.length - 1]!.jti;
+        }
+        expect(pages).toEqual([3, 3, 1]);
+        const byJti = (a: TokenRecord, b: TokenRecord) => (a.jti < b.jti ? -1 : 1);
+        expect([...seen].sort(byJti)).toEqual([...all].sort(byJti)); // every field, every token, once
+        expect(await store.scanTokens(null, 0)).toEqual([]);
+        expect(await store.scanTokens(seen[seen.length - 1]!.jti, 10)).toEqual([]);
+        // A page starts right after the jti given, even if that token is gone since.
+        expect((await store.scanTokens(seen[2]!.jti, 2)).map((t) => t.jti)).toEqual([seen[3]!.jti, seen[4]!.jti]);
+      });
+
+      it('finds tokens by a list of jtis, leaving out unknown ones', async () => {
+        const [a, b] = await insert(tok(), tok({ clientId: 'client-2', revokedAt: T0 }), tok());
+        const found = await store.findTokensByJti([b!.jti, '00000000-0000-4000-8000-000000000000', a!.jti, a!.jti]);
+        expect(found.sort((x, y) => (x.jti < y.jti ? -1 : 1))).toEqual([a!, b!].sort((x, y) => (x.jti < y.jti ? -1 : 1)));
+        expect(await store.findTokensByJti([])).toEqual([]);
+      });
+
       it('returns copies of tokens', async () => {
         const [t] = await insert(tok());
         const found = await get(t!);

@@ -295,8 +295,8 @@ describe('migration safeguards (in-memory stores)', () => {
     const source = await memorySource();
     let written = false;
     const busy = wrap(source, {
-      listTokens: async (filter) => {
-        const rows = await source.listTokens(filter);
+      scanTokens: async (after, limit) => {
+        const rows = await source.scanTokens(after, limit);
         if (!written) {
           written = true;
           await source.insertTokens([makeToken({ clientId: 'c1' })]); // a refresh on a node still running
@@ -312,8 +312,8 @@ describe('migration safeguards (in-memory stores)', () => {
     const [first] = await source.listTokens({ limit: 1 });
     let done = false;
     const busy = wrap(source, {
-      listTokens: async (filter) => {
-        const rows = await source.listTokens(filter);
+      scanTokens: async (after, limit) => {
+        const rows = await source.scanTokens(after, limit);
         if (!done) {
           done = true;
           await source.revokeToken(first!.jti, Date.now());
@@ -335,6 +335,25 @@ describe('migration safeguards (in-memory stores)', () => {
     const failed = migrateStore(source, lossy, { actor: ACTOR });
     await expect(failed).rejects.toMatchObject({ code: 'verification_failed', message: expect.stringContaining(`token ${first!.jti} differs in replacedAt`) });
     expect(await target.listAudit({})).toEqual([]); // no migration line for a failed migration
+  });
+
+  it('reads the source a page at a time and never lists a whole client', async () => {
+    const source = await memorySource();
+    const pages: number[] = [];
+    const paged = wrap(source, {
+      scanTokens: async (after, limit) => {
+        const rows = await source.scanTokens(after, limit);
+        pages.push(rows.length);
+        return rows;
+      },
+      listTokens: () => Promise.reject(new Error('listTokens reads a whole slice into memory')),
+    });
+    const target = new MemoryStore();
+    const report = await migrateStore(paged, target, { actor: ACTOR, batchSize: 4 });
+    expect(pages).toEqual([4, 4, 2, 0]);
+    expect(report.tokens).toMatchObject({ source: 10, copied: 10 });
+    expect(report.verified).toBe(11); // 10 tokens and the client
+    expect((await target.listTokens({})).map((t) => t.jti).sort()).toEqual((await source.listTokens({})).map((t) => t.jti).sort());
   });
 
   it('reports progress in batches', async () => {

@@ -88,6 +88,17 @@ export class MemoryStore implements TokenStore {
     return this.copy(jti);
   }
 
+  async scanTokens(afterJti: string | null, limit: number): Promise<TokenRecord[]> {
+    this.check();
+    const jtis = [...this.tokens.keys()].filter((jti) => afterJti === null || compare(jti, afterJti) > 0).sort(compare);
+    return jtis.slice(0, Math.max(0, limit)).map((jti) => this.copy(jti)!);
+  }
+
+  async findTokensByJti(jtis: readonly string[]): Promise<TokenRecord[]> {
+    this.check();
+    return [...new Set(jtis)].flatMap((jti) => this.copy(jti) ?? []);
+  }
+
   async listTokens(filter: TokenFilter): Promise<TokenRecord[]> {
     this.check();
     const now = filter.now ?? Date.now();

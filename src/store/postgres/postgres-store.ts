@@ -146,6 +146,20 @@ export class PostgresStore implements TokenStore {
     return rows[0] ?? null;
   }
 
+  async scanTokens(afterJti: string | null, limit: number): Promise<TokenRecord[]> {
+    // The primary key's order (the database's collation), so that each page is an index range.
+    const { rows } = await this.db.query<TokenRecord>(
+      `SELECT ${TOKEN_COLUMNS} FROM tokens WHERE $1::text IS NULL OR jti > $1 ORDER BY jti LIMIT $2`,
+      [afterJti, Math.max(0, limit)],
+    );
+    return rows;
+  }
+
+  async findTokensByJti(jtis: readonly string[]): Promise<TokenRecord[]> {
+    if (jtis.length === 0) return [];
+    return (await this.db.query<TokenRecord>(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE jti = ANY($1::text[])`, [jtis])).rows;
+  }
+
   async listTokens(filter: TokenFilter): Promise<TokenRecord[]> {
     const { sql, params } = listTokensQuery(filter);
     return (await this.db.query<TokenRecord>(sql, params)).rows;

@@ -235,6 +235,18 @@ export class SqliteStore implements TokenStore {
     return this.run(() => tokenFromRow(this.st.byJti.get(jti) as unknown[] | undefined));
   }
 
+  async scanTokens(afterJti: string | null, limit: number): Promise<TokenRecord[]> {
+    return this.run(() => {
+      const rows = (afterJti === null ? this.st.scanFirst.all(Math.max(0, limit)) : this.st.scanAfter.all(afterJti, Math.max(0, limit))) as unknown[][];
+      return rows.map((row) => tokenFromRow(row)!);
+    });
+  }
+
+  async findTokensByJti(jtis: readonly string[]): Promise<TokenRecord[]> {
+    if (jtis.length === 0) return [];
+    return this.run(() => (this.st.byJtis.all(JSON.stringify(jtis)) as unknown[][]).map((row) => tokenFromRow(row)!));
+  }
+
   async listTokens(filter: TokenFilter): Promise<TokenRecord[]> {
     return this.run(() => {
       const sql = listTokensSql(filter);

@@ -91,6 +91,10 @@ export function prepareStatements(db: Database.Database) {
     // Rows as arrays (tokenFromRow): better-sqlite3 makes an array much faster than an object.
     byDigest: p(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE digest = ?`).raw(true),
     byJti: p(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE jti = ?`).raw(true),
+    // scanTokens: pages in the order of the jti index, each page a range of it.
+    scanFirst: p(`SELECT ${TOKEN_COLUMNS} FROM tokens ORDER BY jti LIMIT ?`).raw(true),
+    scanAfter: p(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE jti > ? ORDER BY jti LIMIT ?`).raw(true),
+    byJtis: p(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE jti IN (SELECT value FROM json_each(?))`).raw(true),
     // Changes whenever another connection commits (https://sqlite.org/pragma.html#pragma_data_version).
     dataVersion: p('PRAGMA data_version').pluck(true),
     revokeOne: p('UPDATE tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL'),
