@@ -228,8 +228,10 @@ export interface TokenStore {
    *
    * With `revokeJti` (the grace-period re-use of the immediately previous refresh token), the
    * refresh token it names (the replacement whose response the client lost) must still be
-   * current; it is revoked in the same step, and `oldJti` (already replaced) is pointed at the
-   * new token instead. Without it, `oldJti` must be unreplaced.
+   * current; it is revoked in the same step, together with the access tokens issued with it (its
+   * grant's access tokens issued at the same instant, unless `oldJti` was issued at that instant
+   * too: whoever received that lost response holds them), and `oldJti` (already replaced) is pointed at the new token instead. Without it,
+   * `oldJti` must be unreplaced.
    */
   rotateRefreshToken(
     oldJti: string,

@@ -107,11 +107,15 @@ describe('refresh grace period (refreshGraceMs)', () => {
 
   it('the immediately previous token works within the grace and revokes the replacement whose response was lost', async () => {
     const { engine, clock, client, issued } = await setup({ refreshGraceMs: GRACE });
+    clock.advance(SECOND);
     const lost = await engine.refresh({ client, refreshToken: issued.refresh_token });
     clock.advance(GRACE);
     const retry = await engine.refresh({ client, refreshToken: issued.refresh_token });
     expect(retry.refresh_token).not.toBe(lost.refresh_token);
     expect(await engine.introspect(lost.refresh_token)).toEqual({ active: false });
+    // The access token of the lost response goes with it: whoever received that response holds it.
+    expect(await engine.introspect(lost.access_token)).toEqual({ active: false });
+    expect(await engine.introspect(issued.access_token)).toMatchObject({ active: true });
     expect(await engine.introspect(retry.refresh_token)).toMatchObject({ active: true });
     expect(await engine.introspect(retry.access_token)).toMatchObject({ active: true });
     expect(await reason(engine, client, lost.refresh_token)).toBe('revoked');

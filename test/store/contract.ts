@@ -404,9 +404,11 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         return [g.refresh, g.access] as [TokenRecord, TokenRecord];
       };
       let r0: TokenRecord;
+      let a0: TokenRecord;
       beforeEach(async () => {
         const g = grant();
         r0 = g.refresh;
+        a0 = g.access;
         await insert(g.refresh, g.access);
       });
 
@@ -447,11 +449,24 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(stored.filter((t) => t !== null).map((t) => t!.jti).sort()).toEqual(winner.map((t) => t.jti).sort());
       });
 
+      it('grace re-use leaves the old token’s own access tokens alone when its replacement was issued in the same millisecond', async () => {
+        expect(a0.issuedAt).toBe(r0.issuedAt);
+        const first = successor(r0, r0.issuedAt);
+        expect(await store.rotateRefreshToken(r0.jti, first, AT)).toBe('rotated');
+        const issued = successor(r0, AT + 1);
+        expect(await store.rotateRefreshToken(r0.jti, issued, AT + 1, first[0].jti)).toBe('rotated');
+        expect(await revokedAt(first[0])).toBe(AT + 1);
+        // Not told apart from a0 by their instant: both stay (revoking a0 would end a good token).
+        expect(await revokedAt(first[1])).toBeNull();
+        expect(await revokedAt(a0)).toBeNull();
+      });
+
       describe('with revokeJti (grace re-use of the previous token)', () => {
         let r1: TokenRecord;
+        let a1: TokenRecord;
         beforeEach(async () => {
           const first = successor(r0);
-          r1 = first[0];
+          [r1, a1] = first;
           expect(await store.rotateRefreshToken(r0.jti, first, AT)).toBe('rotated');
         });
 
@@ -462,6 +477,14 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
           // replacedAt keeps the first replacement, so the grace period cannot be stretched.
           expect(await get(r0)).toEqual({ ...r0, replacedAt: AT, replacedBy: issued[0].jti });
           for (const t of issued) expect(await get(t)).toEqual(t);
+        });
+
+        it('revokes the access token issued with the lost replacement, and no other', async () => {
+          const [elsewhere] = await insert(tok({ issuedAt: a1.issuedAt })); // the same instant, another grant
+          const issued = successor(r0, AT + 1);
+          expect(await store.rotateRefreshToken(r0.jti, issued, AT + 1, r1.jti)).toBe('rotated');
+          expect(await revokedAt(a1)).toBe(AT + 1);
+          for (const t of [a0, elsewhere!, issued[1]]) expect(await revokedAt(t)).toBeNull();
         });
 
         const refused = async (revokeJti: string) => {

@@ -158,6 +158,10 @@ export class MemoryStore implements TokenStore {
       const lost = this.tokens.get(revokeJti);
       if (old.replacedBy !== revokeJti || !lost || lost.revokedAt !== null || lost.replacedAt !== null) return 'conflict';
       lost.revokedAt = at;
+      for (const t of this.tokens.values()) {
+        const lostResponse = t.grantId === lost.grantId && t.type === 'access_token' && t.issuedAt === lost.issuedAt;
+        if (lostResponse && t.issuedAt !== old.issuedAt) t.revokedAt ??= at;
+      }
     }
     old.replacedAt ??= at;
     old.replacedBy = newRefresh?.jti ?? null;

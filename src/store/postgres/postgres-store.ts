@@ -230,6 +230,14 @@ export class PostgresStore implements TokenStore {
           [at, revokeJti],
         );
         if (lost.rowCount !== 1) return new Rollback('conflict');
+        // And the access tokens issued with it, in the same response that was lost (never those of
+        // the old token's own generation, should both have been issued in one millisecond).
+        await db.query(
+          `UPDATE tokens SET revoked_at = $1 WHERE revoked_at IS NULL AND type = 'access_token'
+            AND (grant_id, issued_at) = (SELECT grant_id, issued_at FROM tokens WHERE jti = $2)
+            AND issued_at <> (SELECT issued_at FROM tokens WHERE jti = $3)`,
+          [at, revokeJti, oldJti],
+        );
       }
       if (issued.length > 0) await db.query(INSERT_TOKENS, tokenColumns(issued));
       return 'rotated';

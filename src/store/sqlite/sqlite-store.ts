@@ -106,6 +106,7 @@ export class SqliteStore implements TokenStore {
         if (this.st.replace.run(at, next, oldJti).changes !== 1) return 'conflict';
       } else {
         if (this.st.revokeLost.run({ at, lost: revokeJti, old: oldJti }).changes !== 1) return 'conflict';
+        this.st.revokeLostAccess.run({ at, lost: revokeJti, old: oldJti });
         this.st.repoint.run(at, next, oldJti);
       }
       for (const t of issued) this.st.insertToken.run(t);

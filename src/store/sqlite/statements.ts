@@ -104,6 +104,11 @@ export function prepareStatements(db: Database.Database) {
     // Grace re-use: the lost replacement must be current, and still the one `old` points at.
     revokeLost: p(`UPDATE tokens SET revoked_at = @at WHERE jti = @lost AND revoked_at IS NULL AND replaced_at IS NULL
       AND EXISTS (SELECT 1 FROM tokens WHERE jti = @old AND revoked_at IS NULL AND replaced_by = @lost)`),
+    // And the access tokens issued with it (same grant, same instant): they were in the lost response.
+    // Never those of the old token's own generation, should both have been issued in one millisecond.
+    revokeLostAccess: p(`UPDATE tokens SET revoked_at = @at WHERE revoked_at IS NULL AND type = 'access_token'
+      AND grant_id = (SELECT grant_id FROM tokens WHERE jti = @lost) AND issued_at = (SELECT issued_at FROM tokens WHERE jti = @lost)
+      AND issued_at <> (SELECT issued_at FROM tokens WHERE jti = @old)`),
     repoint: p('UPDATE tokens SET replaced_at = coalesce(replaced_at, ?), replaced_by = ? WHERE jti = ?'),
     purge: p(`DELETE FROM tokens WHERE rowid IN (SELECT rowid FROM tokens WHERE ${PURGEABLE_SQL} LIMIT @limit)`),
     countPurgeable: p(`SELECT count(*) AS n FROM tokens WHERE ${PURGEABLE_SQL}`),
