@@ -1,14 +1,20 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/engine.js';
 import { InvalidTokenError } from '../../src/engine/errors.js';
-import type { ClientRecord, TokenType } from '../../src/store/store.js';
+import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { ClientRecord, TokenStore, TokenType } from '../../src/store/store.js';
 import { addClient, makeEngine, MINUTE, settle } from '../helpers/engine.js';
 
 /**
  * Model-based test of spec part 3: random sequences of issue, refresh, revoke (as the owning
  * client or another), clock advances and introspection, checked step by step against a tiny
  * model of every token's state. After every step every token's introspection is compared too.
+ * On the memory store (many runs) and on the SQLite store (its real SQL), with the same model.
  */
 
 const ACCESS_TTL = 10 * MINUTE;
@@ -155,8 +161,20 @@ class Run {
   }
 }
 
-async function runScenario(rotate: boolean, actions: Action[]): Promise<void> {
-  const { engine, store, clock } = makeEngine({ rotateRefreshTokens: rotate });
+/** A store for one scenario, and how to dispose of it. */
+type StoreFactory = () => Promise<{ store: TokenStore; close: () => Promise<void> }>;
+
+async function runScenario(rotate: boolean, actions: Action[], open: StoreFactory): Promise<void> {
+  const opened = await open();
+  try {
+    await runScenarioOn(opened.store, rotate, actions);
+  } finally {
+    await opened.close();
+  }
+}
+
+async function runScenarioOn(chosen: TokenStore, rotate: boolean, actions: Action[]): Promise<void> {
+  const { engine, store, clock } = makeEngine({ rotateRefreshTokens: rotate, store: chosen });
   const clients = [
     await addClient(store, { id: 'a', accessTtlMs: ACCESS_TTL, refreshTtlMs: REFRESH_TTL }),
     await addClient(store, { id: 'b', accessTtlMs: ACCESS_TTL, refreshTtlMs: REFRESH_TTL }),
@@ -170,15 +188,36 @@ async function runScenario(rotate: boolean, actions: Action[]): Promise<void> {
   expect((await engine.listTokens({ state: 'active' })).length).toBe(run.tokens.filter((t) => run.isActive(t)).length);
 }
 
-describe('state machine (spec part 3) against a model', () => {
+let sandbox: string;
+beforeAll(() => {
+  sandbox = mkdtempSync(join(tmpdir(), 'tokenctl-state-machine-'));
+});
+afterAll(() => rmSync(sandbox, { recursive: true, force: true }));
+
+let files = 0;
+const STORES: { name: string; runs: number; open: StoreFactory }[] = [
+  { name: 'memory store', runs: 150, open: async () => ({ store: new MemoryStore(), close: async () => undefined }) },
+  {
+    // The same model against the real SQL (transactions, conditional updates, group commit).
+    name: 'SQLite store',
+    runs: 100,
+    open: async () => {
+      const file = join(sandbox, `s${files++}.db`);
+      const store = await SqliteStore.open(file);
+      return { store, close: () => store.close() };
+    },
+  },
+];
+
+describe.each(STORES)('state machine (spec part 3) against a model: $name', ({ runs, open }) => {
   // Start with an issue, so that most sequences have tokens to act on.
   const scenario = fc.array(action, { minLength: 1, maxLength: 40 }).map((rest): Action[] => [{ kind: 'issue', client: 0 }, ...rest]);
 
   it('without rotation: the refresh token stays as issued', async () => {
-    await fc.assert(fc.asyncProperty(scenario, (actions) => runScenario(false, actions)), { numRuns: 150 });
+    await fc.assert(fc.asyncProperty(scenario, (actions) => runScenario(false, actions, open)), { numRuns: runs });
   });
 
   it('with rotation: replaced tokens are inactive and their reuse ends the grant', async () => {
-    await fc.assert(fc.asyncProperty(scenario, (actions) => runScenario(true, actions)), { numRuns: 150 });
+    await fc.assert(fc.asyncProperty(scenario, (actions) => runScenario(true, actions, open)), { numRuns: runs });
   });
 });
