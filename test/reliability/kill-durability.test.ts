@@ -8,7 +8,7 @@ import type { TokenResponse } from '../../src/engine/results.js';
 import { digestToken } from '../../src/engine/tokens.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { tokenctl } from '../helpers/cli.js';
-import { bounded, killAllChildren, post, startServe, SystemTimeClock, tempDir, until, type ServeProcess } from '../helpers/load.js';
+import { bounded, killAllChildren, post, processGone, requestLines, startServe, SystemTimeClock, tempDir, until, type ServeProcess } from '../helpers/load.js';
 
 /**
  * Nothing lost (the issue's first promise): `tokenctl serve` on a SQLite file is driven with
@@ -21,6 +21,12 @@ import { bounded, killAllChildren, post, startServe, SystemTimeClock, tempDir, u
  * What would show the defect: a revocation acknowledged before it is committed (an answer sent
  * from a cache, or a group commit that resolves before COMMIT), a torn write, or a WAL that does
  * not recover.
+ *
+ * Run with one process and with `serve --workers 2`. With workers the whole server is killed at
+ * once: the primary and both workers, by SIGKILL to its process group (a SIGKILL to the primary
+ * alone would let the workers stop gracefully, finishing what they had in flight). Both workers
+ * must have acknowledged revocations before the kill (the pid of each request log line tells
+ * which process answered), and none of the processes may outlive it.
  */
 
 const CLIENT = 'kill-app';
@@ -47,7 +53,7 @@ function integrity(file: string): string {
   }
 }
 
-describe('SIGKILL under load loses no acknowledged revocation', () => {
+describe.each([1, 2])('SIGKILL under load loses no acknowledged revocation (--workers %i)', (workers) => {
   const tmp = tempDir('tokenctl-kill-');
   const db = join(tmp.dir, 'tokens.db');
   const grants: TokenResponse[] = [];
@@ -81,7 +87,9 @@ describe('SIGKILL under load loses no acknowledged revocation', () => {
     const creds = { client_id: CLIENT, client_secret: SECRET };
     const basic = { authorization: buildSpecAuthorization(CLIENT, SECRET) };
 
-    server = await startServe(['--db', db, '--log-level', 'warn']);
+    // At info: the request log lines tell which process answered. Its own process group: the kill reaches every worker.
+    const serveArgs = ['--db', db, '--log-level', 'info', '--workers', String(workers)];
+    server = await startServe(serveArgs, { processGroup: true });
     const base = server.url;
     const acks: Ack[] = [];
     const unexpected: string[] = [];
@@ -145,8 +153,21 @@ describe('SIGKILL under load loses no acknowledged revocation', () => {
     const inFlightAtKill = inFlight;
     const revocationsInFlightAtKill = revocationsInFlight;
     killed = true;
-    const exit = await server.kill('SIGKILL');
+    const killedServer = server;
+    const exit = await server.killGroup('SIGKILL');
     expect(exit.signal).toBe('SIGKILL');
+
+    // Who answered before the kill: every worker revoked (with one process, the primary itself).
+    const logged = requestLines(killedServer);
+    const revocationPidByJti = new Map(logged.filter((l) => l.path === '/oauth/revocation' && l.status === 200 && l.jti !== undefined).map((l) => [l.jti!, l.pid]));
+    const answering = new Set(logged.map((l) => l.pid));
+    const revoking = new Set(logged.filter((l) => l.path === '/oauth/revocation' && l.status === 200).map((l) => l.pid));
+    expect(answering.size, 'processes that answered requests').toBe(workers);
+    expect(revoking, 'processes that acknowledged revocations').toEqual(answering);
+    if (workers === 1) expect([...answering]).toEqual([killedServer.child.pid]);
+    else expect(answering.has(killedServer.child.pid!)).toBe(false);
+    // And none of them outlived the kill (a worker left running could still write to the file).
+    for (const pid of answering) await until(() => processGone(pid), 5_000, `process ${pid} to be gone after the SIGKILL`);
 
     await Promise.all([httpRevocations, background, ...cli]);
     expect(unexpected).toEqual([]);
@@ -163,7 +184,7 @@ describe('SIGKILL under load loses no acknowledged revocation', () => {
     expect(integrity(join(crash, 'tokens.db'))).toBe('ok');
 
     // Restart on the same file: every acknowledged revocation is in force.
-    server = await startServe(['--db', db, '--log-level', 'warn']);
+    server = await startServe(serveArgs, { processGroup: true });
     const again = server.url;
     const stillActive: string[] = [];
     const results = await bounded({ concurrency: 8, count: acks.length, deadlineMs: 30_000 }, async (i) => {
@@ -192,7 +213,15 @@ describe('SIGKILL under load loses no acknowledged revocation', () => {
     expect(integrity(db)).toBe('ok');
     const store = await SqliteStore.open(db, { create: false });
     try {
-      for (const a of acks) expect((await store.findTokenByDigest(digestToken(a.token)))?.revokedAt, `${a.via} revocation`).not.toBeNull();
+      const survivedFrom = new Set<number>();
+      for (const a of acks) {
+        const record = await store.findTokenByDigest(digestToken(a.token));
+        expect(record?.revokedAt, `${a.via} revocation`).not.toBeNull();
+        const pid = a.via === 'http' && a.beforeKill ? revocationPidByJti.get(record!.jti) : undefined;
+        if (pid !== undefined) survivedFrom.add(pid);
+      }
+      // Revocations acknowledged by each of the killed processes are among those that survived.
+      expect(survivedFrom, 'processes whose acknowledged revocations were checked').toEqual(revoking);
       // Each acknowledged revocation was audited before it was acknowledged.
       const audited = (await store.listAudit({})).filter((e) => e.action === 'token.revoke').length;
       expect(audited).toBeGreaterThanOrEqual(acks.length);

@@ -5,7 +5,7 @@ import { Engine } from '../../src/engine/engine.js';
 import type { TokenResponse } from '../../src/engine/results.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { tokenctl } from '../helpers/cli.js';
-import { killAllChildren, post, startServe, SystemTimeClock, tempDir, type ServeProcess } from '../helpers/load.js';
+import { killAllChildren, pinConnections, postOnce, startServe, SystemTimeClock, tempDir, type PinnedConnection, type ServeProcess } from '../helpers/load.js';
 
 /**
  * One store, many processes: a running `tokenctl serve` and CLI commands (separate processes) on
@@ -13,6 +13,12 @@ import { killAllChildren, post, startServe, SystemTimeClock, tempDir, type Serve
  * the server (of tokens, of client records or of verified passwords) may answer from before the
  * change. Each step first makes the server remember the old state (a verified password, an
  * active token), then changes it from the CLI, then asks the server once.
+ *
+ * Run with one process and with `serve --workers 2`. With workers, every step is done on one
+ * keep-alive connection per worker (pinConnections: which worker answers a connection is known
+ * from the pid in its request log line, nothing in an answer shows it): each worker is made to
+ * remember the old state, in its own memory (the authenticator's verified passwords are per
+ * process), and after the change each worker's very next answer is checked.
  */
 
 const CONF = 'mp-conf';
@@ -22,21 +28,24 @@ const DOOMED_SECRET = 'mp-doomed-password-0123456789';
 const PUB = 'mp-pub';
 const PUB_DOOMED = 'mp-pub-doomed';
 
-describe('a running server and CLI processes on one SQLite file', { timeout: 60_000 }, () => {
+describe.each([1, 2])('a running server (--workers %i) and CLI processes on one SQLite file', { timeout: 60_000 }, (workers) => {
   const tmp = tempDir('tokenctl-mp-');
   const db = join(tmp.dir, 'tokens.db');
   let server: ServeProcess;
-  let url: string;
+  /** One connection per process that answers requests: the primary alone, or each worker. */
+  let conns: PinnedConnection[];
   const g: Record<string, TokenResponse> = {};
   const cli = async (args: string[]) => {
     const r = await tokenctl([...args, '--db', db, '--json'], { timeoutMs: 20_000 });
     expect(r.code, r.stderr).toBe(0);
     return r.json<Record<string, unknown>>();
   };
-  const introspect = (token: string, creds: Record<string, string> = { client_id: PUB }) =>
-    post(`${url}/oauth/introspection`, { token, token_type_hint: 'access_token', ...creds });
-  const refresh = (token: string, clientId: string, secret?: string) =>
-    post(`${url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: token }, { authorization: buildSpecAuthorization(clientId, secret) });
+  const introspect = (via: PinnedConnection, token: string, creds: Record<string, string> = { client_id: PUB }) =>
+    via.post('/oauth/introspection', { token, token_type_hint: 'access_token', ...creds });
+  const refresh = (via: PinnedConnection, token: string, clientId: string, secret?: string) =>
+    via.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: token }, { authorization: buildSpecAuthorization(clientId, secret) });
+  const revoke = (via: PinnedConnection, token: string, creds: Record<string, string>) =>
+    via.post('/oauth/revocation', { token, token_type_hint: 'access_token', ...creds });
 
   beforeAll(async () => {
     const store = await SqliteStore.open(db);
@@ -53,88 +62,132 @@ describe('a running server and CLI processes on one SQLite file', { timeout: 60_
         ['bob2', CONF, 'bob'],
         ['doomed', DOOMED, 'carol'],
         ['pubDoomed', PUB_DOOMED, 'dave'],
+        ['http0', PUB, 'erin'],
+        ['http1', PUB, 'erin'],
       ] as const) {
         g[name] = await engine.issue({ clientId, username });
       }
     } finally {
       await store.close();
     }
-    server = await startServe(['--db', db, '--log-level', 'warn']);
-    url = server.url;
+    // At info: the request log lines name the process that answered.
+    server = await startServe(['--db', db, '--log-level', 'info', '--workers', String(workers)]);
+    conns = await pinConnections(server, workers);
   }, 60_000);
 
   afterAll(async () => {
+    for (const c of conns ?? []) c.close();
     await server?.kill('SIGTERM');
     await killAllChildren();
     tmp.cleanup();
   });
 
-  it('a revocation from the CLI (token, jti, user) is seen by the very next introspection and refresh', async () => {
-    const one = g.one!;
-    expect((await introspect(one.refresh_token)).body).toMatchObject({ active: true });
-    expect((await introspect(one.access_token)).body).toMatchObject({ active: true });
-    expect((await refresh(one.refresh_token, CONF, CONF_SECRET)).status).toBe(200);
-
-    expect(await cli(['revoke', one.refresh_token])).toMatchObject({ code: 'token_revoke_success' });
-    expect((await introspect(one.refresh_token)).body).toEqual({ active: false });
-    expect((await introspect(one.access_token)).body).toEqual({ active: false });
-    const refused = await refresh(one.refresh_token, CONF, CONF_SECRET);
-    expect(refused.status).toBe(401);
-    expect(refused.body).toMatchObject({ error: 'invalid_token' });
-
-    const two = g.two!;
-    expect((await introspect(two.access_token)).body).toMatchObject({ active: true });
-    expect(await cli(['revoke', '--jti', two.jti, '--yes'])).toMatchObject({ revoked: 1 });
-    expect((await introspect(two.access_token)).body).toEqual({ active: false });
-    expect((await introspect(two.refresh_token)).body).toMatchObject({ active: true });
-
-    const bob = [g.bob1!, g.bob2!].flatMap((t) => [t.access_token, t.refresh_token]);
-    for (const t of bob) expect((await introspect(t)).body).toMatchObject({ active: true });
-    expect(await cli(['revoke', '--user', 'bob', '--yes'])).toMatchObject({ revoked: 4 });
-    for (const t of bob) expect((await introspect(t)).body).toEqual({ active: false });
+  it(`the pinned connections reach ${workers} distinct serving process(es), the primary only without workers`, () => {
+    const pids = conns.map((c) => c.pid);
+    expect(new Set(pids).size).toBe(workers);
+    // With workers, the primary only hands connections on; without, it answers itself.
+    if (workers === 1) expect(pids).toEqual([server.child.pid]);
+    else expect(pids).not.toContain(server.child.pid);
   });
 
-  it('a secret rotated from the CLI stops working at once, though the server had verified it', async () => {
+  it('a revocation from the CLI (token, jti, user) is seen by the very next introspection and refresh', async () => {
+    const one = g.one!;
+    for (const c of conns) {
+      expect((await introspect(c, one.refresh_token)).body).toMatchObject({ active: true });
+      expect((await introspect(c, one.access_token)).body).toMatchObject({ active: true });
+      expect((await refresh(c, one.refresh_token, CONF, CONF_SECRET)).status).toBe(200);
+    }
+
+    expect(await cli(['revoke', one.refresh_token])).toMatchObject({ code: 'token_revoke_success' });
+    for (const c of conns) {
+      expect((await introspect(c, one.refresh_token)).body, `process ${c.pid}`).toEqual({ active: false });
+      expect((await introspect(c, one.access_token)).body, `process ${c.pid}`).toEqual({ active: false });
+      const refused = await refresh(c, one.refresh_token, CONF, CONF_SECRET);
+      expect(refused.status, `process ${c.pid}`).toBe(401);
+      expect(refused.body).toMatchObject({ error: 'invalid_token' });
+    }
+
+    const two = g.two!;
+    for (const c of conns) expect((await introspect(c, two.access_token)).body).toMatchObject({ active: true });
+    expect(await cli(['revoke', '--jti', two.jti, '--yes'])).toMatchObject({ revoked: 1 });
+    for (const c of conns) {
+      expect((await introspect(c, two.access_token)).body, `process ${c.pid}`).toEqual({ active: false });
+      expect((await introspect(c, two.refresh_token)).body, `process ${c.pid}`).toMatchObject({ active: true });
+    }
+
+    const bob = [g.bob1!, g.bob2!].flatMap((t) => [t.access_token, t.refresh_token]);
+    for (const c of conns) for (const t of bob) expect((await introspect(c, t)).body).toMatchObject({ active: true });
+    expect(await cli(['revoke', '--user', 'bob', '--yes'])).toMatchObject({ revoked: 4 });
+    for (const c of conns) for (const t of bob) expect((await introspect(c, t)).body, `process ${c.pid}`).toEqual({ active: false });
+  });
+
+  it('a revocation acknowledged over HTTP by one process is seen by the very next request to every other', async () => {
+    // Each process in turn revokes; the others (and fresh connections, which the primary hands
+    // to the workers in turn) are asked right after the acknowledgement, each once.
+    for (const [i, revoker] of conns.entries()) {
+      const grant = g[`http${i}`]!;
+      for (const c of conns) expect((await introspect(c, grant.access_token)).body).toMatchObject({ active: true, jti: grant.jti });
+      expect((await revoke(revoker, grant.access_token, { client_id: PUB })).body).toMatchObject({ code: 'token_revoke_success' });
+      for (const c of [...conns.filter((c) => c !== revoker), revoker]) {
+        expect((await introspect(c, grant.access_token)).body, `revoked by ${revoker.pid}, asked ${c.pid}`).toEqual({ active: false });
+      }
+      const fresh = await Promise.all(Array.from({ length: 4 }, () => postOnce(`${server.url}/oauth/introspection`, { token: grant.access_token, token_type_hint: 'access_token', client_id: PUB })));
+      for (const r of fresh) expect(r.body).toEqual({ active: false });
+      // The rest of the grant lives on, on every process.
+      for (const c of conns) expect((await introspect(c, grant.refresh_token)).body).toMatchObject({ active: true });
+    }
+  });
+
+  it('a secret rotated from the CLI stops working at once, though every process had verified it', async () => {
     const form = (secret: string) => ({ client_id: CONF, client_secret: secret });
     const two = g.two!;
-    // The server verifies (and remembers) the old password on every endpoint and both header forms.
-    expect((await introspect(two.refresh_token, form(CONF_SECRET))).status).toBe(200);
-    expect((await refresh(two.refresh_token, CONF, CONF_SECRET)).status).toBe(200);
-    expect((await post(`${url}/oauth/revocation`, { token: 'tca_unknown', token_type_hint: 'access_token', ...form(CONF_SECRET) })).status).toBe(200);
+    // Each process verifies (and remembers) the old password on every endpoint and both header forms.
+    for (const c of conns) {
+      expect((await introspect(c, two.refresh_token, form(CONF_SECRET))).status).toBe(200);
+      expect((await refresh(c, two.refresh_token, CONF, CONF_SECRET)).status).toBe(200);
+      expect((await c.post('/oauth/revocation', { token: 'tca_unknown', token_type_hint: 'access_token', ...form(CONF_SECRET) })).status).toBe(200);
+    }
 
     const rotated = await cli(['client', 'rotate-secret', CONF, '--yes']);
     const fresh = rotated.client_secret as string;
     expect(fresh).not.toBe(CONF_SECRET);
 
-    const old = await introspect(two.refresh_token, form(CONF_SECRET));
-    expect(old.status).toBe(401);
-    expect(old.body).toMatchObject({ status: 401, error: 'Unauthorized', path: '/oauth/introspection' });
-    expect((await refresh(two.refresh_token, CONF, CONF_SECRET)).body).toMatchObject({ error: 'invalid_client' });
-    expect((await post(`${url}/oauth/revocation`, { token: two.access_token, token_type_hint: 'access_token', ...form(CONF_SECRET) })).status).toBe(401);
-
-    expect((await introspect(two.refresh_token, form(fresh))).body).toMatchObject({ active: true });
-    expect((await refresh(two.refresh_token, CONF, fresh)).status).toBe(200);
+    for (const c of conns) {
+      const old = await introspect(c, two.refresh_token, form(CONF_SECRET));
+      expect(old.status, `process ${c.pid}`).toBe(401);
+      expect(old.body).toMatchObject({ status: 401, error: 'Unauthorized', path: '/oauth/introspection' });
+      expect((await refresh(c, two.refresh_token, CONF, CONF_SECRET)).body, `process ${c.pid}`).toMatchObject({ error: 'invalid_client' });
+      expect((await revoke(c, two.access_token, form(CONF_SECRET))).status, `process ${c.pid}`).toBe(401);
+    }
+    for (const c of conns) {
+      expect((await introspect(c, two.refresh_token, form(fresh))).body).toMatchObject({ active: true });
+      expect((await refresh(c, two.refresh_token, CONF, fresh)).status).toBe(200);
+    }
   });
 
-  it('a client deleted from the CLI stops working at once, and its tokens with it', async () => {
+  it('a client deleted from the CLI stops working at once on every process, and its tokens with it', async () => {
     const doomed = g.doomed!;
     const creds = { client_id: DOOMED, client_secret: DOOMED_SECRET };
-    expect((await introspect(doomed.access_token, creds)).body).toMatchObject({ active: true });
-    expect((await refresh(doomed.refresh_token, DOOMED, DOOMED_SECRET)).status).toBe(200);
     const pubDoomed = g.pubDoomed!;
-    expect((await introspect(pubDoomed.access_token, { client_id: PUB_DOOMED })).body).toMatchObject({ active: true });
-    expect((await refresh(pubDoomed.refresh_token, PUB_DOOMED)).status).toBe(200);
+    for (const c of conns) {
+      expect((await introspect(c, doomed.access_token, creds)).body).toMatchObject({ active: true });
+      expect((await refresh(c, doomed.refresh_token, DOOMED, DOOMED_SECRET)).status).toBe(200);
+      expect((await introspect(c, pubDoomed.access_token, { client_id: PUB_DOOMED })).body).toMatchObject({ active: true });
+      expect((await refresh(c, pubDoomed.refresh_token, PUB_DOOMED)).status).toBe(200);
+    }
 
     await cli(['client', 'delete', DOOMED, '--yes']);
     await cli(['client', 'delete', PUB_DOOMED, '--yes']);
 
-    expect((await introspect(doomed.access_token, creds)).status).toBe(401);
-    expect((await refresh(doomed.refresh_token, DOOMED, DOOMED_SECRET)).body).toMatchObject({ error: 'invalid_client' });
-    expect((await introspect(pubDoomed.access_token, { client_id: PUB_DOOMED })).status).toBe(401);
-    expect((await refresh(pubDoomed.refresh_token, PUB_DOOMED)).body).toMatchObject({ error: 'invalid_client' });
-    // Seen by a client that still exists: the deleted client's tokens are gone.
-    for (const t of [doomed.access_token, doomed.refresh_token, pubDoomed.access_token]) {
-      expect((await introspect(t)).body).toEqual({ active: false });
+    for (const c of conns) {
+      expect((await introspect(c, doomed.access_token, creds)).status, `process ${c.pid}`).toBe(401);
+      expect((await refresh(c, doomed.refresh_token, DOOMED, DOOMED_SECRET)).body, `process ${c.pid}`).toMatchObject({ error: 'invalid_client' });
+      expect((await introspect(c, pubDoomed.access_token, { client_id: PUB_DOOMED })).status, `process ${c.pid}`).toBe(401);
+      expect((await refresh(c, pubDoomed.refresh_token, PUB_DOOMED)).body, `process ${c.pid}`).toMatchObject({ error: 'invalid_client' });
+      // Seen by a client that still exists: the deleted client's tokens are gone.
+      for (const t of [doomed.access_token, doomed.refresh_token, pubDoomed.access_token]) {
+        expect((await introspect(c, t)).body, `process ${c.pid}`).toEqual({ active: false });
+      }
     }
   });
 });

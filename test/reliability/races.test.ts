@@ -1,12 +1,13 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSpecAuthorization } from '../../src/engine/client-auth.js';
+import { Engine } from '../../src/engine/engine.js';
 import type { TokenResponse } from '../../src/engine/results.js';
 import { digestToken } from '../../src/engine/tokens.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { tokenState, type TokenRecord } from '../../src/store/store.js';
 import { tokenctl } from '../helpers/cli.js';
-import { bounded, post, SystemTimeClock, tempDir } from '../helpers/load.js';
+import { awaitRequestLines, bounded, killAllChildren, post, postOnce, startServe, stopServe, SystemTimeClock, tempDir, type ServeProcess } from '../helpers/load.js';
 import { createClient, startTestServer, type Client, type TestServer } from '../helpers/server.js';
 
 /**
@@ -18,50 +19,88 @@ import { createClient, startTestServer, type Client, type TestServer } from '../
  * The interleavings here are the real ones of the server (group commit, scrypt on the thread
  * pool, a CLI process holding the write lock); test/engine/races.test.ts forces the worst ones
  * deterministically on the engine.
+ *
+ * Each race runs twice: against the server in this process, and against `tokenctl serve
+ * --workers 2` (two processes, each with its own connection to the file), with every request on
+ * a connection of its own (`Connection: close`), which the primary hands to the workers in turn.
+ * There each round also checks, from the pid in the request log lines, that both workers
+ * answered requests of that very race: the race was one between processes.
  */
 
+type Backend = 'in-process' | 'serve --workers 2';
+const BACKENDS: Backend[] = ['in-process', 'serve --workers 2'];
+
 interface Env {
-  server: TestServer;
+  /** The engine requests are made beside (issuing, audit): the server's own in process, else one on the same file. */
+  engine: Engine;
   store: SqliteStore;
   client: Client;
   url: string;
   basic: Record<string, string>;
   creds: Record<string, string>;
+  post(url: string, form: Record<string, string>, headers?: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> | null; text: string }>;
+  /** With `serve --workers 2`: the process, whose request log names the worker that answered. */
+  serve?: ServeProcess;
+  close(): Promise<void>;
 }
 
 const tmp = tempDir('tokenctl-races-');
 const envs: Env[] = [];
 
-async function setup(name: string, rotateRefreshTokens: boolean): Promise<Env> {
-  const store = await SqliteStore.open(join(tmp.dir, `${name}.db`));
-  const server = await startTestServer({ store, clock: new SystemTimeClock(), rotateRefreshTokens });
-  const client = await createClient(server.engine, 'race-app');
-  const env: Env = {
-    server,
-    store,
-    client,
-    url: server.url,
-    basic: { authorization: buildSpecAuthorization(client.id, client.secret!) },
-    creds: { client_id: client.id, client_secret: client.secret! },
-  };
+async function setup(name: string, rotateRefreshTokens: boolean, backend: Backend): Promise<Env> {
+  const store = await SqliteStore.open(join(tmp.dir, `${name}-${backend === 'in-process' ? 'local' : 'workers'}.db`));
+  let env: Env;
+  if (backend === 'in-process') {
+    const server: TestServer = await startTestServer({ store, clock: new SystemTimeClock(), rotateRefreshTokens });
+    const client = await createClient(server.engine, 'race-app');
+    env = { engine: server.engine, store, client, url: server.url, ...credsOf(client), post, close: () => server.close() };
+  } else {
+    const engine = new Engine({ store, clock: new SystemTimeClock() });
+    const client = await createClient(engine, 'race-app');
+    const args = ['--db', store.location, '--log-level', 'info', '--workers', '2', ...(rotateRefreshTokens ? ['--rotate-refresh-tokens'] : [])];
+    const serve = await startServe(args);
+    env = { engine, store, client, url: serve.url, ...credsOf(client), post: postOnce, serve, close: () => stopServe(serve) };
+  }
   envs.push(env);
-  // One verified request first, so that the races are not serialised behind scrypt.
-  expect((await post(`${env.url}/oauth/introspection`, { token: 'x', token_type_hint: 'access_token', ...env.creds })).status).toBe(200);
+  // One verified request first (on each worker: every connection its own), so that the races are not serialised behind scrypt.
+  const warm = await Promise.all(Array.from({ length: env.serve ? 4 : 1 }, () => env.post(`${env.url}/oauth/introspection`, { token: 'x', token_type_hint: 'access_token', ...env.creds })));
+  for (const r of warm) expect(r.status).toBe(200);
   return env;
+}
+
+function credsOf(client: Client): Pick<Env, 'basic' | 'creds'> {
+  return { basic: { authorization: buildSpecAuthorization(client.id, client.secret!) }, creds: { client_id: client.id, client_secret: client.secret! } };
+}
+
+/** The stderr offset a round starts at, to find its request log lines. */
+const mark = (env: Env): number => env.serve?.stderr().length ?? 0;
+
+/**
+ * With `serve --workers 2`: waits for the log lines of the `counts` requests (by path) made since
+ * `from`, and expects them answered by both workers (never the primary). Nothing without workers.
+ */
+async function expectBothWorkersAnswered(env: Env, from: number, counts: Record<string, number>): Promise<void> {
+  const serve = env.serve;
+  if (!serve) return;
+  const pids = new Set<number>();
+  for (const [path, count] of Object.entries(counts)) for (const l of await awaitRequestLines(serve, from, path, count)) pids.add(l.pid);
+  expect(pids.size, 'workers that answered this race').toBe(2);
+  expect(pids.has(serve.child.pid!)).toBe(false);
 }
 
 afterAll(async () => {
   for (const env of envs) {
-    await env.server.close();
+    await env.close();
     await env.store.close();
   }
+  await killAllChildren();
   tmp.cleanup();
 });
 
-const refreshOf = (env: Env, token: string) => post(`${env.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: token }, env.basic);
-const revokeOf = (env: Env, token: string, hint = 'refresh_token') => post(`${env.url}/oauth/revocation`, { token, token_type_hint: hint, ...env.creds });
+const refreshOf = (env: Env, token: string) => env.post(`${env.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: token }, env.basic);
+const revokeOf = (env: Env, token: string, hint = 'refresh_token') => env.post(`${env.url}/oauth/revocation`, { token, token_type_hint: hint, ...env.creds });
 async function active(env: Env, token: string): Promise<boolean> {
-  const r = await post(`${env.url}/oauth/introspection`, { token, token_type_hint: 'access_token', ...env.creds });
+  const r = await env.post(`${env.url}/oauth/introspection`, { token, token_type_hint: 'access_token', ...env.creds });
   expect(r.status, r.text).toBe(200);
   return r.body!.active === true;
 }
@@ -72,17 +111,19 @@ function expectRefusedRefresh(r: { status: number; body: Record<string, unknown>
   expect(r.body).toEqual({ error: 'invalid_token', error_description: expect.stringMatching(/revoked|not recognised/) });
 }
 
-describe('concurrent refreshes of one refresh token', () => {
+describe.each(BACKENDS)('concurrent refreshes of one refresh token (%s)', (backend) => {
   let plain: Env;
   let rotating: Env;
   beforeAll(async () => {
-    plain = await setup('refresh-plain', false);
-    rotating = await setup('refresh-rotating', true);
+    plain = await setup('refresh-plain', false, backend);
+    rotating = await setup('refresh-rotating', true, backend);
   }, 60_000);
 
   it('without rotation: all 24 succeed, each with a new active access token, and the refresh token stays', async () => {
-    const grant = await plain.server.engine.issue({ clientId: plain.client.id, username: 'alice' });
+    const grant = await plain.engine.issue({ clientId: plain.client.id, username: 'alice' });
+    const from = mark(plain);
     const answers = await Promise.all(Array.from({ length: 24 }, () => refreshOf(plain, grant.refresh_token)));
+    await expectBothWorkersAnswered(plain, from, { '/oauth/token': 24 });
     for (const r of answers) {
       expect(r.status, r.text).toBe(200);
       expect(r.body!.refresh_token).toBe(grant.refresh_token);
@@ -94,8 +135,10 @@ describe('concurrent refreshes of one refresh token', () => {
 
   it('with rotation: in each of 5 rounds exactly one of 12 succeeds, the others get invalid_token', async () => {
     for (let round = 0; round < 5; round++) {
-      const grant = await rotating.server.engine.issue({ clientId: rotating.client.id, username: `rot-${round}` });
+      const grant = await rotating.engine.issue({ clientId: rotating.client.id, username: `rot-${round}` });
+      const from = mark(rotating);
       const answers = await Promise.all(Array.from({ length: 12 }, () => refreshOf(rotating, grant.refresh_token)));
+      await expectBothWorkersAnswered(rotating, from, { '/oauth/token': 12 });
       const winners = answers.filter((r) => r.status === 200);
       expect(winners, answers.map((r) => r.status).join(' ')).toHaveLength(1);
       for (const r of answers) if (r.status !== 200) expectRefusedRefresh(r);
@@ -106,7 +149,7 @@ describe('concurrent refreshes of one refresh token', () => {
       // reuse, which ends the grant (RFC 9700 §4.14.2) and is audited. Otherwise the winner's
       // pair is the grant's one live refresh token and access token.
       const grantId = await grantIdOf(rotating.store, won.access_token);
-      const reuse = (await rotating.server.engine.audit({})).some((e) => e.action === 'token.reuse_detected' && e.target.split(' ').includes(`grant:${grantId}`));
+      const reuse = (await rotating.engine.audit({})).some((e) => e.action === 'token.reuse_detected' && e.target.split(' ').includes(`grant:${grantId}`));
       const grantTokens = await grantRecords(rotating.store, grantId);
       const live = grantTokens.filter((t) => tokenState(t, Date.now()) === 'active');
       if (live.length > 0) {
@@ -130,15 +173,17 @@ async function grantRecords(store: SqliteStore, grantId: string): Promise<TokenR
   return (await store.listTokens({})).filter((t) => t.grantId === grantId);
 }
 
-describe('concurrent revocation and refresh of one grant', () => {
+describe.each(BACKENDS)('concurrent revocation and refresh of one grant (%s)', (backend) => {
   for (const rotate of [false, true]) {
     it(`${rotate ? 'with' : 'without'} rotation: a successful revocation of the refresh token leaves nothing of the grant active`, async () => {
-      const env = await setup(`revoke-refresh-${rotate}`, rotate);
+      const env = await setup(`revoke-refresh-${rotate}`, rotate, backend);
       for (let round = 0; round < 6; round++) {
-        const grant = await env.server.engine.issue({ clientId: env.client.id, username: `rr-${round}` });
+        const grant = await env.engine.issue({ clientId: env.client.id, username: `rr-${round}` });
+        const from = mark(env);
         const refreshes = Array.from({ length: 8 }, () => refreshOf(env, grant.refresh_token));
         const revocations = [revokeOf(env, grant.refresh_token), revokeOf(env, grant.refresh_token), revokeOf(env, grant.access_token, 'access_token')];
         const [refreshed, revoked] = await Promise.all([Promise.all(refreshes), Promise.all(revocations)]);
+        await expectBothWorkersAnswered(env, from, { '/oauth/token': 8, '/oauth/revocation': 3 });
 
         for (const r of revoked) {
           expect(r.status, r.text).toBe(200);
@@ -187,16 +232,17 @@ function expectGrantsConsistent(tokens: TokenRecord[]): void {
   }
 }
 
-describe('bulk revocation from the CLI while the server refreshes and a login issues', { timeout: 60_000 }, () => {
+describe.each(BACKENDS)('bulk revocation from the CLI while the server refreshes and a login issues (%s)', { timeout: 60_000 }, (backend) => {
   let env: Env;
   let before: TokenResponse[];
   beforeAll(async () => {
-    env = await setup('bulk', false);
-    before = await Promise.all(Array.from({ length: 30 }, () => env.server.engine.issue({ clientId: env.client.id, username: 'bulk' })));
+    env = await setup('bulk', false, backend);
+    before = await Promise.all(Array.from({ length: 30 }, () => env.engine.issue({ clientId: env.client.id, username: 'bulk' })));
   }, 60_000);
 
   it('every token that existed before it is revoked, no grant is left half-revoked, nothing fails', async () => {
     let done = false;
+    const from = mark(env);
     const problems: string[] = [];
     const refreshed: string[] = [];
     const issuedDuring: TokenResponse[] = [];
@@ -207,7 +253,7 @@ describe('bulk revocation from the CLI while the server refreshes and a login is
       else if (r.status !== 401 || r.body?.error !== 'invalid_token') problems.push(`refresh answered ${r.status} ${r.text}`);
     });
     const issuing = bounded({ concurrency: 2, count: 1000, deadlineMs: 30_000, stop: () => done }, async () => {
-      issuedDuring.push(await env.server.engine.issue({ clientId: env.client.id, username: 'bulk' }));
+      issuedDuring.push(await env.engine.issue({ clientId: env.client.id, username: 'bulk' }));
     });
     const [result, refreshRun, issueRun] = await Promise.all([cli, refreshing, issuing]);
 
@@ -217,6 +263,7 @@ describe('bulk revocation from the CLI while the server refreshes and a login is
     expect(issueRun.errors).toEqual([]);
     expect(problems).toEqual([]);
     expect(refreshRun.started, 'refreshes ran beside the bulk revocation').toBeGreaterThan(0);
+    await expectBothWorkersAnswered(env, from, { '/oauth/token': refreshRun.started });
     expect(bulk.revoked).toBeGreaterThanOrEqual(before.length * 2);
 
     for (const g of before) {
@@ -224,14 +271,14 @@ describe('bulk revocation from the CLI while the server refreshes and a login is
       expect(await active(env, g.access_token)).toBe(false);
     }
     // An access token minted by a refresh is active only if its grant survived: never here.
-    // (Checked through the server's engine, as the route does: thousands of tokens.)
-    const engine = env.server.engine;
+    // (Checked through an engine on the store, as the route does: thousands of tokens.)
+    const engine = env.engine;
     for (const t of refreshed) expect(await engine.introspect(t)).toEqual({ active: false });
     expectGrantsConsistent(await env.store.listTokens({}));
     // Grants issued during the revocation are either wholly revoked or wholly active.
     for (const g of issuedDuring) expect((await engine.introspect(g.access_token)).active).toBe((await engine.introspect(g.refresh_token)).active);
     // And issuance after it is unaffected.
-    const after = await env.server.engine.issue({ clientId: env.client.id, username: 'bulk' });
+    const after = await env.engine.issue({ clientId: env.client.id, username: 'bulk' });
     expect(await active(env, after.access_token)).toBe(true);
   });
 });
