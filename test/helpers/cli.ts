@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
 
 /** The repository root, and the real launcher every test runs. */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -77,13 +78,16 @@ export function tokenctl(args: string[], options: RunOptions = {}): Promise<CliR
 
 let home: string | undefined;
 function sandboxHome(): string {
-  if (home === undefined) {
-    const dir = mkdtempSync(join(tmpdir(), 'tokenctl-home-'));
-    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-    home = dir;
-  }
+  home ??= mkdtempSync(join(tmpdir(), 'tokenctl-home-'));
   return home;
 }
+
+// Removed when the test file that imported this helper ends (registered on its root suite; a
+// process 'exit' handler would not run in vitest's workers, which are reused or killed).
+afterAll(() => {
+  if (home !== undefined) rmSync(home, { recursive: true, force: true });
+  home = undefined;
+});
 
 /** A fresh directory with a store path in it (the file is created by the first command). */
 export interface TempStore {
