@@ -1,5 +1,5 @@
 #!/usr/bin/env node
 // The bundled CLI (scripts/bundle.js): oclif and every command in one module.
-import { execute } from '../dist/cli/main.js';
+import { run } from '../dist/cli/main.js';
 
-await execute({ dir: import.meta.url });
+await run(new URL('..', import.meta.url));

@@ -4,5 +4,46 @@
  * (scripts/bundle.js), so that a command starts by reading one file instead of resolving and
  * compiling some 500 CommonJS modules one by one. Commands import what only they need lazily.
  */
-export { execute } from '@oclif/core';
-export { COMMANDS } from '../commands/index.js';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { execute, type Command, type Interfaces } from '@oclif/core';
+import { COMMANDS } from '../commands/index.js';
+import { RootPlugin } from './root-plugin.js';
+
+export { COMMANDS };
+
+/**
+ * Runs tokenctl for `process.argv` (bin/run.js). `root` is the package directory, as a file URL.
+ *
+ * A command of this package starts on a configuration made from what the bundle holds (see
+ * RootPlugin), without the core plugins of package.json: they add commands of their own and
+ * nothing to ours (their hooks are for plugin installs), yet oclif would find and read each of
+ * them from node_modules on every start. Anything else (their commands, help for the whole CLI or
+ * a topic, an unknown command) starts on oclif's full configuration.
+ */
+export async function run(root: URL): Promise<unknown> {
+  const argv = process.argv.slice(2);
+  if (!isOwnCommand(argv)) return execute({ args: argv, dir: root.href });
+  const dir = fileURLToPath(root);
+  const pjson = JSON.parse(readFileSync(`${dir}/package.json`, 'utf8')) as Interfaces.PJSON;
+  const plugin = RootPlugin.from(dir, pjson, COMMANDS as Record<string, Command.Class>);
+  if (!plugin) return execute({ args: argv, dir: root.href });
+  return execute({ args: argv, loadOptions: { root: dir, pjson, plugins: new Map([[plugin.name, plugin]]) } });
+}
+
+/**
+ * Whether argv names one of this package's commands, as oclif reads an id: its words separated
+ * by spaces (package.json `topicSeparator`) or by colons.
+ */
+function isOwnCommand(argv: string[]): boolean {
+  const words: string[] = [];
+  for (const arg of argv) {
+    if (arg.startsWith('-')) break;
+    words.push(...arg.split(':'));
+    if (words.length >= 2) break;
+  }
+  for (let n = words.length; n > 0; n--) {
+    if (Object.hasOwn(COMMANDS, words.slice(0, n).join(':'))) return true;
+  }
+  return false;
+}

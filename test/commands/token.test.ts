@@ -74,7 +74,9 @@ describe('token issue, token list, refresh', () => {
   });
 
   it('token list shows expired tokens in their state', async () => {
-    await sleep(Math.max(0, (shortLived.stime as number) + 1100 - Date.now()));
+    // Expired (1 s TTL) over a second ago, so that the listing says "N s ago", not "now",
+    // however quickly the commands below run.
+    await sleep(Math.max(0, (shortLived.stime as number) + 2100 - Date.now()));
     const expired = await store.json<{ username: string; state: string }[]>(['token', 'list', '--user', 'dave', '--state', 'expired']);
     expect(expired.map((t) => t.state)).toEqual(['expired', 'expired']);
     const human = await store.run(['token', 'list', '--user', 'dave']);
