@@ -37,7 +37,7 @@ const cfg = {
   warmupS: quick ? 1 : 2,
   durationS: Number(flags.duration ?? (quick ? 2 : 5)),
   connections: 50,
-  cliRuns: quick ? 5 : 10,
+  cliRuns: quick ? 11 : 21,
   peerRevokePool: quick ? 60_000 : 150_000,
 };
 const log = (/** @type {string} */ s) => process.stdout.write(s + '\n');

@@ -5,23 +5,12 @@
  */
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { execFileSync } from 'node:child_process';
 import { copyStore } from './stores.js';
 import { runToEnd, SERVER_CORE } from './proc.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RUN = join(ROOT, 'bin/run.js');
 const PLAIN = join(ROOT, 'bench/servers/plain-sqlite-read.js');
-
-/** hyperfine, if installed (it is not required). */
-function hasHyperfine() {
-  try {
-    execFileSync('hyperfine', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** @param {number[]} xs */
 const median = (xs) => {
@@ -52,15 +41,9 @@ export async function cliColdStarts(o) {
   const plain = await runToEnd(node, /** @type {string[]} */ (cmds.plain.slice(1)), { timeoutMs: 60_000 });
   if (plain.code !== 0) throw new Error(`plain-sqlite-read failed: ${plain.stderr.slice(0, 300)}`);
 
-  if (hasHyperfine()) {
-    const quote = (/** @type {string[]} */ a) => a.map((x) => `'${x.replace(/'/g, "'\\''")}'`).join(' ');
-    const out = join(o.db + '.hyperfine.json');
-    await runToEnd('hyperfine', ['-N', '--warmup', '2', '--runs', String(o.runs), '--export-json', out, ...Object.values(cmds).map(quote)], { timeoutMs: 600_000 });
-    const { results } = JSON.parse((await import('node:fs')).readFileSync(out, 'utf8'));
-    const [n, p, t] = results.map((/** @type {{ median: number }} */ r) => r.median * 1000);
-    return { node_ms: n, plain_ms: p, tokenctl_ms: t, tool: 'hyperfine' };
-  }
-
+  // Each run a new process, the three commands interleaved and the order flipped every round
+  // (not hyperfine, which runs all of one command, then all of the next: a slow minute on a
+  // shared host would then land on one contender only).
   /** @type {Record<string, number[]>} */
   const times = { node: [], plain: [], tokenctl: [] };
   const order = /** @type {const} */ (['node', 'plain', 'tokenctl']);
@@ -72,7 +55,7 @@ export async function cliColdStarts(o) {
       /** @type {number[]} */ (times[name]).push(r.ms);
     }
   }
-  return { node_ms: median(times.node ?? []), plain_ms: median(times.plain ?? []), tokenctl_ms: median(times.tokenctl ?? []), tool: 'spawn' };
+  return { node_ms: median(times.node ?? []), plain_ms: median(times.plain ?? []), tokenctl_ms: median(times.tokenctl ?? []), tool: 'spawn, interleaved, pinned' };
 }
 
 /**
