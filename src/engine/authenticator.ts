@@ -1,4 +1,4 @@
-import type { ClientRecord, TokenStore } from '../store/store.js';
+import type { ClientRecord, TokenRecord, TokenStore } from '../store/store.js';
 import { isPlausibleClientId, type PresentedCredentials } from './client-auth.js';
 import { InvalidClientError } from './errors.js';
 import { FairLimiter } from './fair-limiter.js';
@@ -49,9 +49,27 @@ export class ClientAuthenticator {
 
   /** Returns the authenticated client, or throws {@link InvalidClientError}. */
   async authenticate(presented: PresentedCredentials): Promise<ClientRecord> {
-    const { clientId, secrets } = presented;
+    this.checkPlausible(presented);
+    return this.authenticateAgainst(presented, await this.store.getClient(presented.clientId));
+  }
+
+  /**
+   * Authenticates and reads the token with `digest` (null: none) in one store read; the token is
+   * handed over only to a client the credentials prove.
+   */
+  async authenticateAndFind(presented: PresentedCredentials, digest: string | null): Promise<{ client: ClientRecord; token: TokenRecord | null }> {
+    this.checkPlausible(presented);
+    const found = await this.store.findClientAndToken(presented.clientId, digest);
+    return { client: await this.authenticateAgainst(presented, found.client), token: found.token };
+  }
+
+  private checkPlausible({ clientId }: PresentedCredentials): void {
     if (!isPlausibleClientId(clientId)) throw new InvalidClientError(clientId.slice(0, 200));
-    const client = await this.store.getClient(clientId);
+  }
+
+  /** The rest of authenticate, on the client row as just read from the store (null: no such client). */
+  private async authenticateAgainst(presented: PresentedCredentials, client: ClientRecord | null): Promise<ClientRecord> {
+    const { clientId, secrets } = presented;
     const storedHash = client?.secretHash ?? null;
 
     if (secrets.length === 0) {

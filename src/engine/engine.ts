@@ -6,7 +6,7 @@ import * as clients from './clients.js';
 import { systemClock, type Clock } from './clock.js';
 import { clientView, DAY_MS, HOUR_MS, MAX_REFRESH_GRACE_MS, type EngineConfig, type EngineContext } from './context.js';
 import { InvalidInputError } from './errors.js';
-import { inspect, introspect } from './introspect.js';
+import { inspect, introspect, introspectionOf, lookupDigest } from './introspect.js';
 import { issueTokens, type IssueInput } from './issue.js';
 import { countPurgeable, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
 import { refresh, refreshAsOperator, type RefreshInput } from './refresh.js';
@@ -80,6 +80,14 @@ export class Engine {
   /** Spec part 5: returns the client the credentials prove, or throws InvalidClientError. */
   authenticate(credentials: PresentedCredentials): Promise<ClientRecord> {
     return this.authenticator.authenticate(credentials);
+  }
+  /**
+   * Spec 4.3 by a client: authenticates it (part 5) and introspects `token`, reading the client
+   * and the token from the store together. Throws InvalidClientError as {@link authenticate} does.
+   */
+  async introspectAsClient(credentials: PresentedCredentials, token: string): Promise<{ client: ClientRecord; result: IntrospectionResult }> {
+    const { client, token: record } = await this.authenticator.authenticateAndFind(credentials, lookupDigest(token));
+    return { client, result: introspectionOf(this.ctx, record, this.ctx.clock.now()) };
   }
 
   // ---- the lifecycle --------------------------------------------------------------------------

@@ -33,6 +33,11 @@ export async function introspect(ctx: EngineContext, token: string): Promise<Int
   return introspectionOf(ctx, record, ctx.clock.now());
 }
 
+/** The digest to look a presented token up by, or null for a string that is no token of ours. */
+export function lookupDigest(token: string): string | null {
+  return isWellFormedToken(token) ? digestToken(token) : null;
+}
+
 /** The operator's view: the verdict with its reason, which the HTTP answer hides. */
 export async function inspect(ctx: EngineContext, by: { token: string } | { jti: string }): Promise<Inspection> {
   const record =

@@ -132,6 +132,12 @@ export interface AuditFilter {
   limit?: number;
 }
 
+/** What {@link TokenStore.findClientAndToken} found: either may be null. */
+export interface ClientAndToken {
+  client: ClientRecord | null;
+  token: TokenRecord | null;
+}
+
 /** Outcome of {@link TokenStore.rotateRefreshToken}. */
 export type RotateOutcome =
   /** The old token was current and is now replaced by the new one. */
@@ -177,6 +183,12 @@ export interface TokenStore {
   insertTokens(tokens: TokenRecord[]): Promise<void>;
   findTokenByDigest(digest: string): Promise<TokenRecord | null>;
   findTokenByJti(jti: string): Promise<TokenRecord | null>;
+  /**
+   * The client `clientId` and the token with `digest` (null: no token wanted) in one read, as of
+   * one moment: what an endpoint needs to authenticate its caller and judge a token, for the
+   * price of one read transaction (SQLite) or one round trip (PostgreSQL) instead of two.
+   */
+  findClientAndToken(clientId: string, digest: string | null): Promise<ClientAndToken>;
   listTokens(filter: TokenFilter): Promise<TokenRecord[]>;
   /**
    * Every token, a page at a time, for reading a whole store without holding it in memory

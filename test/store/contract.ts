@@ -159,6 +159,21 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(await store.listTokens({ limit: 0 })).toEqual([]);
       });
 
+      it('finds a client and a token in one read', async () => {
+        const [t] = await insert(tok({ clientId: 'client-2', revokedAt: T0 }));
+        expect(await store.findClientAndToken('client-1', t!.digest)).toEqual({ client, token: t });
+        expect(await store.findClientAndToken('nobody', t!.digest)).toEqual({ client: null, token: t });
+        expect(await store.findClientAndToken('client-2', 'no-such-digest')).toEqual({ client: other, token: null });
+        expect(await store.findClientAndToken('client-1', null)).toEqual({ client, token: null });
+        // Copies, and what a change of the client since shows at once.
+        const found = await store.findClientAndToken('client-1', t!.digest);
+        found.client!.name = 'changed';
+        found.token!.revokedAt = null;
+        expect(await store.findClientAndToken('client-1', t!.digest)).toEqual({ client, token: t });
+        await store.updateClientSecret('client-1', 'new-hash', T0 + 5);
+        expect((await store.findClientAndToken('client-1', null)).client).toMatchObject({ secretHash: 'new-hash', secretUpdatedAt: T0 + 5 });
+      });
+
       it('scans every token once, a page at a time, whatever its client, type or state', async () => {
         const g = grant();
         const all = await insert(g.refresh, g.access, tok({ revokedAt: T0 }), tok({ expiresAt: T0 + 1 }), tok({ clientId: 'client-2' }), tok(), tok());

@@ -315,6 +315,24 @@ describe('SqliteStore group commit', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it('a client row kept between reads is read again once another connection changed it', async () => {
+    const other = await SqliteStore.open(path.join(dir, 'tokens.db'));
+    try {
+      for (const read of [(id: string) => store.getClient(id), async (id: string) => (await store.findClientAndToken(id, null)).client]) {
+        const before = (await read('client-1'))!.secretHash;
+        expect(await read('client-1')).toMatchObject({ secretHash: before }); // kept
+        const next = `hash-${Math.random()}`;
+        await other.updateClientSecret('client-1', next, 2);
+        expect(await read('client-1')).toMatchObject({ secretHash: next });
+        await other.deleteClient('client-1');
+        expect(await read('client-1')).toBeNull();
+        await other.createClient(makeClient({ id: 'client-1' }));
+      }
+    } finally {
+      await other.close();
+    }
+  });
+
   it('writes that arrive together share one commit, and each is visible to another connection once acknowledged', async () => {
     const file = path.join(dir, 'tokens.db');
     const grants = Array.from({ length: 100 }, (_, i) => makeGrant({ clientId: 'client-1', username: `u${i}` }));

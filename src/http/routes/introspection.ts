@@ -11,9 +11,8 @@ import type { RequestNote, RouteDeps } from '../types.js';
 export async function introspection(engine: Engine, form: Form, authorization: string | undefined, note: RequestNote): Promise<IntrospectionResult> {
   const token = required(form, 'token');
   tokenTypeHint(form); // required and checked (contract 3), but only a hint
-  const client = await engine.authenticate(endpointCredentials(authorization, form));
+  const { client, result } = await engine.introspectAsClient(endpointCredentials(authorization, form), token);
   note.clientId = client.id;
-  const result = await engine.introspect(token);
   if (result.active) note.jti = result.jti;
   return result;
 }

@@ -5,6 +5,7 @@ import {
   type AuditEntry,
   type AuditFilter,
   type BulkSelector,
+  type ClientAndToken,
   type ClientRecord,
   type MintOutcome,
   type RotateOutcome,
@@ -86,6 +87,11 @@ export class MemoryStore implements TokenStore {
   async findTokenByJti(jti: string): Promise<TokenRecord | null> {
     this.check();
     return this.copy(jti);
+  }
+
+  async findClientAndToken(clientId: string, digest: string | null): Promise<ClientAndToken> {
+    const [client, token] = await Promise.all([this.getClient(clientId), digest === null ? null : this.findTokenByDigest(digest)]);
+    return { client, token };
   }
 
   async scanTokens(afterJti: string | null, limit: number): Promise<TokenRecord[]> {

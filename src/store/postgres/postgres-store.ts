@@ -5,6 +5,7 @@ import {
   type AuditEntry,
   type AuditFilter,
   type BulkSelector,
+  type ClientAndToken,
   type ClientRecord,
   type MintOutcome,
   type RotateOutcome,
@@ -144,6 +145,16 @@ export class PostgresStore implements TokenStore {
   async findTokenByJti(jti: string): Promise<TokenRecord | null> {
     const { rows } = await this.db.query<TokenRecord>(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE jti = $1`, [jti]);
     return rows[0] ?? null;
+  }
+
+  async findClientAndToken(clientId: string, digest: string | null): Promise<ClientAndToken> {
+    // One round trip, one snapshot: each row as JSON under the record's own field names.
+    const { rows } = await this.db.query<ClientAndToken>(
+      `SELECT (SELECT row_to_json(c) FROM (SELECT ${CLIENT_COLUMNS} FROM clients WHERE id = $1) c) AS client,
+        (SELECT row_to_json(t) FROM (SELECT ${TOKEN_COLUMNS} FROM tokens WHERE digest = $2) t) AS token`,
+      [clientId, digest],
+    );
+    return { client: rows[0]?.client ?? null, token: rows[0]?.token ?? null };
   }
 
   async scanTokens(afterJti: string | null, limit: number): Promise<TokenRecord[]> {

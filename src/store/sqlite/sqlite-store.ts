@@ -10,6 +10,7 @@ import {
   type AuditEntry,
   type AuditFilter,
   type BulkSelector,
+  type ClientAndToken,
   type ClientRecord,
   type MintOutcome,
   type RotateOutcome,
@@ -189,21 +190,34 @@ export class SqliteStore implements TokenStore {
    * A kept row is therefore exactly what a read would return now.
    */
   async getClient(id: string): Promise<ClientRecord | null> {
+    return this.run(() => this.clientAt(id, this.st.dataVersion.get() as number));
+  }
+
+  /**
+   * One statement, so one read transaction: `PRAGMA data_version` (as a table-valued function)
+   * beside the token row, and the client row from what is kept unless that version moved on.
+   */
+  async findClientAndToken(clientId: string, digest: string | null): Promise<ClientAndToken> {
     return this.run(() => {
-      const version = this.st.dataVersion.get() as number;
-      if (version !== this.clientsVersion) {
-        this.clients.clear();
-        this.clientsVersion = version;
-      }
-      let client = this.clients.get(id);
-      if (client === undefined) {
-        const row = this.st.getClient.get(id) as ClientRecord | undefined;
-        client = row ?? null;
-        if (this.clients.size >= MAX_KEPT_CLIENTS) this.clients.clear();
-        this.clients.set(id, client);
-      }
-      return client && { ...client }; // a copy: the caller may change it
+      const row = this.st.versionAndToken.get(digest) as unknown[];
+      return { client: this.clientAt(clientId, row[0] as number), token: tokenFromRow(row, 1) };
     });
+  }
+
+  /** The client row as of `version` (data_version read in the current statement). */
+  private clientAt(id: string, version: number): ClientRecord | null {
+    if (version !== this.clientsVersion) {
+      this.clients.clear();
+      this.clientsVersion = version;
+    }
+    let client = this.clients.get(id);
+    if (client === undefined) {
+      const row = this.st.getClient.get(id) as ClientRecord | undefined;
+      client = row ?? null;
+      if (this.clients.size >= MAX_KEPT_CLIENTS) this.clients.clear();
+      this.clients.set(id, client);
+    }
+    return client && { ...client }; // a copy: the caller may change it
   }
 
   async listClients(): Promise<ClientRecord[]> {
