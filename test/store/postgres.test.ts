@@ -108,6 +108,22 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       expect((await b.findTokenByJti(access.jti))?.revokedAt).toBe(T0 + 1);
     });
 
+    it('brings a version 1 schema up to date on open, keeping its records (2 drops the unused audit index)', async () => {
+      const schema = freshSchema();
+      const a = await node(schema);
+      await a.createClient(makeClient({ id: 'client-1' }));
+      await a.close();
+      await withPg(url, schema, (db) =>
+        db.query(`CREATE INDEX audit_target ON audit (target); DELETE FROM migrations WHERE version > 1;
+          UPDATE ${META_TABLE} SET value = '1' WHERE key = 'schema_version'`),
+      );
+      const b = await node(schema);
+      expect(await b.schemaVersion()).toBe(LATEST_SCHEMA_VERSION);
+      expect((await b.listClients()).map((c) => c.id)).toEqual(['client-1']);
+      const indexes = await withPg(url, schema, async (db) => (await db.query("SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = 'audit_target'", [schema])).rows);
+      expect(indexes).toEqual([]);
+    });
+
     it('takes its schema from the URL’s ?schema= too, as --db and TOKENCTL_DB can only give a URL', async () => {
       const schema = freshSchema();
       const store = await PostgresStore.open(`${url}${url.includes('?') ? '&' : '?'}schema=${schema}`);

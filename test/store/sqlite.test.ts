@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LATEST_SCHEMA_VERSION } from '../../src/store/sqlite/migrations.js';
+import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { NotAStoreError, SchemaTooNewError, StoreUnavailableError, type TokenRecord } from '../../src/store/store.js';
 import { HOUR, T0, makeClient, makeGrant, makeToken } from '../helpers/records.js';
@@ -109,10 +109,50 @@ describe('SqliteStore on disk', () => {
       expect(await again.schemaVersion()).toBe(LATEST_SCHEMA_VERSION);
       expect(await again.findTokenByDigest(refresh.digest)).toEqual(refresh);
       expect((await again.findTokenByJti(access.jti))?.revokedAt).toBe(T0 + 1);
-      const migrations = connectionOf(again).prepare('SELECT version FROM migrations').all();
-      expect(migrations).toEqual([{ version: 1 }]);
+      const migrations = connectionOf(again).prepare('SELECT version FROM migrations ORDER BY version').all();
+      expect(migrations).toEqual(MIGRATIONS.map((m) => ({ version: m.version })));
     } finally {
       await again.close();
+    }
+  });
+
+  it('brings a version 1 store up to date on open, keeping its records (2 drops the unused audit index)', async () => {
+    const store = await SqliteStore.open(file);
+    await store.createClient(makeClient({ id: 'client-1' }));
+    const t = makeToken({ clientId: 'client-1' });
+    await store.insertTokens([t]);
+    await store.appendAudit({ at: 1, actor: 'a', action: 'x', target: 't', count: 1, detail: '' });
+    await store.close();
+    const raw = new Database(file);
+    raw.exec("CREATE INDEX audit_target ON audit (target); DELETE FROM migrations WHERE version > 1; PRAGMA user_version = 1;");
+    raw.close();
+
+    const again = await SqliteStore.open(file);
+    try {
+      expect(await again.schemaVersion()).toBe(LATEST_SCHEMA_VERSION);
+      const db = connectionOf(again);
+      expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'audit_target'").all()).toEqual([]);
+      expect(db.prepare('SELECT version FROM migrations ORDER BY version').all()).toEqual(MIGRATIONS.map((m) => ({ version: m.version })));
+      expect(await again.findTokenByJti(t.jti)).toEqual(t);
+      expect(await again.listAudit({})).toHaveLength(1);
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('opens a current store without waiting for another connection’s write lock', async () => {
+    (await SqliteStore.open(file)).close();
+    const writer = new Database(file, { timeout: 5000 });
+    writer.exec('BEGIN IMMEDIATE');
+    try {
+      const started = Date.now();
+      const store = await SqliteStore.open(file);
+      expect(await store.listClients()).toEqual([]);
+      expect(Date.now() - started).toBeLessThan(2000); // not the 5 s busy timeout
+      await store.close();
+    } finally {
+      writer.exec('ROLLBACK');
+      writer.close();
     }
   });
 
@@ -259,7 +299,7 @@ describe('SqliteStore on disk', () => {
       expect(results.map((r) => r.stderr.trim())).toEqual(who.map(() => ''));
       const store = await SqliteStore.open(db, { create: false });
       expect((await store.listClients()).map((c) => c.id).sort()).toEqual(who);
-      expect(connectionOf(store).prepare('SELECT count(*) AS n FROM migrations').get()).toEqual({ n: 1 });
+      expect(connectionOf(store).prepare('SELECT count(*) AS n FROM migrations').get()).toEqual({ n: MIGRATIONS.length });
       expect(mode(db)).toBe(0o600);
       await store.close();
     }

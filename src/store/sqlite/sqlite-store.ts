@@ -22,7 +22,7 @@ import {
   type TokenType,
 } from '../store.js';
 import { GroupCommit } from './group-commit.js';
-import { identify, migrate } from './migrations.js';
+import { identify, LATEST_SCHEMA_VERSION, migrate } from './migrations.js';
 import { listTokensSql, prepareStatements, selectorKind, tokenFromRow, type Statement } from './statements.js';
 
 /** How long a write waits for another process (a running server, a CLI command) to finish its own. */
@@ -145,7 +145,8 @@ export class SqliteStore implements TokenStore {
     try {
       db = new Database(location, { fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
       // Identified before the first write below, so that a foreign file stays untouched.
-      if (identify(db, location) === 0) makePrivate(location); // an empty file someone else created
+      const version = identify(db, location);
+      if (version === 0) makePrivate(location); // an empty file someone else created
       switchToWal(db, location);
       db.pragma('synchronous = FULL');
       db.pragma('foreign_keys = ON');
@@ -157,7 +158,9 @@ export class SqliteStore implements TokenStore {
       db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
       db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
       db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
-      migrate(db, location);
+      // Only a store behind takes the write lock to migrate: a current one opens without it, so a
+      // command does not wait behind a busy server's commit just to start.
+      if (version < LATEST_SCHEMA_VERSION) migrate(db, location);
       return new SqliteStore(db, location);
     } catch (error) {
       db?.close();
