@@ -46,6 +46,20 @@ describe('help', () => {
     for (const word of ['client', 'token', 'refresh', 'revoke', 'introspect', 'purge', 'status', 'audit']) expect(r.stdout).toContain(word);
   });
 
+  it('`help COMMAND` and `-h` show the same help as --help', async () => {
+    const [flag, word, short, topic] = await Promise.all([
+      tokenctl(['revoke', '--help']),
+      tokenctl(['help', 'revoke']),
+      tokenctl(['revoke', '-h']),
+      tokenctl(['help', 'client', 'create']),
+    ]);
+    expect(flag.code).toBe(0);
+    expect(word).toMatchObject({ code: 0, stdout: flag.stdout });
+    expect(short).toMatchObject({ code: 0, stdout: flag.stdout });
+    expect(topic.code).toBe(0);
+    expect(topic.stdout).toMatch(/^USAGE\n\s+\$ tokenctl client create /m);
+  });
+
   it('an unknown command or flag is a usage error (2)', async () => {
     const [command, flag] = await Promise.all([tokenctl(['frobnicate']), tokenctl(['status', '--frob'])]);
     expect(command.code).toBe(2);
