@@ -1,4 +1,4 @@
-import type { AuditEntry, AuditFilter, BulkSelector, ClientRecord, TokenFilter, TokenStore } from '../store/store.js';
+import type { AuditEntry, AuditFilter, BulkSelector, ClientRecord, TokenFilter, TokenRecord, TokenStore } from '../store/store.js';
 import { ClientAuthenticator, type AuthenticatorOptions } from './authenticator.js';
 import { listAudit } from './audit.js';
 import type { PresentedCredentials } from './client-auth.js';
@@ -11,7 +11,14 @@ import { issueTokens, type IssueInput } from './issue.js';
 import { countPurgeable, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
 import { refresh, refreshAsOperator, type RefreshInput } from './refresh.js';
 import type { ClientView, Inspection, IntrospectionResult, Revocation, RevocationResult, TokenResponse, TokenView } from './results.js';
-import { countBulk, revokeAsClient, revokeAsOperator, revokeBulk, type RevokeInput } from './revoke.js';
+import { countBulk, revokeAsClient, revokeAsOperator, revokeBulk, revokeFound, type RevokeInput } from './revoke.js';
+
+/** A client authenticated together with the token it presented, and that token's record (null: none). */
+export interface Authenticated {
+  client: ClientRecord;
+  token: string;
+  record: TokenRecord | null;
+}
 
 export interface EngineOptions extends Partial<EngineConfig> {
   store: TokenStore;
@@ -82,12 +89,26 @@ export class Engine {
     return this.authenticator.authenticate(credentials);
   }
   /**
-   * Spec 4.3 by a client: authenticates it (part 5) and introspects `token`, reading the client
-   * and the token from the store together. Throws InvalidClientError as {@link authenticate} does.
+   * Spec part 5 for an endpoint that acts on a presented token: authenticates the client and
+   * reads the token's record with it, in one store read. Throws InvalidClientError as
+   * {@link authenticate} does. Hand the result to {@link introspectAuthenticated},
+   * {@link revokeAuthenticated} or {@link refreshAuthenticated}.
    */
-  async introspectAsClient(credentials: PresentedCredentials, token: string): Promise<{ client: ClientRecord; result: IntrospectionResult }> {
+  async authenticateWithToken(credentials: PresentedCredentials, token: string): Promise<Authenticated> {
     const { client, token: record } = await this.authenticator.authenticateAndFind(credentials, lookupDigest(token));
-    return { client, result: introspectionOf(this.ctx, record, this.ctx.clock.now()) };
+    return { client, token, record };
+  }
+  /** Spec 4.3 by the authenticated client. */
+  introspectAuthenticated(a: Authenticated): IntrospectionResult {
+    return introspectionOf(this.ctx, a.record, this.ctx.clock.now());
+  }
+  /** Spec 4.2 by the authenticated client: the spec 2.2 record, and the jti it acted on. */
+  revokeAuthenticated(a: Authenticated): Promise<Revocation> {
+    return revokeFound(this.ctx, a.client, a.record);
+  }
+  /** Spec 4.1 by the authenticated client, `a.token` being the refresh token. */
+  refreshAuthenticated(a: Authenticated, scope?: string): Promise<TokenResponse> {
+    return refresh(this.ctx, { client: a.client, refreshToken: a.token, scope }, a.record);
   }
 
   // ---- the lifecycle --------------------------------------------------------------------------

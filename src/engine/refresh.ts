@@ -25,10 +25,11 @@ export interface RefreshInput {
  *   and revokes the whole grant (RFC 9700 §4.14.2), except for the immediately previous token
  *   within the grace period, when its replacement has not been used yet.
  */
-export async function refresh(ctx: EngineContext, input: RefreshInput): Promise<TokenResponse> {
+export async function refresh(ctx: EngineContext, input: RefreshInput, found?: TokenRecord | null): Promise<TokenResponse> {
   const { client, refreshToken } = input;
+  // `found`: the presented token's record, read already (with the client, in one store read).
+  const token = found !== undefined ? found : isWellFormedToken(refreshToken) ? await ctx.store.findTokenByDigest(digestToken(refreshToken)) : null;
   const now = ctx.clock.now();
-  const token = isWellFormedToken(refreshToken) ? await ctx.store.findTokenByDigest(digestToken(refreshToken)) : null;
   if (!token || token.type !== 'refresh_token' || token.clientId !== client.id) {
     throw new InvalidTokenError('unknown', refreshToken);
   }

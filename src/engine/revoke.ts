@@ -29,9 +29,13 @@ async function findByToken(ctx: EngineContext, token: string): Promise<TokenReco
  * Revoking a refresh token also revokes every access token of its grant.
  */
 export async function revokeAsClient(ctx: EngineContext, input: RevokeInput): Promise<Revocation> {
-  const token = await findByToken(ctx, input.token);
-  if (!token || token.clientId !== input.client.id) return INVALID;
-  return revokeRecord(ctx, token, input.client.id);
+  return revokeFound(ctx, input.client, await findByToken(ctx, input.token));
+}
+
+/** {@link revokeAsClient} on the presented token's record, already read (null: none). */
+export async function revokeFound(ctx: EngineContext, client: ClientRecord, token: TokenRecord | null): Promise<Revocation> {
+  if (!token || token.clientId !== client.id) return INVALID;
+  return revokeRecord(ctx, token, client.id);
 }
 
 /**

@@ -11,8 +11,9 @@ import type { RequestNote, RouteDeps } from '../types.js';
 export async function introspection(engine: Engine, form: Form, authorization: string | undefined, note: RequestNote): Promise<IntrospectionResult> {
   const token = required(form, 'token');
   tokenTypeHint(form); // required and checked (contract 3), but only a hint
-  const { client, result } = await engine.introspectAsClient(endpointCredentials(authorization, form), token);
-  note.clientId = client.id;
+  const authenticated = await engine.authenticateWithToken(endpointCredentials(authorization, form), token);
+  note.clientId = authenticated.client.id;
+  const result = engine.introspectAuthenticated(authenticated);
   if (result.active) note.jti = result.jti;
   return result;
 }

@@ -11,9 +11,9 @@ import type { RequestNote, RouteDeps } from '../types.js';
 export async function revocation(engine: Engine, form: Form, authorization: string | undefined, note: RequestNote): Promise<RevocationResult> {
   const token = required(form, 'token');
   tokenTypeHint(form); // required and checked (contract 3), but only a hint
-  const client = await engine.authenticate(endpointCredentials(authorization, form));
-  note.clientId = client.id;
-  const { result, jti } = await engine.revoke({ client, token });
+  const authenticated = await engine.authenticateWithToken(endpointCredentials(authorization, form), token);
+  note.clientId = authenticated.client.id;
+  const { result, jti } = await engine.revokeAuthenticated(authenticated);
   // The log line carries the jti the engine acted on; the answer is the spec 2.2 record alone.
   note.jti = jti;
   return result;

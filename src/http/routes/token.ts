@@ -15,9 +15,9 @@ export async function tokenGrant(engine: Engine, form: Form, authorization: stri
   if (grantType !== 'refresh_token') throw new UnsupportedGrantTypeError(grantType);
   const refreshToken = required(form, 'refresh_token');
   const scope = optional(form, 'scope');
-  const client = await engine.authenticate(tokenEndpointCredentials(authorization, form));
-  note.clientId = client.id;
-  const response = await engine.refresh({ client, refreshToken, scope });
+  const authenticated = await engine.authenticateWithToken(tokenEndpointCredentials(authorization, form), refreshToken);
+  note.clientId = authenticated.client.id;
+  const response = await engine.refreshAuthenticated(authenticated, scope);
   note.jti = response.jti;
   return response;
 }
