@@ -1,5 +1,3 @@
-import { connect } from 'node:net';
-import { connect as connectTls } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selfSignedCertificate } from '../../src/serve/tls.js';
 import {
@@ -13,52 +11,10 @@ import {
   type Client,
   type TestServer,
 } from '../helpers/server.js';
+import { rawExchange, type RawAnswer } from '../helpers/raw-http.js';
 
-interface RawAnswer {
-  /** Every byte the server sent before it closed the connection. */
-  text: string;
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/**
- * Writes exact bytes on a new connection and reads until the server closes it (5 s at most): the
- * answers here must come with the connection closed, whatever the request said.
- */
-function exchange(port: number, bytes: string, ca?: string): Promise<RawAnswer> {
-  return new Promise((resolve, reject) => {
-    const socket = ca === undefined ? connect(port, '127.0.0.1') : connectTls({ port, host: '127.0.0.1', ca });
-    const chunks: Buffer[] = [];
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error('the server did not close the connection within 5 s'));
-    }, 5_000);
-    socket.on('data', (c: Buffer) => chunks.push(c));
-    socket.on('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    socket.on('close', () => {
-      clearTimeout(timer);
-      resolve(parse(Buffer.concat(chunks).toString('utf8')));
-    });
-    socket.write(bytes, 'latin1');
-  });
-}
-
-/** The last answer in `text` (earlier ones are those of pipelined requests). */
-function parse(text: string): RawAnswer {
-  const start = text.lastIndexOf('HTTP/1.1 ');
-  const split = text.indexOf('\r\n\r\n', start);
-  const [statusLine, ...lines] = text.slice(start, split).split('\r\n');
-  const headers: Record<string, string> = {};
-  for (const line of lines) {
-    const i = line.indexOf(':');
-    headers[line.slice(0, i).toLowerCase()] = line.slice(i + 1).trim();
-  }
-  return { text, status: Number(statusLine?.split(' ')[1]), headers, body: text.slice(split + 4) };
-}
+/** Exact bytes on a new connection (TLS with `ca`), read until the server closes it. */
+const exchange = (port: number, bytes: string, ca?: string): Promise<RawAnswer> => rawExchange(port, bytes, { ca });
 
 /** Contract 3: the answer's headers, as on every other answer of the server, and the connection closed. */
 function expectRefusalHeaders(r: RawAnswer, status: number): void {

@@ -1,5 +1,4 @@
 import { STATUS_CODES } from 'node:http';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +6,7 @@ import { buildSpecAuthorization } from '../../src/engine/client-auth.js';
 import type { TokenResponse } from '../../src/engine/results.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { SystemTimeClock, tempDir } from '../helpers/load.js';
+import { rawExchange, type RawAnswer } from '../helpers/raw-http.js';
 import { captureLog, createClient, startTestServer, type Client, type TestServer } from '../helpers/server.js';
 
 /**
@@ -108,41 +108,9 @@ function bytesOf(ep: EpInfo, r: RawRequest): Buffer {
   return Buffer.concat([Buffer.from(head, 'latin1'), body]);
 }
 
-interface RawAnswer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
 /** Sends exact bytes and reads the answer until the server closes; bounded by 5 s. */
 function send(port: number, bytes: Buffer, end: boolean): Promise<RawAnswer> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    const chunks: Buffer[] = [];
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error('no answer within 5 s'));
-    }, 5_000);
-    socket.on('data', (c: Buffer) => chunks.push(c));
-    socket.on('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    socket.on('close', () => {
-      clearTimeout(timer);
-      const text = Buffer.concat(chunks).toString('utf8');
-      const split = text.indexOf('\r\n\r\n');
-      const [statusLine, ...lines] = text.slice(0, split).split('\r\n');
-      const headers: Record<string, string> = {};
-      for (const line of lines) {
-        const i = line.indexOf(':');
-        headers[line.slice(0, i).toLowerCase()] = line.slice(i + 1).trim();
-      }
-      resolve({ status: Number(statusLine?.split(' ')[1]), headers, body: text.slice(split + 4) });
-    });
-    socket.write(bytes);
-    if (end) socket.end();
-  });
+  return rawExchange(port, bytes, { end });
 }
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
