@@ -2,6 +2,7 @@ import type { ClientRecord, TokenRecord, TokenStore } from '../store/store.js';
 import type { Clock } from './clock.js';
 import type { ClientView, TokenView } from './results.js';
 import { tokenState } from '../store/store.js';
+import { presentedDigest } from './tokens.js';
 
 /** Settings of one engine (one server or one CLI invocation). */
 export interface EngineConfig {
@@ -71,4 +72,10 @@ export function tokenView(token: TokenRecord, now: number): TokenView {
     revoked_at: token.revokedAt,
     replaced_at: token.replacedAt,
   };
+}
+
+/** The record of a token a client or an operator presented (null: unknown, or not a token of ours). */
+export async function findPresentedToken(ctx: EngineContext, token: string): Promise<TokenRecord | null> {
+  const digest = presentedDigest(token);
+  return digest === null ? null : ctx.store.findTokenByDigest(digest);
 }

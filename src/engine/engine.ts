@@ -4,9 +4,10 @@ import { listAudit } from './audit.js';
 import type { PresentedCredentials } from './client-auth.js';
 import * as clients from './clients.js';
 import { systemClock, type Clock } from './clock.js';
+import { presentedDigest } from './tokens.js';
 import { clientView, DAY_MS, HOUR_MS, MAX_REFRESH_GRACE_MS, type EngineConfig, type EngineContext } from './context.js';
 import { InvalidInputError } from './errors.js';
-import { inspect, introspect, introspectionOf, lookupDigest } from './introspect.js';
+import { inspect, introspect, introspectionOf } from './introspect.js';
 import { issueTokens, type IssueInput } from './issue.js';
 import { countPurgeable, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
 import { refresh, refreshAsOperator, type RefreshInput } from './refresh.js';
@@ -95,7 +96,7 @@ export class Engine {
    * {@link revokeAuthenticated} or {@link refreshAuthenticated}.
    */
   async authenticateWithToken(credentials: PresentedCredentials, token: string): Promise<Authenticated> {
-    const { client, token: record } = await this.authenticator.authenticateAndFind(credentials, lookupDigest(token));
+    const { client, token: record } = await this.authenticator.authenticateAndFind(credentials, presentedDigest(token));
     return { client, token, record };
   }
   /** Spec 4.3 by the authenticated client. */

@@ -1,7 +1,6 @@
 import { tokenState, type TokenRecord } from '../store/store.js';
-import { toSeconds, tokenView, type EngineContext } from './context.js';
+import { findPresentedToken, toSeconds, tokenView, type EngineContext } from './context.js';
 import type { Inspection, IntrospectionResult } from './results.js';
-import { digestToken, isWellFormedToken } from './tokens.js';
 
 const INACTIVE: IntrospectionResult = Object.freeze({ active: false });
 
@@ -29,23 +28,12 @@ export function introspectionOf(ctx: EngineContext, token: TokenRecord | null, n
  * hint (RFC 7009 §2.1, RFC 7662 §2.1): the token is found whatever its type.
  */
 export async function introspect(ctx: EngineContext, token: string): Promise<IntrospectionResult> {
-  const record = isWellFormedToken(token) ? await ctx.store.findTokenByDigest(digestToken(token)) : null;
-  return introspectionOf(ctx, record, ctx.clock.now());
-}
-
-/** The digest to look a presented token up by, or null for a string that is no token of ours. */
-export function lookupDigest(token: string): string | null {
-  return isWellFormedToken(token) ? digestToken(token) : null;
+  return introspectionOf(ctx, await findPresentedToken(ctx, token), ctx.clock.now());
 }
 
 /** The operator's view: the verdict with its reason, which the HTTP answer hides. */
 export async function inspect(ctx: EngineContext, by: { token: string } | { jti: string }): Promise<Inspection> {
-  const record =
-    'jti' in by
-      ? await ctx.store.findTokenByJti(by.jti)
-      : isWellFormedToken(by.token)
-        ? await ctx.store.findTokenByDigest(digestToken(by.token))
-        : null;
+  const record = 'jti' in by ? await ctx.store.findTokenByJti(by.jti) : await findPresentedToken(ctx, by.token);
   if (!record) return { verdict: 'unknown' };
   const now = ctx.clock.now();
   const state = tokenState(record, now);

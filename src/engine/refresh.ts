@@ -1,10 +1,9 @@
 import type { ClientRecord, TokenRecord } from '../store/store.js';
 import { audit } from './audit.js';
-import type { EngineContext } from './context.js';
+import { findPresentedToken, type EngineContext } from './context.js';
 import { InvalidTokenError, NotFoundError } from './errors.js';
 import { accessTtl, mint, narrowScope, refreshTtl, tokenResponse, type Minted } from './issue.js';
 import type { TokenResponse } from './results.js';
-import { digestToken, isWellFormedToken } from './tokens.js';
 
 export interface RefreshInput {
   /** The authenticated client (spec part 5). */
@@ -28,7 +27,7 @@ export interface RefreshInput {
 export async function refresh(ctx: EngineContext, input: RefreshInput, found?: TokenRecord | null): Promise<TokenResponse> {
   const { client, refreshToken } = input;
   // `found`: the presented token's record, read already (with the client, in one store read).
-  const token = found !== undefined ? found : isWellFormedToken(refreshToken) ? await ctx.store.findTokenByDigest(digestToken(refreshToken)) : null;
+  const token = found !== undefined ? found : await findPresentedToken(ctx, refreshToken);
   const now = ctx.clock.now();
   if (!token || token.type !== 'refresh_token' || token.clientId !== client.id) {
     throw new InvalidTokenError('unknown', refreshToken);
@@ -75,7 +74,7 @@ export async function refresh(ctx: EngineContext, input: RefreshInput, found?: T
  * token's own client. An unknown token is NotFoundError, not a silent invalid_token.
  */
 export async function refreshAsOperator(ctx: EngineContext, refreshToken: string, scope?: string): Promise<TokenResponse> {
-  const token = isWellFormedToken(refreshToken) ? await ctx.store.findTokenByDigest(digestToken(refreshToken)) : null;
+  const token = await findPresentedToken(ctx, refreshToken);
   const client = token ? await ctx.store.getClient(token.clientId) : null;
   if (!token || !client) {
     throw new NotFoundError(`no such token in ${ctx.store.location} (it may have been purged, or belong to another store)`);

@@ -1,9 +1,9 @@
 import { tokenState, type BulkSelector, type ClientRecord, type TokenRecord } from '../store/store.js';
 import { audit } from './audit.js';
-import type { EngineContext } from './context.js';
+import { findPresentedToken, type EngineContext } from './context.js';
 import { InvalidInputError, NotFoundError } from './errors.js';
 import type { Revocation, RevocationResult } from './results.js';
-import { digestToken, isWellFormedToken } from './tokens.js';
+import { isWellFormedToken } from './tokens.js';
 
 export interface RevokeInput {
   /** The authenticated client; only its own tokens can be revoked (contract 3). */
@@ -19,17 +19,13 @@ const INVALID: Revocation = {
   jti: null,
 };
 
-async function findByToken(ctx: EngineContext, token: string): Promise<TokenRecord | null> {
-  return isWellFormedToken(token) ? ctx.store.findTokenByDigest(digestToken(token)) : null;
-}
-
 /**
  * Spec 4.2 / 2.2 / part 3 with contract 3: a client revokes one of its own tokens.
  * `token_type_hint` is only a hint (RFC 7009 §2.1): the token is found whatever its type.
  * Revoking a refresh token also revokes every access token of its grant.
  */
 export async function revokeAsClient(ctx: EngineContext, input: RevokeInput): Promise<Revocation> {
-  return revokeFound(ctx, input.client, await findByToken(ctx, input.token));
+  return revokeFound(ctx, input.client, await findPresentedToken(ctx, input.token));
 }
 
 /** {@link revokeAsClient} on the presented token's record, already read (null: none). */
@@ -46,7 +42,7 @@ export async function revokeAsOperator(ctx: EngineContext, token: string, actor:
   if (!isWellFormedToken(token)) {
     throw new InvalidInputError('this is not a tokenctl token: tokens start with tca_ (access) or tcr_ (refresh) followed by 43 characters');
   }
-  const record = await findByToken(ctx, token);
+  const record = await findPresentedToken(ctx, token);
   if (!record) throw new NotFoundError(`no such token in ${ctx.store.location} (it may have been purged, or belong to another store)`);
   return (await revokeRecord(ctx, record, actor)).result;
 }

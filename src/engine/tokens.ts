@@ -48,3 +48,8 @@ export function tokenTypeOf(token: string): TokenType | null {
 export function newJti(): string {
   return randomUUID();
 }
+
+/** The digest to look a presented string up by, or null for a string that is no token of ours. */
+export function presentedDigest(token: string): string | null {
+  return isWellFormedToken(token) ? digestToken(token) : null;
+}
