@@ -6,7 +6,8 @@
  * functions with the most self time and the time by package, as shares of the busy (not idle)
  * time.
  *
- * Usage: node bench/profile.js [introspect|introspect_1m|revoke|refresh] [--seconds N]
+ * Usage: node bench/profile.js [introspect|introspect_1m|revoke|refresh|ceiling] [--seconds N]
+ * (`ceiling`: the bare node:http server under the introspection load, to compare with.)
  * The profile is kept in bench/results/<kind>.cpuprofile (open it in Chrome DevTools or
  * speedscope).
  */
@@ -15,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { killAll, killGroup } from './lib/proc.js';
+import { killAll, killGroup, startServer } from './lib/proc.js';
 import { runLoad } from './lib/measure.js';
 import { REQUESTS, startTokenctl, tokenctlServeMissing } from './lib/contenders.js';
 import { copyStore, prepareStores } from './lib/stores.js';
@@ -60,13 +61,17 @@ async function main() {
   if (missing) throw new Error(`cannot profile: ${missing}`);
   const req = kind === 'refresh' ? REQUESTS.tokenctl.refresh : kind === 'revoke' ? REQUESTS.tokenctl.revoke : REQUESTS.tokenctl.introspect;
   const stores = await prepareStores({ quick: false, rebuild: false, log });
-  const s = kind === 'introspect_1m' ? stores.t1m : kind === 'introspect' ? stores.t1k : stores.pool;
+  const s = kind === 'introspect_1m' ? stores.t1m : kind === 'introspect' || kind === 'ceiling' ? stores.t1k : stores.pool;
   if (!s) throw new Error('stores missing');
   const workDir = mkdtempSync(join(tmpdir(), 'tokenctl-profile-'));
   try {
     const db = copyStore(s.db, join(workDir, 'tokens.db'));
     const profDir = join(workDir, 'prof');
-    const server = await startTokenctl(workDir, 'serve', db, ['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
+    const profArgs = ['--cpu-prof', `--cpu-prof-dir=${profDir}`];
+    const server =
+      kind === 'ceiling'
+        ? await startServer('ceiling', process.execPath, [...profArgs, join(ROOT, 'bench/servers/ceiling.js')], { log: join(workDir, 'ceiling.log') })
+        : await startTokenctl(workDir, 'serve', db, profArgs);
     const r = await runLoad({
       label: kind, server, ...req, tokenFile: kind === 'refresh' ? s.refreshFile : s.accessFile, fresh: kind === 'revoke',
       connections: 50, warmupS: 1, durationS: Number(values.seconds), workDir,

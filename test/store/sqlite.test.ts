@@ -4,11 +4,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { NotAStoreError, SchemaTooNewError, StoreUnavailableError, type TokenRecord } from '../../src/store/store.js';
-import { HOUR, T0, makeClient, makeGrant, makeToken } from '../helpers/records.js';
+import { HOUR, MINUTE, T0, makeClient, makeGrant, makeToken } from '../helpers/records.js';
 import { describeStoreContract } from './contract.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -369,6 +369,56 @@ describe('SqliteStore group commit', () => {
         await other.createClient(makeClient({ id: 'client-1' }));
       }
     } finally {
+      await other.close();
+    }
+  });
+
+  it('a token row kept between reads is handed out only while nobody has committed since', async () => {
+    const grants = Array.from({ length: 4 }, () => makeGrant({ clientId: 'client-1', username: 'ann' }));
+    await store.insertTokens(grants.flatMap((g) => [g.refresh, g.access]));
+    const st = (store as unknown as { st: Record<string, Database.Statement> }).st;
+    const lookups = vi.spyOn(st.versionAndToken!, 'get');
+    // Rows are kept only once the store has been quiet for a while (no commit): let time pass.
+    const realNow = Date.now.bind(Date);
+    let later = 0;
+    vi.spyOn(Date, 'now').mockImplementation(() => realNow() + later);
+    const find = async (t: TokenRecord) => (await store.findClientAndToken('client-1', t.digest)).token;
+    /** Reads `t` after quiet seconds, then again: the second read must be the kept row. */
+    const keptRead = async (t: TokenRecord) => {
+      later += 1000;
+      await find(t); // notes any commit made since the last read (data_version)
+      later += 1000;
+      const first = await find(t);
+      const before = lookups.mock.calls.length;
+      const second = await find(t);
+      expect(lookups.mock.calls.length).toBe(before);
+      expect(second).toEqual(first);
+      return second;
+    };
+    const other = await SqliteStore.open(path.join(dir, 'tokens.db'));
+    try {
+      const [a, b, c, d] = grants.map((g) => g.access) as [TokenRecord, TokenRecord, TokenRecord, TokenRecord];
+      const first = await keptRead(a);
+      expect(first).toEqual(a);
+      first!.scope = 'changed by the caller';
+      expect((await find(a))!.scope).toBe(a.scope); // a copy was handed out
+
+      // Another process's revocation: seen by the next read.
+      await other.revokeToken(a.jti, T0 + MINUTE);
+      expect((await find(a))!.revokedAt).toBe(T0 + MINUTE);
+      // This connection's own writes (its commits do not move data_version): seen too.
+      expect(await keptRead(b)).toEqual(b);
+      await store.revokeToken(b.jti, T0 + MINUTE);
+      expect((await find(b))!.revokedAt).toBe(T0 + MINUTE);
+      expect(await keptRead(c)).toEqual(c);
+      await store.revokeBulk({ username: 'ann' }, T0 + 2 * MINUTE);
+      expect((await find(c))!.revokedAt).toBe(T0 + 2 * MINUTE);
+      // Deleted by another process (its client deleted with its tokens): gone.
+      expect(await keptRead(d)).toEqual({ ...d, revokedAt: T0 + 2 * MINUTE });
+      await other.deleteClient('client-1');
+      expect(await find(d)).toBeNull();
+    } finally {
+      vi.restoreAllMocks();
       await other.close();
     }
   });
