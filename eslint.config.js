@@ -16,4 +16,10 @@ export default tseslint.config(
     files: ['test/**', 'bench/**', 'bin/**'],
     rules: { 'no-console': 'off' },
   },
+  {
+    // CommonJS (bin/load-bundle.cjs): require and module are its way of importing and exporting.
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
 );

@@ -1,24 +1,16 @@
 #!/usr/bin/env node
 /**
- * Bundles the compiled CLI (dist/cli/main.js: oclif and every command) into one ES module with
- * esbuild, in place, so that `tokenctl <command>` reads one file instead of resolving and
- * compiling ~500 CommonJS modules. Code only some commands need (the HTTP server, PostgreSQL,
- * prompts) is imported lazily and lands in chunks loaded on use. Native and optional modules
- * stay outside.
+ * Bundles the compiled CLI (dist/cli/main.js: oclif and every command) with esbuild into one
+ * CommonJS file, dist/cli/main.cjs, so that `tokenctl <command>` reads one file instead of
+ * resolving and compiling ~500 modules. CommonJS, because bin/run.js compiles it as a script
+ * with V8's code cache (dist/cli/main.cjs.cache, see scripts/code-cache.js), which Node 20 offers
+ * for scripts only, not for ES modules. What only some commands need (the HTTP server,
+ * PostgreSQL, prompts) is in the file but runs only when imported; with the code cache, V8 does
+ * not even parse it then. Native and optional modules stay outside.
  */
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { createRequire, isBuiltin } from 'node:module';
-import { relative } from 'node:path';
 import { build } from 'esbuild';
-
-const banner = [
-  "import { createRequire as __tokenctlRequire } from 'node:module';",
-  "import { fileURLToPath as __tokenctlPath } from 'node:url';",
-  "import { dirname as __tokenctlDir } from 'node:path';",
-  'const require = __tokenctlRequire(import.meta.url);',
-  'const __filename = __tokenctlPath(import.meta.url);',
-  'const __dirname = __tokenctlDir(__filename);',
-].join('\n');
 
 /**
  * Modules that oclif requires as it loads, but that no tokenctl command reaches when it runs.
@@ -46,7 +38,7 @@ const requireAsOclif = createRequire(createRequire(import.meta.url).resolve('@oc
  * answered without loading it, from the module as it is now.
  */
 function deferredModule(specifier) {
-  const from = isBuiltin(specifier) ? 'require' : "createRequire(require.resolve('@oclif/core'))";
+  const from = isBuiltin(specifier) ? 'require' : "createRequire(createRequire(__filename).resolve('@oclif/core'))";
   const esModule = !isBuiltin(specifier) && Boolean(requireAsOclif(specifier).__esModule);
   return `const { createRequire } = require('node:module');
 let real;
@@ -76,48 +68,48 @@ const deferModules = {
 };
 
 /**
- * Node's built-in modules and better-sqlite3, imported as CommonJS (through the banner's
- * `require`) instead of with `import`. For an ES import of a built-in, Node builds a module
- * facade that reads every one of its exports, and so runs their lazy getters: `import fs from
- * 'node:fs'` loads the fs streams and fs/promises, `node:process` creates process.stdin,
- * `node:crypto` web crypto, and so on. For an ES import of a CommonJS package, Node first scans
- * its source, and that of the modules it re-exports, for the names it exports. esbuild's
- * CommonJS interop reads an export only when the code uses it.
+ * `import.meta.url` of the ES sources, in CommonJS: the URL of the bundle (the server finds its
+ * cluster worker next to it).
  */
-const REQUIRED_EXTERNALS = new Set(['better-sqlite3']);
-
-/** @type {import('esbuild').Plugin} */
-const externalsAsRequire = {
-  name: 'externals-as-require',
+const importMetaUrl = {
+  name: 'import-meta-url',
   setup(build) {
-    build.onResolve({ filter: /^[a-z0-9_:/-]+$/ }, (args) => {
-      if (args.kind !== 'import-statement' || !(isBuiltin(args.path) || REQUIRED_EXTERNALS.has(args.path))) return undefined;
-      // One stand-in per importer, so that it lands in the importer's chunk: shared, it would
-      // be a chunk of its own, one more file to load.
-      return { path: `${args.path}?from=${relative(process.cwd(), args.importer)}`, namespace: 'required', pluginData: args.path };
-    });
-    build.onLoad({ filter: /.*/, namespace: 'required' }, (args) => ({
-      contents: `module.exports = require(${JSON.stringify(args.pluginData)});`,
+    build.onResolve({ filter: /^tokenctl:import-meta-url$/ }, () => ({ path: 'import-meta-url', namespace: 'tokenctl' }));
+    build.onLoad({ filter: /.*/, namespace: 'tokenctl' }, () => ({
+      contents: "export const importMetaUrl = require('node:url').pathToFileURL(__filename).href;",
       loader: 'js',
     }));
   },
 };
 
-rmSync('dist/cli/chunks', { recursive: true, force: true }); // no stale chunks
-await build({
+rmSync('dist/cli/chunks', { recursive: true, force: true }); // the chunks of the earlier ES bundle
+rmSync('dist/cli/main.cjs.cache', { force: true }); // made for the bundle being replaced
+const result = await build({
+  write: false,
   entryPoints: ['dist/cli/main.js'],
-  outdir: 'dist/cli',
-  allowOverwrite: true,
+  outfile: 'dist/cli/main.cjs',
   bundle: true,
-  splitting: true,
-  chunkNames: 'chunks/[name]-[hash]',
-  format: 'esm',
+  format: 'cjs',
   platform: 'node',
   target: 'node20',
-  banner: { js: banner },
+  define: { 'import.meta.url': 'importMetaUrl' },
+  inject: ['tokenctl:import-meta-url'],
   // typescript: only oclif's development mode asks for it (bin/dev.js), and it copes without;
   // selfsigned: loaded only to make a certificate, and its CommonJS exports stay as Node reads them.
   external: ['better-sqlite3', 'pg-native', 'fsevents', 'typescript', 'selfsigned'],
-  plugins: [deferModules, externalsAsRequire],
+  plugins: [deferModules, importMetaUrl],
   logLevel: 'warning',
 });
+
+/**
+ * In Node 20, an `import()` inside a script compiled from V8's code cache fails ("A dynamic
+ * import callback was not specified"), so the bundle's dynamic imports (oclif loading its ES
+ * plugins, the certificate library) call the loader's `__tokenctlImport` (bin/load-bundle.cjs)
+ * instead. Any other `import(` left in code (not in a comment) fails the build, so that a
+ * dependency that starts using one is seen here, not by a user.
+ */
+const [output] = result.outputFiles;
+const code = output.text.replace(/\bawait import\(/g, 'await __tokenctlImport(');
+const left = code.split('\n').filter((line) => /(^|[^\w.$'"`])import\(/.test(line) && !/^\s*(\*|\/\/)/.test(line));
+if (left.length > 0) throw new Error(`dynamic import() left in the bundle, which fails when run from the code cache:\n${left.join('\n')}`);
+writeFileSync(output.path, code);

@@ -4,10 +4,13 @@ import { fileURLToPath } from 'node:url';
 import { CliError, EXIT } from '../cli/errors.js';
 import type { WorkerCommand, WorkerReport, WorkerSettings } from './worker.js';
 
-/** dist/serve/worker.js, seen from this module in dist/serve/ or from the CLI bundle's chunks (dist/cli/chunks/). */
-const WORKER_ENTRY = ['./worker.js', '../../serve/worker.js']
-  .map((candidate) => fileURLToPath(new URL(candidate, import.meta.url)))
-  .find((file) => existsSync(file))!;
+/** dist/serve/worker.js, seen from this module in dist/serve/ or from the CLI bundle (dist/cli/main.cjs). */
+function workerEntry(): string {
+  const candidates = ['./worker.js', '../serve/worker.js'].map((candidate) => fileURLToPath(new URL(candidate, import.meta.url)));
+  const found = candidates.find((file) => existsSync(file));
+  if (found === undefined) throw new CliError(`cannot start workers: their module is missing (looked for ${candidates.join(', ')}); rebuild tokenctl (npm run build)`, EXIT.failure);
+  return found;
+}
 
 export interface Workers {
   /** The base URL all workers listen on (one port, shared through the primary). */
@@ -24,7 +27,7 @@ export interface Workers {
  * is replaced, unless workers die faster than one a second: then everything stops.
  */
 export async function startWorkers(count: number, settings: WorkerSettings, onFatal: (message: string) => void): Promise<Workers> {
-  cluster.setupPrimary({ exec: WORKER_ENTRY, args: [], silent: false });
+  cluster.setupPrimary({ exec: workerEntry(), args: [], silent: false });
   let stopping = false;
   let url = '';
   const workers = new Set<Worker>();
