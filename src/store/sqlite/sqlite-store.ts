@@ -81,6 +81,10 @@ export class SqliteStore implements TokenStore {
   private readonly tokens = new Map<string, TokenRecord>();
   /** One instance of each value of SHARED_FIELDS in the kept token rows. */
   private readonly shared = new Map<string, string>();
+  /** Digests read lately, by hash (see readRecently): 2^20 bits each, 128 KiB. */
+  private seen = new Uint32Array(1 << 15);
+  private seenBefore = new Uint32Array(1 << 15);
+  private seenReads = 0;
   /** When the kept token rows were last forgotten (Date.now()). */
   private forgotAt = 0;
   /** `PRAGMA data_version` when the kept rows were read. */
@@ -238,7 +242,7 @@ export class SqliteStore implements TokenStore {
       const client = this.clientAt(clientId, row[0] as number);
       const token = tokenFromRow(row, 1);
       // A kept row is handed out as a copy: the caller may change it.
-      if (token === null || Date.now() - this.forgotAt < KEEP_AFTER_QUIET_MS) return { client, token };
+      if (token === null || Date.now() - this.forgotAt < KEEP_AFTER_QUIET_MS || !this.readRecently(token.digest)) return { client, token };
       this.keep(token);
       return { client, token: { ...token } };
     });
@@ -258,6 +262,30 @@ export class SqliteStore implements TokenStore {
       else (token as unknown as Record<string, string>)[field] = one;
     }
     this.tokens.set(token.digest, token);
+  }
+
+  /**
+   * Whether the token with `digest` was read lately and not kept. A token is kept on its second
+   * read within about MAX_KEPT_TOKENS to twice that many reads of rows not kept, not on its first,
+   * so that tokens read once each (a stream of tokens wider than the map) neither push out the
+   * ones in use nor churn memory by being kept only to be dropped (measured: 200,000 tokens read
+   * in turn, every row kept on its first read: −36% req/s and +40 MB RSS; kept on the second:
+   * within the noise of not keeping any). A bit per hash of the digest (uniformly random itself)
+   * in two generations: every MAX_KEPT_TOKENS reads, the older is cleared and becomes the newer.
+   */
+  private readRecently(digest: string): boolean {
+    if (++this.seenReads > MAX_KEPT_TOKENS) {
+      [this.seen, this.seenBefore] = [this.seenBefore.fill(0), this.seen];
+      this.seenReads = 0;
+    }
+    let hash = 0x811c9dc5; // FNV-1a of the first 8 characters
+    for (let i = 0; i < 8; i++) hash = Math.imul(hash ^ digest.charCodeAt(i), 0x01000193);
+    const bit = (hash >>> 0) % (this.seen.length * 32);
+    const word = bit >>> 5;
+    const mask = 1 << (bit & 31);
+    if (((this.seen[word]! | this.seenBefore[word]!) & mask) !== 0) return true;
+    this.seen[word]! |= mask;
+    return false;
   }
 
   /** Forgets the kept rows when `version` (data_version read in the current statement) moved on. */
