@@ -415,8 +415,8 @@ describe('SqliteStore group commit', () => {
 
       const first = await keptRead(a);
       expect(first).toEqual(a);
-      first!.scope = 'changed by the caller';
-      expect((await find(a))!.scope).toBe(a.scope); // a copy was handed out
+      expect(() => (first!.scope = 'changed by the caller')).toThrow(TypeError); // frozen: shared by every reader
+      expect((await find(a))!.scope).toBe(a.scope);
 
       // Another process's revocation: seen by the next read.
       await other.revokeToken(a.jti, T0 + MINUTE);

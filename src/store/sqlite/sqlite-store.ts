@@ -229,22 +229,21 @@ export class SqliteStore implements TokenStore {
    * was read, so it is exactly what a read would return now; a revocation committed by any
    * process before this call is seen. Otherwise one statement, so one read transaction:
    * data_version (as a table-valued function) beside the token row. Tokens not found are not
-   * kept (a flood of made-up tokens cannot fill the map).
+   * kept (a flood of made-up tokens cannot fill the map); kept rows are frozen.
    */
   async findClientAndToken(clientId: string, digest: string | null): Promise<ClientAndToken> {
     return this.run(() => {
       const kept = digest === null ? undefined : this.tokens.get(digest);
       if (kept !== undefined) {
         const version = this.st.dataVersion.get() as number;
-        if (version === this.keptVersion) return { client: this.clientAt(clientId, version), token: { ...kept } };
+        if (version === this.keptVersion) return { client: this.clientAt(clientId, version), token: kept };
       }
       const row = this.st.versionAndToken.get(digest) as unknown[];
       const client = this.clientAt(clientId, row[0] as number);
       const token = tokenFromRow(row, 1);
-      // A kept row is handed out as a copy: the caller may change it.
       if (token === null || Date.now() - this.forgotAt < KEEP_AFTER_QUIET_MS || !this.readRecently(token.digest)) return { client, token };
       this.keep(token);
-      return { client, token: { ...token } };
+      return { client, token };
     });
   }
 
@@ -261,7 +260,8 @@ export class SqliteStore implements TokenStore {
       if (one === undefined) this.shared.set(value, value);
       else (token as unknown as Record<string, string>)[field] = one;
     }
-    this.tokens.set(token.digest, token);
+    // Frozen: it is handed out to every later reader, none of whom may change it for the others.
+    this.tokens.set(token.digest, Object.freeze(token));
   }
 
   /**
