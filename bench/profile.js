@@ -11,7 +11,7 @@
  * The profile is kept in bench/results/<kind>.cpuprofile (open it in Chrome DevTools or
  * speedscope).
  */
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -27,10 +27,50 @@ const kind = positionals[0] ?? 'introspect';
 const log = (/** @type {string} */ s) => process.stdout.write(s + '\n');
 
 /**
- * Self time per function and per package from a .cpuprofile.
+ * Where each module starts in the CLI bundle (dist/cli/main.cjs), from the `// <path>` comment
+ * esbuild writes before each: [first line (0-based), path], in order.
+ * @returns {[number, string][]}
+ */
+function bundleModules() {
+  const bundle = join(ROOT, 'dist/cli/main.cjs');
+  if (!existsSync(bundle)) return [];
+  /** @type {[number, string][]} */
+  const starts = [];
+  readFileSync(bundle, 'utf8')
+    .split('\n')
+    .forEach((text, i) => {
+      const m = /^\/\/ ((?:node_modules|dist)\/\S+)$/.exec(text);
+      if (m) starts.push([i, /** @type {string} */ (m[1])]);
+    });
+  return starts;
+}
+
+/**
+ * The module of the bundle that holds `line` (0-based), or null.
+ * @param {[number, string][]} starts @param {number} line
+ */
+function moduleAt(starts, line) {
+  let lo = 0;
+  let hi = starts.length - 1;
+  let found = null;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const [start, path] = /** @type {[number, string]} */ (starts[mid]);
+    if (start <= line) {
+      found = path;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found;
+}
+
+/**
+ * Self time per function and per package from a .cpuprofile. Functions of the CLI bundle are
+ * named by the module they come from (dist/… or node_modules/…).
  * @param {string} file
  */
 function summarize(file) {
+  const starts = bundleModules();
   /** @type {{ nodes: { id: number, callFrame: { functionName: string, url: string, lineNumber: number } }[], samples: number[], timeDeltas: number[] }} */
   const p = JSON.parse(readFileSync(file, 'utf8'));
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
@@ -44,11 +84,12 @@ function summarize(file) {
     const cf = byId.get(id)?.callFrame;
     if (!cf || cf.functionName === '(idle)') return;
     total += dt;
-    const where = cf.url.replace(/^file:\/\//, '').replace(ROOT, '');
+    const url = cf.url.replace(/^file:\/\//, '').replace(ROOT, '');
+    const where = url === 'dist/cli/main.cjs' ? (moduleAt(starts, cf.lineNumber) ?? url) : url;
     const key = `${cf.functionName || '(anonymous)'}  ${where ? `${where}:${cf.lineNumber + 1}` : ''}`;
     fn.set(key, (fn.get(key) ?? 0) + dt);
     const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(where);
-    const group = m ? m[1] : where.startsWith('dist/cli/chunks/') ? `tokenctl ${where.split('/')[3].replace(/-[A-Z0-9]+\.js.*$/, '')} (bundle)` : where.startsWith('dist/') ? `tokenctl ${where.split('/')[1]}` : where.startsWith('node:') ? 'node core' : cf.functionName.startsWith('(') ? cf.functionName : 'native/other';
+    const group = m ? m[1] : where.startsWith('dist/') ? `tokenctl ${where.split('/')[1]}` : where.startsWith('node:') ? 'node core' : cf.functionName.startsWith('(') ? cf.functionName : 'native/other';
     pkg.set(/** @type {string} */ (group), (pkg.get(/** @type {string} */ (group)) ?? 0) + dt);
   });
   const top = (/** @type {Map<string, number>} */ m, /** @type {number} */ n) =>
