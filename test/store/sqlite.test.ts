@@ -377,7 +377,7 @@ describe('SqliteStore group commit', () => {
     const grants = Array.from({ length: 4 }, () => makeGrant({ clientId: 'client-1', username: 'ann' }));
     await store.insertTokens(grants.flatMap((g) => [g.refresh, g.access]));
     const st = (store as unknown as { st: Record<string, Database.Statement> }).st;
-    const lookups = vi.spyOn(st.versionAndToken!, 'get');
+    const lookups = vi.spyOn(st.byDigest!, 'get');
     // Rows are kept only once the store has been quiet for a while (no commit): let time pass.
     const realNow = Date.now.bind(Date);
     let later = 0;
@@ -432,6 +432,31 @@ describe('SqliteStore group commit', () => {
       expect(await keptRead(d)).toEqual({ ...d, revokedAt: T0 + 2 * MINUTE });
       await other.deleteClient('client-1');
       expect(await find(d)).toBeNull();
+    } finally {
+      vi.restoreAllMocks();
+      await other.close();
+    }
+  });
+
+  it('token reads made in one turn share one read transaction, which sees what others committed before', async () => {
+    const grants = Array.from({ length: 20 }, () => makeGrant({ clientId: 'client-1' }));
+    await store.insertTokens(grants.flatMap((g) => [g.refresh, g.access]));
+    const st = (store as unknown as { st: Record<string, Database.Statement> }).st;
+    const versions = vi.spyOn(st.dataVersion!, 'get');
+    const other = await SqliteStore.open(path.join(dir, 'tokens.db'));
+    try {
+      await other.revokeToken(grants[7]!.access.jti, T0 + MINUTE);
+      await other.updateClientSecret('client-1', 'hash-rotated', T0 + MINUTE);
+      const answers = await Promise.all(grants.map((g) => store.findClientAndToken('client-1', g.access.digest)));
+      expect(versions).toHaveBeenCalledTimes(1); // one transaction for the twenty
+      expect(answers.map((a) => a.token?.jti)).toEqual(grants.map((g) => g.access.jti));
+      expect(answers.every((a) => a.client?.secretHash === 'hash-rotated')).toBe(true);
+      expect(answers.map((a) => a.token?.revokedAt ?? null)).toEqual(grants.map((_, i) => (i === 7 ? T0 + MINUTE : null)));
+      // A read queued before close() is answered, not dropped.
+      const last = store.findClientAndToken('client-1', grants[0]!.access.digest);
+      await store.close();
+      expect((await last).token?.jti).toBe(grants[0]!.access.jti);
+      await expect(store.findClientAndToken('client-1', null)).rejects.toThrow(/closed/);
     } finally {
       vi.restoreAllMocks();
       await other.close();

@@ -93,6 +93,10 @@ export class SqliteStore implements TokenStore {
   private readonly revokeTx: Database.Transaction<(jti: string, at: number, cascade: boolean, audit: AuditEntry | undefined) => boolean>;
   private readonly mintTx: Database.Transaction<(access: TokenRecord, refreshJti: string) => MintOutcome>;
   private readonly statsTx: Database.Transaction<(now: number, clientId?: string) => StoreStats>;
+  private readonly readTx: Database.Transaction<(batch: PendingRead[]) => ClientAndToken[]>;
+  /** findClientAndToken calls waiting for the next read batch. */
+  private readQueue: PendingRead[] = [];
+  private readScheduled = false;
   private readonly rotateTx: Database.Transaction<(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string) => RotateOutcome>;
   /** Every write goes through here: writes that arrive together share one commit. */
   private readonly writes: GroupCommit;
@@ -138,6 +142,10 @@ export class SqliteStore implements TokenStore {
       }
       for (const t of issued) this.st.insertToken.run(t);
       return 'rotated';
+    });
+    this.readTx = db.transaction((batch: PendingRead[]) => {
+      const version = this.st.dataVersion.get() as number; // the first read: the snapshot starts here
+      return batch.map(({ clientId, digest }) => this.findInSnapshot(clientId, digest, version));
     });
     // A read transaction, so that the counts describe one moment even while others write.
     this.statsTx = db.transaction((now: number, clientId?: string) => {
@@ -223,29 +231,59 @@ export class SqliteStore implements TokenStore {
   }
 
   /**
-   * The request path of all three endpoints. Token rows are kept like client rows, and on the
-   * same condition: a kept row is handed out only after `PRAGMA data_version` (one read
-   * transaction, without touching the token B-trees) shows that nobody has committed since it
-   * was read, so it is exactly what a read would return now; a revocation committed by any
-   * process before this call is seen. Otherwise one statement, so one read transaction:
-   * data_version (as a table-valued function) beside the token row. Tokens not found are not
-   * kept (a flood of made-up tokens cannot fill the map); kept rows are frozen.
+   * The request path of all three endpoints, batched: the calls made during one turn of the event
+   * loop are answered together, in the check phase that follows (setImmediate), in ONE read
+   * transaction. Every request of the batch was read from its socket before that transaction
+   * starts, so each answer still reflects every commit made before its request arrived (a
+   * revocation or a rotated secret, by any process), as a read per request did; one transaction
+   * for the batch saves the file-lock system calls of one per request.
+   *
+   * Token rows are kept like client rows, and on the same condition: a kept row is handed out
+   * only while `PRAGMA data_version`, read first in that transaction, shows that nobody has
+   * committed since it was read, so it is exactly what a read would return now; every write of
+   * this connection forgets them too. Tokens not found are not kept (a flood of made-up tokens
+   * cannot fill the map); kept rows are frozen. A failure of the transaction rejects every call
+   * of its batch.
    */
-  async findClientAndToken(clientId: string, digest: string | null): Promise<ClientAndToken> {
-    return this.run(() => {
-      const kept = digest === null ? undefined : this.tokens.get(digest);
-      if (kept !== undefined) {
-        const version = this.st.dataVersion.get() as number;
-        if (version === this.keptVersion) return { client: this.clientAt(clientId, version), token: kept };
+  findClientAndToken(clientId: string, digest: string | null): Promise<ClientAndToken> {
+    if (this.closed) return Promise.reject(new Error(`the store ${this.location} is closed`));
+    return new Promise<ClientAndToken>((resolve, reject) => {
+      this.readQueue.push({ clientId, digest, resolve, reject });
+      if (!this.readScheduled) {
+        this.readScheduled = true;
+        setImmediate(() => this.flushReads());
       }
-      const row = this.st.versionAndToken.get(digest) as unknown[];
-      const client = this.clientAt(clientId, row[0] as number);
-      const token = tokenFromRow(row, 1);
-      if (token === null || Date.now() - this.forgotAt < KEEP_AFTER_QUIET_MS || !this.readRecently(token.digest)) return { client, token };
-      this.keep(token);
-      return { client, token };
     });
   }
+
+  /** Answers the queued findClientAndToken calls in one read transaction (see findClientAndToken). */
+  private flushReads(): void {
+    const batch = this.readQueue;
+    this.readQueue = [];
+    this.readScheduled = false;
+    if (batch.length === 0) return;
+    let answers: ClientAndToken[];
+    try {
+      answers = this.readTx.deferred(batch);
+    } catch (error) {
+      const mapped = mapError(error, this.location);
+      for (const r of batch) r.reject(mapped);
+      return;
+    }
+    answers.forEach((answer, i) => batch[i]!.resolve(answer));
+  }
+
+  /** One queued read, inside readTx (`version`: data_version of its snapshot). */
+  private findInSnapshot(clientId: string, digest: string | null, version: number): ClientAndToken {
+    const client = this.clientAt(clientId, version); // forgets kept rows if version moved on
+    if (digest === null) return { client, token: null };
+    const kept = this.tokens.get(digest);
+    if (kept !== undefined) return { client, token: kept };
+    const token = tokenFromRow(this.st.byDigest.get(digest) as unknown[] | undefined);
+    if (token !== null && Date.now() - this.forgotAt >= KEEP_AFTER_QUIET_MS && this.readRecently(token.digest)) this.keep(token);
+    return { client, token };
+  }
+
 
   /**
    * Keeps a token row (the oldest kept is forgotten when full). The values many tokens share
@@ -420,6 +458,7 @@ export class SqliteStore implements TokenStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.writes.flush(); // acknowledge nothing that is not committed
+    this.flushReads();
     this.closed = true;
     this.db.close();
   }
@@ -446,6 +485,13 @@ export class SqliteStore implements TokenStore {
       throw mapError(error, this.location);
     }
   }
+}
+
+interface PendingRead {
+  clientId: string;
+  digest: string | null;
+  resolve: (answer: ClientAndToken) => void;
+  reject: (error: unknown) => void;
 }
 
 function mapError(error: unknown, location: string): unknown {

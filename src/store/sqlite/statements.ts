@@ -98,8 +98,6 @@ export function prepareStatements(db: Database.Database) {
     scanFirst: p(`SELECT ${TOKEN_COLUMNS} FROM tokens ORDER BY jti LIMIT ?`).raw(true),
     scanAfter: p(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE jti > ? ORDER BY jti LIMIT ?`).raw(true),
     byJtis: p(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE jti IN (SELECT value FROM json_each(?))`).raw(true),
-    // findClientAndToken: data_version and the token in one statement (one read transaction).
-    versionAndToken: p(`SELECT d.data_version, ${TOKEN_COLUMNS} FROM pragma_data_version() AS d LEFT JOIN tokens ON digest = ?`).raw(true),
     // Changes whenever another connection commits (https://sqlite.org/pragma.html#pragma_data_version).
     dataVersion: p('PRAGMA data_version').pluck(true),
     revokeOne: p('UPDATE tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL'),
