@@ -284,7 +284,6 @@ export class SqliteStore implements TokenStore {
     return { client, token };
   }
 
-
   /**
    * Keeps a token row (the oldest kept is forgotten when full). The values many tokens share
    * (type, client, user, scope, audience, …) are kept once each: ~690 → ~450 bytes a row.
@@ -326,7 +325,7 @@ export class SqliteStore implements TokenStore {
     return false;
   }
 
-  /** Forgets the kept rows when `version` (data_version read in the current statement) moved on. */
+  /** Forgets the kept rows when `version` (data_version read in the current transaction) moved on. */
   private syncKept(version: number): void {
     if (version !== this.keptVersion) {
       this.clients.clear();
@@ -342,7 +341,7 @@ export class SqliteStore implements TokenStore {
     this.forgotAt = Date.now();
   }
 
-  /** The client row as of `version` (data_version read in the current statement). */
+  /** The client row as of `version` (data_version read in the current transaction). */
   private clientAt(id: string, version: number): ClientRecord | null {
     this.syncKept(version);
     let client = this.clients.get(id);
