@@ -34,30 +34,27 @@ export function selectorKind(selector: BulkSelector): SelectorKind {
 
 export type Statement = Database.Statement<unknown[], unknown>;
 
-/**
- * A row of the raw token statements (columns in TOKEN_COLUMNS' order, from index `at`) as a
- * record; null for no row, or for the all-null columns of a LEFT JOIN that found none.
- */
-export function tokenFromRow(row: unknown[] | undefined, at = 0): TokenRecord | null {
-  if (row === undefined || row[at] === null) return null;
+/** A row of the raw token statements (columns in TOKEN_COLUMNS' order) as a record; null for no row. */
+export function tokenFromRow(row: unknown[] | undefined): TokenRecord | null {
+  if (row === undefined) return null;
   return {
-    jti: row[at] as string,
-    digest: row[at + 1] as string,
-    type: row[at + 2] as TokenType,
-    grantId: row[at + 3] as string,
-    clientId: row[at + 4] as string,
-    username: row[at + 5] as string,
-    sub: row[at + 6] as string,
-    scope: row[at + 7] as string,
-    audience: row[at + 8] as string,
-    orgId: row[at + 9] as string,
-    node: row[at + 10] as string,
-    issuedAt: row[at + 11] as number,
-    notBefore: row[at + 12] as number,
-    expiresAt: row[at + 13] as number,
-    revokedAt: row[at + 14] as number | null,
-    replacedAt: row[at + 15] as number | null,
-    replacedBy: row[at + 16] as string | null,
+    jti: row[0] as string,
+    digest: row[1] as string,
+    type: row[2] as TokenType,
+    grantId: row[3] as string,
+    clientId: row[4] as string,
+    username: row[5] as string,
+    sub: row[6] as string,
+    scope: row[7] as string,
+    audience: row[8] as string,
+    orgId: row[9] as string,
+    node: row[10] as string,
+    issuedAt: row[11] as number,
+    notBefore: row[12] as number,
+    expiresAt: row[13] as number,
+    revokedAt: row[14] as number | null,
+    replacedAt: row[15] as number | null,
+    replacedBy: row[16] as string | null,
   };
 }
 
