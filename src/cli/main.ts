@@ -12,6 +12,12 @@ import { RootPlugin } from './root-plugin.js';
 
 export { COMMANDS };
 
+/** A worker process of `serve --workers N` (bin/worker.js); the server's code loads only then. */
+export async function startWorkerProcess(): Promise<void> {
+  const { startWorkerProcess: start } = await import('../serve/worker.js');
+  start();
+}
+
 /**
  * Runs tokenctl for `process.argv` (bin/run.js). `root` is the package directory, as a file URL.
  *

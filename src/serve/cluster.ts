@@ -4,12 +4,17 @@ import { fileURLToPath } from 'node:url';
 import { CliError, EXIT } from '../cli/errors.js';
 import type { WorkerCommand, WorkerReport, WorkerSettings } from './worker.js';
 
-/** dist/serve/worker.js, seen from this module in dist/serve/ or from the CLI bundle (dist/cli/main.cjs). */
+/**
+ * bin/worker.js, which runs a worker from the same CLI bundle as the primary (and its code cache).
+ * Two directories up from this module wherever it runs: the bundle (dist/cli/), dist/serve/, src/serve/.
+ */
 function workerEntry(): string {
-  const candidates = ['./worker.js', '../serve/worker.js'].map((candidate) => fileURLToPath(new URL(candidate, import.meta.url)));
-  const found = candidates.find((file) => existsSync(file));
-  if (found === undefined) throw new CliError(`cannot start workers: their module is missing (looked for ${candidates.join(', ')}); rebuild tokenctl (npm run build)`, EXIT.failure);
-  return found;
+  const entry = fileURLToPath(new URL('../../bin/worker.js', import.meta.url));
+  const bundle = fileURLToPath(new URL('../../dist/cli/main.cjs', import.meta.url));
+  for (const file of [entry, bundle]) {
+    if (!existsSync(file)) throw new CliError(`cannot start workers: ${file} is missing; rebuild tokenctl (npm run build)`, EXIT.failure);
+  }
+  return entry;
 }
 
 export interface Workers {

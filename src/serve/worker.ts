@@ -73,14 +73,19 @@ function report(message: WorkerReport): void {
   process.send?.(message);
 }
 
-const onSettings = (message: WorkerSettings): void => {
-  if (message?.type !== 'settings') return;
-  process.off('message', onSettings);
-  runWorker(message).catch((err: unknown) => {
-    report({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
-    process.exit(1);
-  });
-};
-process.on('message', onSettings);
-// Only now: a message sent before this module ran would have found no listener.
-report({ type: 'ready' });
+/**
+ * The body of a worker process (bin/worker.js): waits for the primary's settings, then runs.
+ * Reports `ready` only once it listens for them: a message sent earlier would find no listener.
+ */
+export function startWorkerProcess(): void {
+  const onSettings = (message: WorkerSettings): void => {
+    if (message?.type !== 'settings') return;
+    process.off('message', onSettings);
+    runWorker(message).catch((err: unknown) => {
+      report({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
+      process.exit(1);
+    });
+  };
+  process.on('message', onSettings);
+  report({ type: 'ready' });
+}
