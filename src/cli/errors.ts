@@ -37,6 +37,7 @@ export interface RenderedError {
 const INVALID_TOKEN_TEXT: Record<engine.InvalidTokenReason, string> = {
   expired: 'the refresh token has expired: the user must log in again',
   revoked: 'the refresh token has been revoked',
+  replaced: 'the refresh token was replaced by a concurrent refresh (rotation): use the refresh token that refresh returned',
   unknown: 'the refresh token is not recognised (unknown here, not a refresh token, or issued to another client)',
 };
 

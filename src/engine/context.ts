@@ -18,7 +18,16 @@ export interface EngineConfig {
   rotateRefreshTokens: boolean;
   /** Contract/issue `--refresh-grace`: 0 to 60 s. */
   refreshGraceMs: number;
+  /**
+   * Rotation: a replaced refresh token presented at most this long (ms) after its replacement was
+   * made is a lost race (refused, nothing revoked), not reuse. It allows for the clock skew between
+   * nodes and for a request that waited in a busy server (contract 3, issue "A revocation is final").
+   */
+  rotationRaceWindowMs: number;
 }
+
+/** Default {@link EngineConfig.rotationRaceWindowMs}: 2 s. */
+export const ROTATION_RACE_WINDOW_MS = 2_000;
 
 /** What every engine operation works with. */
 export interface EngineContext {

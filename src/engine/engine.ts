@@ -5,20 +5,22 @@ import type { PresentedCredentials } from './client-auth.js';
 import * as clients from './clients.js';
 import { systemClock, type Clock } from './clock.js';
 import { presentedDigest } from './tokens.js';
-import { clientView, DAY_MS, HOUR_MS, MAX_REFRESH_GRACE_MS, type EngineConfig, type EngineContext } from './context.js';
+import { clientView, DAY_MS, HOUR_MS, MAX_REFRESH_GRACE_MS, ROTATION_RACE_WINDOW_MS, type EngineConfig, type EngineContext } from './context.js';
 import { InvalidInputError } from './errors.js';
 import { inspect, introspect, introspectionOf } from './introspect.js';
 import { issueTokens, type IssueInput } from './issue.js';
 import { countPurgeable, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
 import { refresh, refreshAsOperator, type RefreshInput } from './refresh.js';
 import type { ClientView, Inspection, IntrospectionResult, Revocation, RevocationResult, TokenResponse, TokenView } from './results.js';
-import { countBulk, revokeAsClient, revokeAsOperator, revokeBulk, revokeFound, type RevokeInput } from './revoke.js';
+import { countBulk, revokeAsClient, revokeAsOperator, revokeBulk, revokeFound, type BulkOptions, type BulkRevocation, type RevokeInput } from './revoke.js';
 
 /** A client authenticated together with the token it presented, and that token's record (null: none). */
 export interface Authenticated {
   client: ClientRecord;
   token: string;
   record: TokenRecord | null;
+  /** When the request was taken up, before its token was read (a lost rotation race is told by it). */
+  presentedAt: number;
 }
 
 export interface EngineOptions extends Partial<EngineConfig> {
@@ -46,9 +48,13 @@ export class Engine {
       refreshTtlMs: options.refreshTtlMs ?? 30 * DAY_MS,
       rotateRefreshTokens: options.rotateRefreshTokens ?? false,
       refreshGraceMs: options.refreshGraceMs ?? 0,
+      rotationRaceWindowMs: options.rotationRaceWindowMs ?? ROTATION_RACE_WINDOW_MS,
     };
     if (config.refreshGraceMs < 0 || config.refreshGraceMs > MAX_REFRESH_GRACE_MS) {
       throw new InvalidInputError('the refresh grace period must be between 0s and 60s');
+    }
+    if (config.rotationRaceWindowMs < 0 || config.rotationRaceWindowMs > MAX_REFRESH_GRACE_MS) {
+      throw new InvalidInputError('the rotation race window must be between 0s and 60s');
     }
     if (config.accessTtlMs < 1000 || config.refreshTtlMs < 1000) throw new InvalidInputError('token lifetimes must be at least 1s');
     this.store = options.store;
@@ -96,12 +102,18 @@ export class Engine {
    * {@link revokeAuthenticated} or {@link refreshAuthenticated}.
    */
   async authenticateWithToken(credentials: PresentedCredentials, token: string): Promise<Authenticated> {
+    const presentedAt = this.ctx.clock.now();
     const { client, token: record } = await this.authenticator.authenticateAndFind(credentials, presentedDigest(token));
-    return { client, token, record };
+    return { client, token, record, presentedAt };
   }
-  /** Spec 4.3 by the authenticated client. */
+  /**
+   * Spec 4.3 by the authenticated client. A confidential client may introspect any token (a
+   * resource server checks tokens issued to others); a public client, which proves nothing but
+   * its id, only its own: any other token is inactive to it (contract 3, revised 2026-11).
+   */
   introspectAuthenticated(a: Authenticated): IntrospectionResult {
-    return introspectionOf(this.ctx, a.record, this.ctx.clock.now());
+    const visible = a.client.secretHash !== null || a.record?.clientId === a.client.id;
+    return introspectionOf(this.ctx, visible ? a.record : null, this.ctx.clock.now());
   }
   /** Spec 4.2 by the authenticated client: the spec 2.2 record, and the jti it acted on. */
   revokeAuthenticated(a: Authenticated): Promise<Revocation> {
@@ -109,7 +121,7 @@ export class Engine {
   }
   /** Spec 4.1 by the authenticated client, `a.token` being the refresh token. */
   refreshAuthenticated(a: Authenticated, scope?: string): Promise<TokenResponse> {
-    return refresh(this.ctx, { client: a.client, refreshToken: a.token, scope }, a.record);
+    return refresh(this.ctx, { client: a.client, refreshToken: a.token, scope }, a.record, a.presentedAt);
   }
 
   // ---- the lifecycle --------------------------------------------------------------------------
@@ -136,8 +148,9 @@ export class Engine {
   countBulk(selector: BulkSelector): Promise<number> {
     return countBulk(this.ctx, selector);
   }
-  revokeBulk(selector: BulkSelector, actor: string): Promise<{ revoked: number; elapsed_ms: number }> {
-    return revokeBulk(this.ctx, selector, actor);
+  /** Every active token the selector names, in batches; `signal` stops it at a batch boundary. */
+  revokeBulk(selector: BulkSelector, actor: string, options?: BulkOptions): Promise<BulkRevocation> {
+    return revokeBulk(this.ctx, selector, actor, options);
   }
   /** Spec 4.3. */
   introspect(token: string): Promise<IntrospectionResult> {

@@ -50,7 +50,7 @@ export class InvalidClientError extends TokenctlError {
   }
 }
 
-export type InvalidTokenReason = 'expired' | 'revoked' | 'unknown';
+export type InvalidTokenReason = 'expired' | 'revoked' | 'replaced' | 'unknown';
 
 /**
  * A refresh token cannot be used (spec 7.1; contract 3). Only the expired case carries the token
@@ -71,6 +71,8 @@ export class InvalidTokenError extends TokenctlError {
         return `The refresh token is invalid because it has expired: ${token}`;
       case 'revoked':
         return 'The refresh token is invalid because it has been revoked';
+      case 'replaced':
+        return 'The refresh token is invalid because a concurrent refresh replaced it: use the refresh token that refresh returned';
       case 'unknown':
         return 'The refresh token is invalid: it is not recognised';
     }
@@ -95,4 +97,19 @@ export class InvalidInputError extends TokenctlError {
 /** The service cannot answer now: store unreachable, or too much password hashing queued. */
 export class ServiceUnavailableError extends TokenctlError {
   readonly code = 'temporarily_unavailable';
+}
+
+/**
+ * A bulk revocation failed part way (the store went away, or stayed busy past the retry budget):
+ * `revoked` tokens were revoked, in committed batches, before it did. Run it again to finish.
+ */
+export class PartialBulkRevocationError extends TokenctlError {
+  readonly code = 'partially_revoked';
+  constructor(
+    readonly revoked: number,
+    what: string,
+    cause: unknown,
+  ) {
+    super(`the bulk revocation of ${what} failed after ${revoked} token(s) were revoked; run it again to revoke the rest`, { cause });
+  }
 }

@@ -4,7 +4,6 @@ import { splitScope, toSeconds, type EngineContext } from './context.js';
 import { InvalidInputError, InvalidScopeError } from './errors.js';
 import type { TokenResponse } from './results.js';
 import { digestToken, generateToken, newJti } from './tokens.js';
-import { randomUUID } from 'node:crypto';
 
 export interface IssueInput {
   clientId: string;
@@ -123,7 +122,7 @@ export async function issueTokens(ctx: EngineContext, input: IssueInput): Promis
     if (ms !== undefined && ms < 1000) throw new InvalidInputError(`the ${what} token lifetime must be at least 1s`);
   }
   const now = ctx.clock.now();
-  const grantId = randomUUID();
+  const grantId = newJti();
   const common = { client, grantId, username, sub: input.sub ?? username, scope };
   const refresh = mint(ctx, { ...common, type: 'refresh_token', ttlMs: input.refreshTtlMs ?? refreshTtl(ctx, client) }, now);
   const access = mint(ctx, { ...common, type: 'access_token', ttlMs: input.accessTtlMs ?? accessTtl(ctx, client) }, now);

@@ -1,5 +1,4 @@
 import type { ClientRecord, TokenRecord } from '../store/store.js';
-import { audit } from './audit.js';
 import { findPresentedToken, type EngineContext } from './context.js';
 import { InvalidTokenError, NotFoundError } from './errors.js';
 import { accessTtl, mint, narrowScope, refreshTtl, tokenResponse, type Minted } from './issue.js';
@@ -20,25 +19,34 @@ export interface RefreshInput {
  * - Revoked: `invalid_token`, "revoked".
  * - Expired: `invalid_token` with spec 7.1's description (the token is echoed, as 7.1 says).
  * - Without rotation the refresh token stays as issued and is returned again (spec part 3).
- * - With rotation a new refresh token replaces it; a replaced token presented again is reuse
- *   and revokes the whole grant (RFC 9700 §4.14.2), except for the immediately previous token
- *   within the grace period, when its replacement has not been used yet.
+ * - With rotation a new refresh token replaces it. A replaced token presented again is, in turn:
+ *   a lost race, when the presentation arrived before the replacement was made (within the
+ *   rotation race window, which allows for clock skew between nodes): refused, nothing revoked;
+ *   the grace period (the immediately previous token, whose replacement is unused); or reuse,
+ *   which revokes the whole grant (RFC 9700 §4.14.2).
+ *
+ * `presentedAt`: when the request arrived (before its token was read); now, when not given.
  */
-export async function refresh(ctx: EngineContext, input: RefreshInput, found?: TokenRecord | null): Promise<TokenResponse> {
+export async function refresh(ctx: EngineContext, input: RefreshInput, found?: TokenRecord | null, presentedAt?: number): Promise<TokenResponse> {
   const { client, refreshToken } = input;
+  const presented = presentedAt ?? ctx.clock.now();
   // `found`: the presented token's record, read already (with the client, in one store read).
   const token = found !== undefined ? found : await findPresentedToken(ctx, refreshToken);
   const now = ctx.clock.now();
   if (!token || token.type !== 'refresh_token' || token.clientId !== client.id) {
     throw new InvalidTokenError('unknown', refreshToken);
   }
-  if (token.revokedAt !== null) throw new InvalidTokenError('revoked', refreshToken);
+  // Superseded by a grace-period re-use: revoked and replaced in one step (the same instant). Any
+  // other revoked token is just revoked, replaced before or not.
+  const superseded = token.replacedAt !== null && token.revokedAt === token.replacedAt;
+  if (token.revokedAt !== null && !superseded) throw new InvalidTokenError('revoked', refreshToken);
   if (token.expiresAt <= now) throw new InvalidTokenError('expired', refreshToken);
   if (token.notBefore > now) throw new InvalidTokenError('unknown', refreshToken);
   const scope = narrowScope(input.scope, token.scope, false);
+  const revokeJti = token.replacedAt === null ? undefined : await replacedPresented(ctx, client, token, superseded, refreshToken, presented, now);
   const access = mintAccess(ctx, client, token, scope, now);
 
-  if (!ctx.config.rotateRefreshTokens && token.replacedAt === null) {
+  if (!ctx.config.rotateRefreshTokens && revokeJti === undefined) {
     // The refresh token was read before: the store inserts only if it is still current (a
     // revocation of the grant committed in between would otherwise miss the new token).
     const outcome = await ctx.store.insertMintedAccess(access.record, token.jti);
@@ -46,16 +54,6 @@ export async function refresh(ctx: EngineContext, input: RefreshInput, found?: T
     return tokenResponse(ctx, access, refreshToken, client);
   }
 
-  let revokeJti: string | undefined;
-  if (token.replacedAt !== null) {
-    revokeJti = await graceReplacement(ctx, token, now);
-    if (revokeJti === undefined) {
-      // Reuse of a replaced refresh token: somebody holds a copy. End the whole grant.
-      const revoked = await ctx.store.revokeGrant(token.grantId, now);
-      await audit(ctx, client.id, 'token.reuse_detected', `grant:${token.grantId} client:${client.id}`, revoked, `replaced refresh_token ${token.jti} presented again; grant revoked`);
-      throw new InvalidTokenError('revoked', refreshToken);
-    }
-  }
   const next = mint(
     ctx,
     { type: 'refresh_token', client, grantId: token.grantId, username: token.username, sub: token.sub, scope: token.scope, ttlMs: refreshTtl(ctx, client) },
@@ -63,10 +61,51 @@ export async function refresh(ctx: EngineContext, input: RefreshInput, found?: T
   );
   // The grant's lifetime does not grow by rotating: the new refresh token ends when the old one would.
   next.record.expiresAt = Math.min(next.record.expiresAt, token.expiresAt);
-  const outcome = await ctx.store.rotateRefreshToken(token.jti, [next.record, access.record], now, revokeJti);
-  // Lost the race to a concurrent refresh of the same token: not reuse, just too late.
-  if (outcome === 'conflict') throw new InvalidTokenError('revoked', refreshToken);
+  // The instant of the replacement is taken as late as possible, just before it is written, so
+  // that it is close to its commit: presentations that arrive before it are a lost race.
+  const outcome = await ctx.store.rotateRefreshToken(token.jti, [next.record, access.record], Math.max(now, ctx.clock.now()), revokeJti);
+  if (outcome === 'conflict') {
+    // Lost the race to a concurrent refresh of the same token (not reuse, just too late), or to
+    // a revocation of its grant: read again, so that the answer says which.
+    const now = await ctx.store.findTokenByJti(token.jti);
+    throw new InvalidTokenError(now === null || now.revokedAt !== null ? 'revoked' : 'replaced', refreshToken);
+  }
   return tokenResponse(ctx, access, next.token, client);
+}
+
+/**
+ * A replaced refresh token was presented: returns the jti of its replacement to supersede when
+ * the grace period applies; throws `invalid_token` for a lost race (nothing revoked) and for
+ * reuse (after revoking the whole grant).
+ */
+async function replacedPresented(
+  ctx: EngineContext,
+  client: ClientRecord,
+  token: TokenRecord,
+  superseded: boolean,
+  refreshToken: string,
+  presented: number,
+  now: number,
+): Promise<string> {
+  // Arrived before (or at) the replacement, allowing for clock skew: a concurrent refresh won.
+  // Never for a token superseded by a grace-period re-use: the other branch of the grant is
+  // presenting it, and that is reuse whenever it happens.
+  if (!superseded && presented <= token.replacedAt! + ctx.config.rotationRaceWindowMs) {
+    throw new InvalidTokenError('replaced', refreshToken);
+  }
+  const grace = superseded ? undefined : await graceReplacement(ctx, token, now);
+  if (grace !== undefined) return grace;
+  // Reuse of a replaced refresh token: somebody holds a copy. End the whole grant; its audit line
+  // goes in the same transaction.
+  await ctx.store.revokeGrant(token.grantId, now, {
+    at: now,
+    actor: client.id,
+    action: 'token.reuse_detected',
+    target: `grant:${token.grantId} client:${client.id}`,
+    count: 0,
+    detail: `replaced refresh_token ${token.jti} presented again; grant revoked`,
+  });
+  throw new InvalidTokenError('revoked', refreshToken);
 }
 
 /**

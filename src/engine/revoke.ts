@@ -1,7 +1,7 @@
 import { tokenState, type BulkSelector, type ClientRecord, type TokenRecord } from '../store/store.js';
 import { audit } from './audit.js';
 import { findPresentedToken, type EngineContext } from './context.js';
-import { InvalidInputError, NotFoundError } from './errors.js';
+import { InvalidInputError, NotFoundError, PartialBulkRevocationError } from './errors.js';
 import type { Revocation, RevocationResult } from './results.js';
 import { isWellFormedToken } from './tokens.js';
 
@@ -50,10 +50,17 @@ export async function revokeAsOperator(ctx: EngineContext, token: string, actor:
 async function revokeRecord(ctx: EngineContext, token: TokenRecord, actor: string): Promise<Revocation> {
   const now = ctx.clock.now();
   const state = tokenState(token, now);
-  if (state === 'revoked') return alreadyRevoked(token);
   if (state === 'expired') return INVALID;
   // The audit line is written in the revocation's own transaction: one durable commit, not two.
   const trail = { at: now, actor, action: 'token.revoke', target: `${token.jti} client:${token.clientId}`, count: 1, detail: token.type };
+  if (token.type === 'refresh_token' && token.replacedAt !== null) {
+    // Replaced by rotation (or superseded in a grace period): the answer is token_already_revoked,
+    // but its grant ends all the same (contract 3, revised 2026-11): whoever
+    // still presents a replaced refresh token, the session is compromised. Harmless when done.
+    await ctx.store.revokeGrant(token.grantId, now, { ...trail, action: 'token.revoke_grant', target: `${token.jti} grant:${token.grantId} client:${token.clientId}` });
+    return alreadyRevoked(token);
+  }
+  if (state === 'revoked') return alreadyRevoked(token);
   const changed = await ctx.store.revokeToken(token.jti, now, token.type === 'refresh_token', trail);
   if (!changed) {
     // Revoked concurrently between our read and our write: the other request won (RFC 7009).
@@ -94,11 +101,51 @@ async function checkSelector(ctx: EngineContext, selector: BulkSelector): Promis
   }
 }
 
-/** Revokes every active token the selector names, atomically. */
-export async function revokeBulk(ctx: EngineContext, selector: BulkSelector, actor: string): Promise<{ revoked: number; elapsed_ms: number }> {
+/** Tokens (SQLite, memory) or grants (PostgreSQL) per batch: each batch is one short transaction. */
+export const BULK_BATCH = 5_000;
+
+export interface BulkOptions {
+  /** Stops at the next batch boundary once aborted (Ctrl-C): what was done stays done, and is said. */
+  signal?: AbortSignal;
+}
+
+export interface BulkRevocation {
+  revoked: number;
+  elapsed_ms: number;
+  /** True when `signal` stopped it before the end: some of what the selector names may be active. */
+  interrupted: boolean;
+}
+
+/**
+ * Revokes every active token the selector names, a batch at a time (each batch atomic, with its
+ * audit line in its own transaction), until the store says nothing is left; a revocation of a
+ * user or a client is then final (contract 3): tokens minted from their grants between two
+ * batches are revoked by a later one, and none can be minted once it has returned. A failure part
+ * way says exactly how many were revoked before it ({@link PartialBulkRevocationError}).
+ */
+export async function revokeBulk(ctx: EngineContext, selector: BulkSelector, actor: string, options: BulkOptions = {}): Promise<BulkRevocation> {
   await checkSelector(ctx, selector);
   const started = Date.now();
-  const revoked = await ctx.store.revokeBulk(selector, ctx.clock.now());
-  await audit(ctx, actor, 'token.revoke_bulk', selectorTarget(selector), revoked, describeSelector(selector));
-  return { revoked, elapsed_ms: Date.now() - started };
+  const target = selectorTarget(selector);
+  let revoked = 0;
+  let interrupted = false;
+  for (let more = true; more; ) {
+    if (options.signal?.aborted) {
+      interrupted = true;
+      break;
+    }
+    const at = ctx.clock.now();
+    try {
+      const batch = await ctx.store.revokeBulk(selector, at, BULK_BATCH, { at, actor, action: 'token.revoke_bulk', target, count: 0, detail: describeSelector(selector) });
+      revoked += batch.revoked;
+      more = batch.more;
+    } catch (error) {
+      if (revoked === 0) throw error;
+      throw new PartialBulkRevocationError(revoked, describeSelector(selector), error);
+    }
+  }
+  // Nothing to revoke is worth a line too: the operator asked, and the trail says so.
+  if (revoked === 0) await audit(ctx, actor, 'token.revoke_bulk', target, 0, describeSelector(selector) + (interrupted ? ' (interrupted)' : ''));
+  else if (interrupted) await audit(ctx, actor, 'token.revoke_bulk_interrupted', target, revoked, `${describeSelector(selector)}: interrupted after ${revoked} revoked`);
+  return { revoked, elapsed_ms: Date.now() - started, interrupted };
 }

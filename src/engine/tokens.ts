@@ -1,5 +1,5 @@
 import * as crypto from 'node:crypto';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomFillSync } from 'node:crypto';
 import type { TokenType } from '../store/store.js';
 
 /**
@@ -45,8 +45,26 @@ export function tokenTypeOf(token: string): TokenType | null {
   return token.startsWith(TOKEN_PREFIX.access_token) ? 'access_token' : 'refresh_token';
 }
 
-export function newJti(): string {
-  return randomUUID();
+/** Random bytes drawn from the CSPRNG in blocks, as randomUUID does: one system call per 512 ids. */
+const POOL = Buffer.alloc(16 * 512);
+let poolOffset = POOL.length;
+
+/**
+ * A new token or grant id: a UUID version 7 (RFC 9562 §5.7): 48 bits of Unix milliseconds, then
+ * 74 random bits. Time-ordered (contract 2, revised 2026-11), so that new tokens append to the
+ * jti index instead of dirtying a random page of it on every insert; still unguessable and unique.
+ */
+export function newJti(now: number = Date.now()): string {
+  if (poolOffset === POOL.length) {
+    randomFillSync(POOL);
+    poolOffset = 0;
+  }
+  const b = POOL.subarray(poolOffset, (poolOffset += 16));
+  b.writeUIntBE(now, 0, 6);
+  b[6] = (b[6]! & 0x0f) | 0x70; // version 7
+  b[8] = (b[8]! & 0x3f) | 0x80; // variant 10
+  const hex = b.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 /** The digest to look a presented string up by, or null for a string that is no token of ours. */

@@ -45,7 +45,7 @@ export interface ClientRecord {
 
 /** One issued token. The token string itself is never stored, only its digest. */
 export interface TokenRecord {
-  /** Unique token ID, UUID v4 (spec 2.1 / 2.3 `jti`). */
+  /** Unique token ID in UUID form, v7 (time-ordered) since 2026-11, v4 before (spec 2.1 / 2.3 `jti`). */
   jti: string;
   /** base64url SHA-256 digest of the token string. */
   digest: string;
@@ -138,6 +138,14 @@ export interface ClientAndToken {
   token: TokenRecord | null;
 }
 
+/** Outcome of one {@link TokenStore.revokeBulk} batch. */
+export interface BulkBatch {
+  /** Tokens this batch revoked. */
+  revoked: number;
+  /** Whether there may be more to revoke: call again. */
+  more: boolean;
+}
+
 /** Outcome of {@link TokenStore.rotateRefreshToken}. */
 export type RotateOutcome =
   /** The old token was current and is now replaced by the new one. */
@@ -199,14 +207,14 @@ export interface TokenStore {
   scanTokens(afterJti: string | null, limit: number): Promise<TokenRecord[]>;
   /** The tokens with these jtis, in no particular order; unknown jtis are left out. */
   findTokensByJti(jtis: readonly string[]): Promise<TokenRecord[]>;
-  /** Counts exactly the tokens {@link revokeBulk} would revoke at `now`. */
+  /** Counts exactly the tokens {@link revokeBulk}, repeated to the end, would revoke at `now`. */
   countRevocable(selector: BulkSelector, now: number): Promise<number>;
 
   /**
    * Revokes one token if it is not revoked yet. Returns true if this call revoked it
    * (RFC 7009 §2.2: the first revocation wins, later ones are no-ops). With `cascadeGrant`, and
-   * only if this call revoked it, every not-yet-revoked token of its grant is revoked in the
-   * same transaction (RFC 7009 §2.1: revoking a refresh token ends its access tokens).
+   * only if this call revoked it, the whole grant is revoked in the same transaction, exactly as
+   * {@link revokeGrant} does (RFC 7009 §2.1: revoking a refresh token ends its access tokens).
    * With `audit`, and only if this call revoked it, the entry is appended in the same
    * transaction too: one durable commit for the revocation and its trail.
    */
@@ -215,35 +223,53 @@ export interface TokenStore {
   /**
    * Inserts `access`, an access token minted from the refresh token `refreshJti` on the strength
    * of an earlier read, unless that refresh token has stopped being current since (revoked,
-   * replaced, or deleted with its client): then no new token is left active, and the answer says
-   * why. A revocation of the grant never misses the new token: one that committed before this
-   * call is seen by it, one that commits after it revokes the new token with the grant.
+   * replaced, its grant revoked, or deleted with its client): then nothing is inserted, and the
+   * answer says why. Serialised with {@link revokeGrant} on the grant (contract 3, "a revocation
+   * is final"): a grant revocation that committed first is seen here; one that commits after
+   * this insert revokes the new token with the grant. Concurrent mints of one grant do not wait
+   * for each other.
    */
   insertMintedAccess(access: TokenRecord, refreshJti: string): Promise<MintOutcome>;
 
-  /** Revokes every not-yet-revoked token of a grant, atomically. Returns how many. */
-  revokeGrant(grantId: string, at: number): Promise<number>;
+  /**
+   * Revokes a grant, atomically: every not-yet-revoked token of it, and the grant itself, so that
+   * no token can be minted from it once this has returned, by any process or node. A mint or
+   * rotation of the grant that committed before this call is revoked by it; one that has not
+   * committed yet is refused. Revoking a grant twice is harmless. With `audit`, the entry is
+   * appended in the same transaction when any token changed, its `count` set to how many.
+   * Returns how many tokens changed.
+   */
+  revokeGrant(grantId: string, at: number, audit?: AuditEntry): Promise<number>;
 
   /**
-   * Revokes, in one atomic step, every not-yet-revoked, not-yet-expired token that the selector
-   * names or that belongs to the grant of a refresh token it names (revoking a refresh token ends
-   * its access tokens). A replaced refresh token that is not yet revoked counts as revocable.
-   * Tokens already expired are left as they are. Returns how many tokens changed.
+   * One batch of a bulk revocation, as one atomic step that holds the store briefly: revokes
+   * the live (not yet revoked, not yet expired at `at`) tokens the selector names, and whole
+   * grants as {@link revokeGrant} does (a user's or a client's grants; for a `jti`, the token, or
+   * its grant when it is a refresh token), at most about `limit` of them in this call. A replaced
+   * refresh token that is not yet revoked counts as revocable; tokens already expired are left as
+   * they are. With `audit`, the entry is appended in the same transaction when any token changed,
+   * its `count` set to how many.
+   *
+   * The caller repeats while `more` is true. Once a call answers `more: false`, every grant the
+   * selector named when that call ran is revoked, and so stays (see revokeGrant): tokens minted
+   * between two batches are revoked by a later one.
    */
-  revokeBulk(selector: BulkSelector, at: number): Promise<number>;
+  revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry): Promise<BulkBatch>;
 
   /**
    * Refresh token rotation (contract 3, RFC 9700 §4.14.2), as one atomic conditional update:
    * marks `oldJti` replaced by `issued`'s refresh token and inserts `issued`, but only if
-   * `oldJti` is still unreplaced and unrevoked. Of concurrent calls for one token, exactly one
-   * sees `rotated`; the others write nothing and see `conflict`.
+   * `oldJti` is still unreplaced and unrevoked, and its grant unrevoked (serialised with
+   * {@link revokeGrant} as {@link insertMintedAccess} is). Of concurrent calls for one token,
+   * exactly one sees `rotated`; the others write nothing and see `conflict`.
    *
    * With `revokeJti` (the grace-period re-use of the immediately previous refresh token), the
    * refresh token it names (the replacement whose response the client lost) must still be
-   * current; it is revoked in the same step, together with the access tokens issued with it (its
-   * grant's access tokens issued at the same instant, unless `oldJti` was issued at that instant
-   * too: whoever received that lost response holds them), and `oldJti` (already replaced) is pointed at the new token instead. Without it,
-   * `oldJti` must be unreplaced.
+   * current; in the same step it is superseded (revoked, and marked replaced by the new refresh
+   * token, so that presenting it again is reuse), together with the access tokens issued with it
+   * (its grant's access tokens issued at the same instant, unless `oldJti` was issued at that
+   * instant too: whoever received that lost response holds them), and `oldJti` (already replaced)
+   * is pointed at the new token instead. Without it, `oldJti` must be unreplaced.
    */
   rotateRefreshToken(
     oldJti: string,

@@ -45,8 +45,8 @@ describe('--url: the CLI against a server', () => {
 
   it('introspect --url prints exactly the server’s 2.3 record; exit 3 when inactive', async () => {
     const [active, human, unknown] = await Promise.all([
-      store.run(remote(['introspect', tokens.access_token, '--json'], pub)),
-      store.run(remote(['introspect', tokens.access_token], pub)),
+      store.run(remote(['introspect', tokens.access_token, '--json'])),
+      store.run(remote(['introspect', tokens.access_token])),
       store.run(remote(['introspect', 'tca_' + 'Q'.repeat(43), '--json'], pub)),
     ]);
     expect(active.code, active.stderr).toBe(0);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NotFoundError } from '../../src/engine/errors.js';
+import { NotFoundError, PartialBulkRevocationError } from '../../src/engine/errors.js';
 import { addClient, DAY, HOUR, issueFor, makeEngine, mustRecordOf } from '../helpers/engine.js';
 
 /** Contract 3: revocation decisions beyond the spec's table. */
@@ -190,5 +190,86 @@ describe('bulk revocation', () => {
     expect(await engine.countBulk({ username: 'carol' })).toBe(0);
     expect((await engine.revokeBulk({ username: 'carol' }, 'cli:op')).revoked).toBe(0);
     expect((await engine.countBulk({ username: 'alice' }))).toBe(5);
+  });
+});
+
+describe('revocations that end a rotated grant (contract 3, revised 2026-11)', () => {
+  async function rotated() {
+    const env = makeEngine({ rotateRefreshTokens: true });
+    const client = await addClient(env.store, { id: 'app' });
+    const rt1 = await issueFor(env.engine, client);
+    const rt2 = await env.engine.refresh({ client, refreshToken: rt1.refresh_token });
+    return { ...env, client, rt1, rt2 };
+  }
+
+  it('revoking a replaced refresh token answers token_already_revoked and still ends the whole grant', async () => {
+    const { engine, client, rt1, rt2 } = await rotated();
+    const { result } = await engine.revoke({ client, token: rt1.refresh_token });
+    expect(result.code).toBe('token_already_revoked');
+    for (const token of [rt2.refresh_token, rt2.access_token, rt1.access_token]) expect(await engine.introspect(token)).toEqual({ active: false });
+    const [entry] = await engine.audit({});
+    expect(entry).toMatchObject({ action: 'token.revoke_grant', count: 4 }); // RT1 (replaced, not yet revoked), RT2 and both access tokens
+  });
+
+  it('the operator revoking a replaced refresh token from the CLI ends the grant too', async () => {
+    const { engine, rt1, rt2 } = await rotated();
+    expect((await engine.revokeAsOperator(rt1.refresh_token, 'cli:op')).code).toBe('token_already_revoked');
+    expect(await engine.introspect(rt2.refresh_token)).toEqual({ active: false });
+  });
+
+  it('revoking a plainly revoked refresh token again writes nothing', async () => {
+    const { engine, client, rt2 } = await rotated();
+    expect((await engine.revoke({ client, token: rt2.refresh_token })).result.code).toBe('token_revoke_success');
+    const before = (await engine.audit({})).length;
+    expect((await engine.revoke({ client, token: rt2.refresh_token })).result.code).toBe('token_already_revoked');
+    expect(await engine.audit({})).toHaveLength(before);
+  });
+});
+
+describe('bulk revocation in batches', () => {
+  async function many(n: number) {
+    const env = makeEngine();
+    const client = await addClient(env.store, { id: 'app' });
+    for (let i = 0; i < n; i++) await issueFor(env.engine, client, { username: 'mass' });
+    return { ...env, client };
+  }
+
+  it('an aborted signal stops it at a batch boundary, and says it was interrupted and how many were revoked', async () => {
+    const { engine } = await many(3);
+    const controller = new AbortController();
+    controller.abort();
+    const result = await engine.revokeBulk({ username: 'mass' }, 'cli:op', { signal: controller.signal });
+    expect(result).toMatchObject({ revoked: 0, interrupted: true });
+    expect(await engine.countBulk({ username: 'mass' })).toBe(6);
+    expect((await engine.audit({}))[0]).toMatchObject({ action: 'token.revoke_bulk', count: 0, detail: expect.stringContaining('interrupted') });
+    expect(await engine.revokeBulk({ username: 'mass' }, 'cli:op')).toMatchObject({ revoked: 6, interrupted: false });
+  });
+
+  it('a store failure after some batches is a PartialBulkRevocationError that says how many were revoked', async () => {
+    const { engine, store } = await many(2);
+    const real = store.revokeBulk.bind(store);
+    let calls = 0;
+    store.revokeBulk = async (selector, at, _limit, audit) => {
+      if (++calls > 1) throw new Error('the disk went away');
+      return real(selector, at, 1, audit); // one token a batch
+    };
+    const error = await engine.revokeBulk({ username: 'mass' }, 'cli:op').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PartialBulkRevocationError);
+    expect(error).toMatchObject({ revoked: 1, message: expect.stringMatching(/after 1 token\(s\) were revoked/) });
+  });
+});
+
+describe('introspection by a public client (contract 3, revised 2026-11)', () => {
+  it('a public client sees its own tokens; any other token is inactive to it, while a confidential client sees every token', async () => {
+    const { engine, store } = makeEngine();
+    const pub = await addClient(store, { id: 'mobile', secretHash: null });
+    const rs = await addClient(store, { id: 'resource-server', secretHash: 'scrypt-hash-not-checked-here' });
+    const own = await issueFor(engine, pub);
+    const others = await issueFor(engine, rs);
+    const asPublic = async (token: string) => engine.introspectAuthenticated({ client: pub, token, record: await mustRecordOf(store, token), presentedAt: 0 });
+    const asConfidential = async (token: string) => engine.introspectAuthenticated({ client: rs, token, record: await mustRecordOf(store, token), presentedAt: 0 });
+    expect(await asPublic(own.access_token)).toMatchObject({ active: true, client_id: 'mobile' });
+    expect(await asPublic(others.access_token)).toStrictEqual({ active: false });
+    expect(await asConfidential(own.access_token)).toMatchObject({ active: true, client_id: 'mobile' });
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ROTATION_RACE_WINDOW_MS } from '../../src/engine/context.js';
 import { InvalidTokenError } from '../../src/engine/errors.js';
 import type { Engine } from '../../src/engine/engine.js';
 import type { ClientRecord } from '../../src/store/store.js';
@@ -10,6 +11,13 @@ async function reason(engine: Engine, client: ClientRecord, refreshToken: string
   return (error as InvalidTokenError).reason;
 }
 
+async function setupWith(options: { rotationRaceWindowMs: number }) {
+  const env = makeEngine({ rotateRefreshTokens: true, ...options });
+  const client = await addClient(env.store);
+  const issued = await issueFor(env.engine, client);
+  return { ...env, client, issued };
+}
+
 async function setup(options: { refreshGraceMs?: number; rotate?: boolean } = {}) {
   const env = makeEngine({ rotateRefreshTokens: options.rotate ?? true, refreshGraceMs: options.refreshGraceMs ?? 0 });
   const client = await addClient(env.store);
@@ -17,7 +25,42 @@ async function setup(options: { refreshGraceMs?: number; rotate?: boolean } = {}
   return { ...env, client, issued };
 }
 
+/** Just past the rotation race window: a replaced token presented then is reuse, not a lost race. */
+const PAST_WINDOW = ROTATION_RACE_WINDOW_MS + 1;
+
 describe('refresh token rotation (contract 3, RFC 9700 §4.14.2)', () => {
+  it('a replaced token presented within the race window is a lost race: refused as replaced, nothing revoked, nothing audited', async () => {
+    const { engine, clock, client, issued } = await setup();
+    const winner = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    clock.advance(ROTATION_RACE_WINDOW_MS); // the window's last millisecond: clocks of other nodes may run ahead
+    expect(await reason(engine, client, issued.refresh_token)).toBe('replaced');
+    expect(await engine.introspect(winner.refresh_token)).toMatchObject({ active: true });
+    expect(await engine.introspect(winner.access_token)).toMatchObject({ active: true });
+    expect(await engine.audit({})).toEqual([]);
+    clock.advance(1);
+    expect(await reason(engine, client, issued.refresh_token)).toBe('revoked');
+    expect(await engine.introspect(winner.refresh_token)).toEqual({ active: false });
+  });
+
+  it('the window is measured from the arrival of the request, so a request that waited in a busy server is still a lost race', async () => {
+    const { engine, clock, client, issued } = await setup();
+    const arrived = clock.now();
+    await engine.refresh({ client, refreshToken: issued.refresh_token });
+    clock.advance(10 * ROTATION_RACE_WINDOW_MS);
+    // Read only now, long after it arrived (as an endpoint hands the engine what it read).
+    const record = await mustRecordOf(engine.store, issued.refresh_token);
+    const error = await engine.refreshAuthenticated({ client, token: issued.refresh_token, record, presentedAt: arrived }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ reason: 'replaced' });
+  });
+
+  it('the window can be narrowed (rotationRaceWindowMs), and is at most 60 s', async () => {
+    const { engine, clock, client, issued } = await setupWith({ rotationRaceWindowMs: 0 });
+    await engine.refresh({ client, refreshToken: issued.refresh_token });
+    clock.advance(1);
+    expect(await reason(engine, client, issued.refresh_token)).toBe('revoked');
+    expect(() => makeEngine({ rotationRaceWindowMs: 60_001 })).toThrow(/race window/);
+  });
+
   it('each refresh returns a new refresh token; the old one is no longer active', async () => {
     const { engine, client, issued } = await setup();
     const first = await engine.refresh({ client, refreshToken: issued.refresh_token });
@@ -40,9 +83,10 @@ describe('refresh token rotation (contract 3, RFC 9700 §4.14.2)', () => {
     expect((await mustRecordOf(store, issued.refresh_token)).replacedBy).toBe(record.jti);
   });
 
-  it('a replaced token presented again is reuse: refused, and the whole grant is revoked', async () => {
-    const { engine, client, issued } = await setup();
+  it('a replaced token presented again after the race window is reuse: refused, and the whole grant is revoked', async () => {
+    const { engine, clock, client, issued } = await setup();
     const first = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    clock.advance(PAST_WINDOW);
     const otherGrant = await issueFor(engine, client);
     expect(await reason(engine, client, issued.refresh_token)).toBe('revoked');
     for (const token of [first.refresh_token, first.access_token, issued.access_token]) {
@@ -53,9 +97,10 @@ describe('refresh token rotation (contract 3, RFC 9700 §4.14.2)', () => {
   });
 
   it('reuse detection is audited', async () => {
-    const { engine, store, client, issued } = await setup();
+    const { engine, store, clock, client, issued } = await setup();
     const { grantId } = await mustRecordOf(store, issued.refresh_token);
     await engine.refresh({ client, refreshToken: issued.refresh_token });
+    clock.advance(PAST_WINDOW);
     await reason(engine, client, issued.refresh_token);
     const [entry] = await engine.audit({});
     expect(entry).toMatchObject({ actor: client.id, action: 'token.reuse_detected', target: `grant:${grantId} client:${client.id}`, count: 4 }); // both refresh tokens and both access tokens
@@ -75,7 +120,7 @@ describe('refresh token rotation (contract 3, RFC 9700 §4.14.2)', () => {
     const outcomes = await Promise.all(Array.from({ length: 5 }, () => settle(engine.refresh({ client, refreshToken: issued.refresh_token }))));
     const winners = outcomes.flatMap((o) => (o.ok ? [o.value] : []));
     expect(winners).toHaveLength(1);
-    for (const o of outcomes) if (!o.ok) expect(o.error).toMatchObject({ code: 'invalid_token', reason: 'revoked' });
+    for (const o of outcomes) if (!o.ok) expect(o.error).toMatchObject({ code: 'invalid_token', reason: 'replaced' });
     const winner = winners[0]!;
     expect(await engine.introspect(winner.access_token)).toMatchObject({ active: true });
     expect(await engine.introspect(winner.refresh_token)).toMatchObject({ active: true });
@@ -96,6 +141,7 @@ describe('refresh token rotation (contract 3, RFC 9700 §4.14.2)', () => {
   it('tokens replaced while rotation was on are still reuse after it is turned off', async () => {
     const { engine, store, clock, client, issued } = await setup();
     const next = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    clock.advance(PAST_WINDOW);
     const { engine: plain } = makeEngine({ store, clock, rotateRefreshTokens: false });
     expect(await reason(plain, client, issued.refresh_token)).toBe('revoked');
     expect(await plain.introspect(next.refresh_token)).toEqual({ active: false });
@@ -118,15 +164,40 @@ describe('refresh grace period (refreshGraceMs)', () => {
     expect(await engine.introspect(issued.access_token)).toMatchObject({ active: true });
     expect(await engine.introspect(retry.refresh_token)).toMatchObject({ active: true });
     expect(await engine.introspect(retry.access_token)).toMatchObject({ active: true });
-    expect(await reason(engine, client, lost.refresh_token)).toBe('revoked');
-    // The lost replacement was revoked, not replaced: presenting it is no reuse, the grant lives.
     await expect(engine.refresh({ client, refreshToken: retry.refresh_token })).resolves.toMatchObject({ token_type: 'bearer' });
+  });
+
+  it('the lost replacement, presented again, is reuse: the grant ends, whichever branch holds it (issue 19 item 3)', async () => {
+    const { engine, clock, client, issued } = await setup({ refreshGraceMs: GRACE });
+    // The client refreshes RT1 to RT2; an attacker with a copy of RT1 replays it within the grace.
+    const client2 = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    clock.advance(PAST_WINDOW);
+    const attacker = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    clock.advance(SECOND);
+    // The client's RT2 is no plain 401: it is reuse, and the attacker's branch dies with the grant.
+    expect(await reason(engine, client, client2.refresh_token)).toBe('revoked');
+    for (const token of [attacker.refresh_token, attacker.access_token, client2.access_token]) {
+      expect(await engine.introspect(token)).toEqual({ active: false });
+    }
+    const [entry] = await engine.audit({});
+    expect(entry).toMatchObject({ action: 'token.reuse_detected' });
+    expect(await reason(engine, client, attacker.refresh_token)).toBe('revoked');
+  });
+
+  it('a presentation within the race window is a lost race even with a grace: the winner keeps its tokens', async () => {
+    const { engine, clock, client, issued } = await setup({ refreshGraceMs: GRACE });
+    const winner = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    clock.advance(ROTATION_RACE_WINDOW_MS);
+    expect(await reason(engine, client, issued.refresh_token)).toBe('replaced');
+    expect(await engine.introspect(winner.refresh_token)).toMatchObject({ active: true });
+    expect(await engine.introspect(winner.access_token)).toMatchObject({ active: true });
   });
 
   it('after the grace the previous token is reuse: the grant is revoked', async () => {
     const { engine, clock, client, issued } = await setup({ refreshGraceMs: GRACE });
     const next = await engine.refresh({ client, refreshToken: issued.refresh_token });
     clock.advance(GRACE + 1);
+    expect(GRACE + 1).toBeGreaterThan(ROTATION_RACE_WINDOW_MS);
     expect(await reason(engine, client, issued.refresh_token)).toBe('revoked');
     expect(await engine.introspect(next.refresh_token)).toEqual({ active: false });
     expect(await engine.introspect(next.access_token)).toEqual({ active: false });
@@ -137,14 +208,15 @@ describe('refresh grace period (refreshGraceMs)', () => {
     const first = await engine.refresh({ client, refreshToken: issued.refresh_token });
     clock.advance(SECOND);
     const second = await engine.refresh({ client, refreshToken: first.refresh_token });
-    clock.advance(SECOND);
+    clock.advance(PAST_WINDOW);
     expect(await reason(engine, client, issued.refresh_token)).toBe('revoked');
     expect(await engine.introspect(second.refresh_token)).toEqual({ active: false });
   });
 
-  it('without a grace (the default) the previous token is reuse at once', async () => {
-    const { engine, client, issued } = await setup();
+  it('without a grace (the default) the previous token is reuse as soon as the race window is over', async () => {
+    const { engine, clock, client, issued } = await setup();
     const next = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    clock.advance(PAST_WINDOW);
     expect(await reason(engine, client, issued.refresh_token)).toBe('revoked');
     expect(await engine.introspect(next.refresh_token)).toEqual({ active: false });
   });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/engine.js';
+import { ROTATION_RACE_WINDOW_MS } from '../../src/engine/context.js';
 import { InvalidTokenError } from '../../src/engine/errors.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
@@ -43,8 +44,9 @@ interface ModelToken {
   grant: number;
   expiresAt: number;
   revoked: boolean;
-  /** Replaced by rotation: no longer active, and presenting it again is reuse. */
+  /** Replaced by rotation: no longer active; presenting it again is a lost race, then reuse. */
   replaced: boolean;
+  replacedAt?: number;
   jti?: string;
 }
 
@@ -98,10 +100,11 @@ class Run {
 
   private async refresh(t: ModelToken, caller: number): Promise<void> {
     const outcome = await settle(this.engine.refresh({ client: this.clients[caller]!, refreshToken: t.token }));
-    let expected: 'unknown' | 'revoked' | 'expired' | 'ok';
+    let expected: 'unknown' | 'revoked' | 'replaced' | 'expired' | 'ok';
     if (t.type !== 'refresh_token' || caller !== t.client) expected = 'unknown';
     else if (t.revoked) expected = 'revoked';
     else if (t.expiresAt <= this.now()) expected = 'expired';
+    else if (t.replaced && this.now() <= t.replacedAt! + ROTATION_RACE_WINDOW_MS) expected = 'replaced'; // a lost race: nothing revoked
     else if (t.replaced) {
       expected = 'revoked';
       this.revokeGrant(t.grant); // reuse detection
@@ -124,6 +127,7 @@ class Run {
     }
     expect(r.refresh_token).not.toBe(t.token);
     t.replaced = true;
+    t.replacedAt = now;
     const expiresAt = Math.min(now + REFRESH_TTL, t.expiresAt);
     this.tokens.push({ token: r.refresh_token, type: 'refresh_token', client: t.client, grant: t.grant, expiresAt, revoked: false, replaced: false });
   }
@@ -132,7 +136,11 @@ class Run {
     const { result } = await this.engine.revoke({ client: this.clients[caller]!, token: t.token });
     let expected: string;
     if (caller !== t.client) expected = 'token_invalid';
-    else if (t.revoked || t.replaced) expected = 'token_already_revoked';
+    else if (t.revoked || t.replaced) {
+      expected = 'token_already_revoked';
+      // A replaced refresh token: its revocation ends the grant all the same (contract 3, revised 2026-11).
+      if (t.replaced && t.type === 'refresh_token') this.revokeGrant(t.grant);
+    }
     else if (t.expiresAt <= this.now()) expected = 'token_invalid';
     else {
       expected = 'token_revoke_success';

@@ -68,13 +68,15 @@ export interface GrantSeries {
 }
 
 /**
- * Inserts `grants` refresh/access pairs in one INSERT ... SELECT over generate_series: a
+ * Inserts `grants` refresh/access pairs (and their grant rows) in one statement over generate_series: a
  * hundred thousand tokens in one round trip, independently of the store's own insert path.
  */
 export async function insertGrantSeries(url: string, schema: string, s: GrantSeries): Promise<number> {
   return withPg(url, schema, async (db) => {
     const result = await db.query(
-      `INSERT INTO tokens (jti, digest, type, grant_id, client_id, username, sub, scope, audience, org_id, node,
+      `WITH g AS (INSERT INTO grants (grant_id, client_id, username, created_at)
+          SELECT $1 || 'grant-' || i, $2, $3, $4::bigint FROM generate_series(1, $5::int) AS i)
+        INSERT INTO tokens (jti, digest, type, grant_id, client_id, username, sub, scope, audience, org_id, node,
           issued_at, not_before, expires_at, revoked_at, replaced_at, replaced_by)
         SELECT $1 || kind || '-' || i, 'digest-' || $1 || kind || '-' || i, kind || '_token', $1 || 'grant-' || i, $2, $3, $3,
           'read', 'https://api.example.test', 'org-1', 'node-1', $4::bigint, $4::bigint, $4::bigint + 86400000, NULL, NULL, NULL

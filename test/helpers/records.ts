@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { ClientRecord, TokenRecord } from '../../src/store/store.js';
+import type { BulkSelector, ClientRecord, TokenRecord, TokenStore } from '../../src/store/store.js';
 
 /** A fixed "now" for store tests: stores take times as arguments and never read a clock. */
 export const T0 = 1_700_000_000_000;
@@ -59,4 +59,15 @@ export function makeGrant(overrides: Omit<Partial<TokenRecord>, 'jti' | 'digest'
     refresh: makeToken({ ...overrides, grantId, type: 'refresh_token' }),
     access: makeToken({ ...overrides, grantId, type: 'access_token' }),
   };
+}
+
+/** A whole bulk revocation on a store: its batches until it says there is no more; the tokens revoked. */
+export async function revokeAllBulk(store: TokenStore, selector: BulkSelector, at: number, limit = 5_000): Promise<number> {
+  let revoked = 0;
+  for (let more = true; more; ) {
+    const batch = await store.revokeBulk(selector, at, limit);
+    revoked += batch.revoked;
+    more = batch.more;
+  }
+  return revoked;
 }

@@ -19,7 +19,7 @@ export const SECOND = 1000;
 export const HOUR = 3_600_000;
 export const DAY = 24 * HOUR;
 export const ISSUER = 'https://issuer.example.test';
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 export interface TestServer {
   app: TokenctlApp;

@@ -69,11 +69,14 @@ describe('curl-shaped requests built from the spec', () => {
     expect(JSON.parse(res.body)).toMatchObject({ active: true, client_id: 'shop', token_type: 'access_token' });
   });
 
-  it('4.3 scenario II: introspection with client_id only', async () => {
-    const issued = await issue(s.engine, confidential);
+  it('4.3 scenario II: introspection with client_id only, of the public client’s own token; another client’s is inactive to it', async () => {
+    const issued = await issue(s.engine, pkce);
     const res = await rawRequest(s.port, curl('/oauth/introspection', [`token=${issued.refresh_token}`, 'token_type_hint=refresh_token', 'client_id=mobile']));
     expect(res.status, res.body).toBe(200);
-    expect(JSON.parse(res.body)).toMatchObject({ active: true, token_type: 'refresh_token' });
+    expect(JSON.parse(res.body)).toMatchObject({ active: true, token_type: 'refresh_token', client_id: 'mobile' });
+    const others = await issue(s.engine, confidential);
+    const theirs = await rawRequest(s.port, curl('/oauth/introspection', [`token=${others.refresh_token}`, 'token_type_hint=refresh_token', 'client_id=mobile']));
+    expect(JSON.parse(theirs.body)).toStrictEqual({ active: false });
   });
 
   it('4.2 scenario I then II: revocation, then the same token again', async () => {

@@ -86,14 +86,14 @@ describe.each([
     ['client_secret_basic', false, basic],
     ['none', true, post],
   ] as const)('introspection with %s: processIntrospectionResponse accepts the 2.3 record', async (_auth, isPublic, auth) => {
-    const c = isPublic ? spa : web;
-    const issued = await issue(s.engine, web);
+    const c = isPublic ? spa : web; // a public client introspects its own tokens only
+    const issued = await issue(s.engine, c);
     const res = await oauth.introspectionRequest(as, asClient(c), auth(c), issued.access_token, {
       ...options,
       additionalParameters: { token_type_hint: 'access_token' },
     });
     const result = await oauth.processIntrospectionResponse(as, asClient(c), res);
-    expect(result).toMatchObject({ active: true, client_id: 'web-app', token_type: 'access_token', iss: s.url, jti: issued.jti, sub: 'alice' });
+    expect(result).toMatchObject({ active: true, client_id: c.id, token_type: 'access_token', iss: s.url, jti: issued.jti, sub: 'alice' });
   });
 
   it.each([

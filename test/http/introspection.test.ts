@@ -79,11 +79,19 @@ describe('POST /oauth/introspection', () => {
       expect((await introspect(resourceServer, issued.access_token)).json).toMatchObject({ active: true, client_id: 'web-app' });
     });
 
-    it('scenario II: a public client without client_secret', async () => {
+    it('scenario II: a public client without client_secret, of its own token', async () => {
+      const issued = await issue(s.engine, spa);
+      const r = await introspect(spa, issued.access_token);
+      expect(r.status, r.text).toBe(200);
+      expect(r.json).toMatchObject({ active: true, client_id: spa.id });
+    });
+
+    it('a public client, which proves nothing but its id, sees any other client’s token as inactive (contract 3, revised 2026-11)', async () => {
       const issued = await issue(s.engine, web);
       const r = await introspect(spa, issued.access_token);
       expect(r.status, r.text).toBe(200);
-      expect(r.json.active).toBe(true);
+      expect(r.json).toStrictEqual({ active: false });
+      expect((await introspect(resourceServer, issued.access_token)).json).toMatchObject({ active: true });
     });
 
     it('RFC 6749 Basic instead of form credentials (contract 3)', async () => {

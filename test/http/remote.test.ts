@@ -52,7 +52,8 @@ describe('remote client over HTTPS with a self-signed certificate', () => {
 
   it('introspect and revoke with form credentials; the hint defaults from the token prefix', async () => {
     const issued = await issue(s.engine, web);
-    expect(await remoteIntrospect(opts(spa), issued.refresh_token)).toMatchObject({ active: true, token_type: 'refresh_token' });
+    expect(await remoteIntrospect(opts(web), issued.refresh_token)).toMatchObject({ active: true, token_type: 'refresh_token' });
+    expect(await remoteIntrospect(opts(spa), issued.refresh_token)).toEqual({ active: false }); // a public client sees only its own
     expect(await remoteRevoke(opts(web), issued.refresh_token)).toMatchObject({ code: 'token_revoke_success' });
     expect(await remoteRevoke(opts(web), issued.refresh_token, 'refresh_token')).toMatchObject({ code: 'token_already_revoked' });
     expect(await remoteIntrospect(opts(web), issued.access_token, 'access_token')).toEqual({ active: false });

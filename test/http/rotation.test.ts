@@ -1,5 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { ROTATION_RACE_WINDOW_MS } from '../../src/engine/context.js';
 import { createClient, formAuth, issue, postForm, SECOND, specBasic, startTestServer, type Client, type TestServer } from '../helpers/server.js';
+
+
 
 /** `serve --rotate-refresh-tokens` and `--refresh-grace` over HTTP (contract 3, RFC 9700 §4.14.2). */
 describe('refresh token rotation over HTTP', () => {
@@ -31,10 +34,11 @@ describe('refresh token rotation over HTTP', () => {
     expect(r2.status).toBe(200);
   });
 
-  it('reuse of a replaced refresh token: 401 invalid_token and the whole grant is revoked', async () => {
+  it('reuse of a replaced refresh token, past the rotation race window: 401 invalid_token and the whole grant is revoked', async () => {
     await start({ rotateRefreshTokens: true });
     const issued = await issue(s!.engine, client);
     const r1 = await refresh(issued.refresh_token);
+    s!.clock.advance(ROTATION_RACE_WINDOW_MS + 1); // past the rotation race window: reuse, not a lost race
     const reuse = await refresh(issued.refresh_token);
     expect(reuse.status).toBe(401);
     expect(reuse.json).toEqual({ error: 'invalid_token', error_description: expect.stringMatching(/revoked/) });
@@ -93,6 +97,7 @@ describe('refresh token rotation over HTTP', () => {
       const gen1 = await refresh(issued.refresh_token);
       const gen2 = await refresh(gen1.json.refresh_token as string);
       expect(gen2.status).toBe(200);
+      s!.clock.advance(ROTATION_RACE_WINDOW_MS + 1); // past the rotation race window: reuse, not a lost race
       const old = await refresh(issued.refresh_token);
       expect(old.status).toBe(401);
       expect(await active(gen2.json.refresh_token as string)).toBe(false);

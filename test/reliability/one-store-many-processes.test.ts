@@ -23,6 +23,9 @@ import { killAllChildren, pinConnections, postOnce, startServe, SystemTimeClock,
 
 const CONF = 'mp-conf';
 const CONF_SECRET = 'mp-conf-password-0123456789';
+/** A resource server: a confidential client no test changes, which may introspect every token. */
+const RS = 'mp-rs';
+const RS_SECRET = 'mp-rs-password-0123456789';
 const DOOMED = 'mp-doomed';
 const DOOMED_SECRET = 'mp-doomed-password-0123456789';
 const PUB = 'mp-pub';
@@ -40,7 +43,8 @@ describe.each([1, 2])('a running server (--workers %i) and CLI processes on one 
     expect(r.code, r.stderr).toBe(0);
     return r.json<Record<string, unknown>>();
   };
-  const introspect = (via: PinnedConnection, token: string, creds: Record<string, string> = { client_id: PUB }) =>
+  // As a resource server (confidential): a public client would see only its own tokens.
+  const introspect = (via: PinnedConnection, token: string, creds: Record<string, string> = { client_id: RS, client_secret: RS_SECRET }) =>
     via.post('/oauth/introspection', { token, token_type_hint: 'access_token', ...creds });
   const refresh = (via: PinnedConnection, token: string, clientId: string, secret?: string) =>
     via.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: token }, { authorization: buildSpecAuthorization(clientId, secret) });
@@ -52,6 +56,7 @@ describe.each([1, 2])('a running server (--workers %i) and CLI processes on one 
     try {
       const engine = new Engine({ store, clock: new SystemTimeClock() });
       await engine.createClient({ id: CONF, name: CONF, secret: CONF_SECRET }, 'cli:test');
+      await engine.createClient({ id: RS, name: RS, secret: RS_SECRET }, 'cli:test');
       await engine.createClient({ id: DOOMED, name: DOOMED, secret: DOOMED_SECRET }, 'cli:test');
       await engine.createClient({ id: PUB, name: PUB, public: true }, 'cli:test');
       await engine.createClient({ id: PUB_DOOMED, name: PUB_DOOMED, public: true }, 'cli:test');

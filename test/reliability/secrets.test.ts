@@ -138,7 +138,7 @@ describe('no token or secret leaks', { timeout: 60_000 }, () => {
 
     // Spec 7.1: an expired refresh token is echoed to the client that sent it, and only there.
     const deadline = Date.now() + 15_000;
-    while ((await post(`${url}/oauth/introspection`, { token: expiring.refresh_token, token_type_hint: 'refresh_token', client_id: pub.client_id })).body?.active !== false) {
+    while ((await post(`${url}/oauth/introspection`, { token: expiring.refresh_token, token_type_hint: 'refresh_token', ...creds })).body?.active !== false) {
       if (Date.now() > deadline) throw new Error('the 1 s refresh token did not expire within 15 s');
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DuplicateClientError, tokenState, type AuditEntry, type ClientRecord, type TokenRecord, type TokenStore } from '../../src/store/store.js';
+import { DuplicateClientError, tokenState, type AuditEntry, type BulkSelector, type ClientRecord, type TokenRecord, type TokenStore } from '../../src/store/store.js';
 import { HOUR, MINUTE, T0, makeClient, makeGrant, makeToken } from '../helpers/records.js';
 
 export type StoreFactory = () => Promise<{ store: TokenStore; cleanup: () => Promise<void> }>;
@@ -36,6 +36,18 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
     };
     const get = async (t: TokenRecord) => store.findTokenByJti(t.jti);
     const revokedAt = async (t: TokenRecord) => (await get(t))?.revokedAt;
+    /** A whole bulk revocation: batches until the store says there is no more; the tokens revoked. */
+    const revokeAll = async (selector: BulkSelector, at: number, limit = 1000, audit?: AuditEntry) => {
+      let revoked = 0;
+      for (let more = true, calls = 0; more; calls++) {
+        if (calls > 100) throw new Error('revokeBulk never said it was done');
+        const batch = await store.revokeBulk(selector, at, limit, audit);
+        revoked += batch.revoked;
+        more = batch.more;
+      }
+      return revoked;
+    };
+    const auditEntry = (target: string): AuditEntry => ({ at: AT, actor: 'cli:op', action: 'token.revoke_bulk', target, count: 0, detail: 'x' });
 
     describe('clients', () => {
       it('stores a client and returns it unchanged', async () => {
@@ -339,13 +351,106 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       });
     });
 
+    describe('a grant revocation is final', () => {
+      it('revokeGrant appends its audit entry, counted, in the same step, and none when nothing changed', async () => {
+        const g = grant();
+        await insert(g.refresh, g.access);
+        const entry: AuditEntry = { at: AT, actor: 'client-1', action: 'token.reuse_detected', target: `grant:${g.refresh.grantId}`, count: 0, detail: 'x' };
+        expect(await store.revokeGrant(g.refresh.grantId, AT, entry)).toBe(2);
+        expect(await store.revokeGrant(g.refresh.grantId, AT + 1, entry)).toBe(0);
+        const trail = await store.listAudit({});
+        expect(trail).toHaveLength(1);
+        expect(trail[0]).toMatchObject({ action: 'token.reuse_detected', count: 2 });
+      });
+
+      it('after revokeGrant, nothing can be minted or rotated from the grant', async () => {
+        const g = grant();
+        await insert(g.refresh);
+        await store.revokeGrant(g.refresh.grantId, AT);
+        expect(await store.insertMintedAccess(g.access, g.refresh.jti)).not.toBe('inserted');
+        const next = tok({ type: 'refresh_token', grantId: g.refresh.grantId });
+        const access = tok({ grantId: g.refresh.grantId });
+        expect(await store.rotateRefreshToken(g.refresh.jti, [next, access], AT + 1)).toBe('conflict');
+        for (const t of [g.access, next, access]) {
+          const stored = await get(t);
+          expect(stored === null || tokenState(stored, AT + 1) !== 'active').toBe(true);
+        }
+      });
+
+      it('revokeGrant revokes a replaced refresh token’s successors too', async () => {
+        const g = grant();
+        await insert(g.refresh, g.access);
+        const next = tok({ type: 'refresh_token', grantId: g.refresh.grantId });
+        const access = tok({ grantId: g.refresh.grantId });
+        expect(await store.rotateRefreshToken(g.refresh.jti, [next, access], AT)).toBe('rotated');
+        expect(await store.revokeGrant(g.refresh.grantId, AT + 1)).toBe(4);
+        for (const t of [g.refresh, g.access, next, access]) expect(await revokedAt(t)).toBe(AT + 1);
+      });
+
+      it('a client deleted leaves nothing to mint from', async () => {
+        const g = grant();
+        await insert(g.refresh);
+        expect(await store.deleteClient('client-1')).toBe(true);
+        expect(await store.insertMintedAccess(g.access, g.refresh.jti)).not.toBe('inserted');
+        const stored = await get(g.access);
+        expect(stored === null || tokenState(stored, AT) !== 'active').toBe(true);
+      });
+    });
+
+    describe('revokeBulk in batches', () => {
+      it('a user in batches of one: several short steps, every live token revoked in the end, one audit line per step that changed something', async () => {
+        const p = await population();
+        const sizes: number[] = [];
+        for (let more = true; more; ) {
+          const batch = await store.revokeBulk({ username: 'alice' }, AT, 1, auditEntry('user:alice'));
+          sizes.push(batch.revoked);
+          more = batch.more;
+          if (sizes.length > 20) throw new Error('never done');
+        }
+        expect(sizes.length).toBeGreaterThanOrEqual(3);
+        expect(Math.max(...sizes)).toBeLessThanOrEqual(2); // one token, or one grant of two
+        expect(sizes.reduce((a, b) => a + b, 0)).toBe(4);
+        for (const t of [p.aliceGrant.refresh, p.aliceGrant.access, p.alice1, p.alice2]) expect(await revokedAt(t)).toBe(AT);
+        expect(await revokedAt(p.bob1)).toBeNull();
+        const trail = await store.listAudit({});
+        expect(trail.every((e) => e.action === 'token.revoke_bulk' && e.count > 0)).toBe(true);
+        expect(trail.reduce((n, e) => n + e.count, 0)).toBe(4);
+      });
+
+      it('a token minted between two batches is revoked by a later one, and none can be minted after the last', async () => {
+        const grants = [grant({ username: 'erin' }), grant({ username: 'erin' }), grant({ username: 'erin' })];
+        await insert(...grants.map((g) => g.refresh));
+        const first = await store.revokeBulk({ username: 'erin' }, AT, 1);
+        expect(first.more).toBe(true);
+        // Between batches: a refresh of whichever grant is still live mints an access token.
+        const outcomes = await Promise.all(grants.map((g) => store.insertMintedAccess(g.access, g.refresh.jti)));
+        expect(outcomes).toContain('inserted');
+        await revokeAll({ username: 'erin' }, AT, 1);
+        for (const g of grants) {
+          for (const t of [g.refresh, g.access]) {
+            const stored = await get(t);
+            expect(stored === null || tokenState(stored, AT) !== 'active').toBe(true);
+          }
+          const late = tok({ grantId: g.refresh.grantId, username: 'erin' });
+          expect(await store.insertMintedAccess(late, g.refresh.jti)).not.toBe('inserted');
+        }
+      });
+
+      it('by jti is one step, whatever the limit', async () => {
+        const g = grant({ username: 'fay' });
+        const second = tok({ username: 'fay', grantId: g.refresh.grantId });
+        await insert(g.refresh, g.access, second);
+        expect(await store.revokeBulk({ jti: g.refresh.jti }, AT, 1)).toEqual({ revoked: 3, more: false });
+      });
+    });
+
     describe('revokeBulk', () => {
       it('by jti revokes one active token, once', async () => {
         const p = await population();
-        expect(await store.revokeBulk({ jti: p.bob1.jti }, AT)).toBe(1);
+        expect(await revokeAll({ jti: p.bob1.jti }, AT)).toBe(1);
         expect(await revokedAt(p.bob1)).toBe(AT);
         expect(await revokedAt(p.alice1)).toBeNull();
-        expect(await store.revokeBulk({ jti: p.bob1.jti }, AT + 1)).toBe(0);
+        expect(await revokeAll({ jti: p.bob1.jti }, AT + 1)).toBe(0);
         expect(await revokedAt(p.bob1)).toBe(AT);
       });
 
@@ -353,33 +458,33 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         const p = await population();
         const access2 = tok({ grantId: p.aliceGrant.refresh.grantId, username: 'alice' });
         await insert(access2);
-        expect(await store.revokeBulk({ jti: p.aliceGrant.refresh.jti }, AT)).toBe(3);
+        expect(await revokeAll({ jti: p.aliceGrant.refresh.jti }, AT)).toBe(3);
         for (const t of [p.aliceGrant.refresh, p.aliceGrant.access, access2]) expect(await revokedAt(t)).toBe(AT);
         expect(await revokedAt(p.alice1)).toBeNull();
       });
 
       it('by jti of an expired or revoked token changes nothing', async () => {
         const p = await population();
-        expect(await store.revokeBulk({ jti: p.expired.jti }, AT)).toBe(0);
-        expect(await store.revokeBulk({ jti: p.revoked.jti }, AT)).toBe(0);
+        expect(await revokeAll({ jti: p.expired.jti }, AT)).toBe(0);
+        expect(await revokeAll({ jti: p.revoked.jti }, AT)).toBe(0);
         expect(await revokedAt(p.expired)).toBeNull();
         expect(await revokedAt(p.revoked)).toBe(T0 + MINUTE);
       });
 
       it('by user revokes the user’s active tokens at every client', async () => {
         const p = await population();
-        expect(await store.revokeBulk({ username: 'alice' }, AT)).toBe(4);
+        expect(await revokeAll({ username: 'alice' }, AT)).toBe(4);
         for (const t of [p.aliceGrant.refresh, p.aliceGrant.access, p.alice1, p.alice2]) expect(await revokedAt(t)).toBe(AT);
         expect(await revokedAt(p.bob1)).toBeNull();
         expect(await revokedAt(p.expired)).toBeNull();
         expect(await revokedAt(p.revoked)).toBe(T0 + MINUTE);
         expect(await store.countRevocable({ username: 'alice' }, AT)).toBe(0);
-        expect(await store.revokeBulk({ username: 'alice' }, AT + 1)).toBe(0);
+        expect(await revokeAll({ username: 'alice' }, AT + 1)).toBe(0);
       });
 
       it('by user and client stays within that client', async () => {
         const p = await population();
-        expect(await store.revokeBulk({ username: 'alice', clientId: 'client-1' }, AT)).toBe(3);
+        expect(await revokeAll({ username: 'alice', clientId: 'client-1' }, AT)).toBe(3);
         expect(await revokedAt(p.alice1)).toBe(AT);
         expect(await revokedAt(p.alice2)).toBeNull();
         expect(await revokedAt(p.bob1)).toBeNull();
@@ -387,7 +492,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
 
       it('by client revokes every user’s active tokens at that client', async () => {
         const p = await population();
-        expect(await store.revokeBulk({ clientId: 'client-1' }, AT)).toBe(4);
+        expect(await revokeAll({ clientId: 'client-1' }, AT)).toBe(4);
         for (const t of [p.aliceGrant.refresh, p.aliceGrant.access, p.alice1, p.bob1]) expect(await revokedAt(t)).toBe(AT);
         expect(await revokedAt(p.alice2)).toBeNull();
       });
@@ -397,7 +502,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         const oldAccess = tok({ username: 'carol', grantId: g.refresh.grantId, expiresAt: T0 + MINUTE });
         await insert(g.refresh, g.access, oldAccess);
         expect(await store.countRevocable({ username: 'carol' }, AT)).toBe(2);
-        expect(await store.revokeBulk({ username: 'carol' }, AT)).toBe(2);
+        expect(await revokeAll({ username: 'carol' }, AT)).toBe(2);
         expect(await revokedAt(oldAccess)).toBeNull();
       });
 
@@ -406,7 +511,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         const second = tok({ username: 'dave', grantId: g.refresh.grantId });
         await insert(g.refresh, g.access, second);
         expect(await store.countRevocable({ jti: g.refresh.jti }, AT)).toBe(3);
-        expect(await store.revokeBulk({ jti: g.refresh.jti }, AT)).toBe(3);
+        expect(await revokeAll({ jti: g.refresh.jti }, AT)).toBe(3);
         expect(await revokedAt(second)).toBe(AT);
         expect(await store.countRevocable({ jti: g.refresh.jti }, AT)).toBe(0);
       });
@@ -485,10 +590,11 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
           expect(await store.rotateRefreshToken(r0.jti, first, AT)).toBe('rotated');
         });
 
-        it('revokes the lost replacement and points the old token at the new one', async () => {
+        it('supersedes the lost replacement (revoked, and replaced by the new token) and points the old token at the new one', async () => {
           const issued = successor(r0, AT + 1);
           expect(await store.rotateRefreshToken(r0.jti, issued, AT + 1, r1.jti)).toBe('rotated');
-          expect(await revokedAt(r1)).toBe(AT + 1);
+          // Replaced too, so that whoever presents it again is seen as reuse, not just refused.
+          expect(await get(r1)).toEqual({ ...r1, revokedAt: AT + 1, replacedAt: AT + 1, replacedBy: issued[0].jti });
           // replacedAt keeps the first replacement, so the grace period cannot be stretched.
           expect(await get(r0)).toEqual({ ...r0, replacedAt: AT, replacedBy: issued[0].jti });
           for (const t of issued) expect(await get(t)).toEqual(t);

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { NotAStoreError, SchemaTooNewError, StoreUnavailableError, type TokenRecord } from '../../src/store/store.js';
-import { HOUR, MINUTE, T0, makeClient, makeGrant, makeToken } from '../helpers/records.js';
+import { HOUR, MINUTE, T0, makeClient, makeGrant, makeToken, revokeAllBulk } from '../helpers/records.js';
 import { describeStoreContract } from './contract.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -271,11 +271,11 @@ describe('SqliteStore on disk', () => {
       await store.close();`;
     const children = ['p1', 'p2', 'p3'].map((who) => runNode(script, { DB: file, WHO: who }));
     let revokedHere = 0;
-    for (let i = 0; i < 100; i++) revokedHere += await main.revokeBulk({ username: 'p1' }, 3);
+    for (let i = 0; i < 100; i++) revokedHere += await revokeAllBulk(main, { username: 'p1' }, 3);
     const results = await Promise.all(children);
     expect(results.map((r) => r.stderr.trim())).toEqual(['', '', '']);
     expect(results.map((r) => r.code)).toEqual([0, 0, 0]);
-    revokedHere += await main.revokeBulk({ username: 'p1' }, 3);
+    revokedHere += await revokeAllBulk(main, { username: 'p1' }, 3);
     expect(revokedHere).toBe(150); // every p1 token revoked exactly once, none missed
     expect(await main.countRevocable({ username: 'p2' }, T0)).toBe(75);
     expect(await main.countRevocable({ username: 'p3' }, T0)).toBe(75);
@@ -317,7 +317,7 @@ describe('SqliteStore on disk', () => {
     const bystanders = Array.from({ length: 1000 }, () => makeToken({ clientId: 'client-1', username: 'other' }));
     await store.insertTokens([...mass, expired, ...bystanders]);
     expect(await store.countRevocable({ username: 'mass' }, T0)).toBe(100_000);
-    expect(await store.revokeBulk({ username: 'mass' }, T0)).toBe(100_000);
+    expect(await revokeAllBulk(store, { username: 'mass' }, T0)).toBe(100_000);
     expect(await store.countRevocable({ username: 'mass' }, T0)).toBe(0);
     expect((await store.findTokenByJti(expired.jti))?.revokedAt).toBeNull();
     expect(await store.countRevocable({ username: 'other' }, T0)).toBe(1000);
@@ -426,7 +426,7 @@ describe('SqliteStore group commit', () => {
       await store.revokeToken(b.jti, T0 + MINUTE);
       expect((await find(b))!.revokedAt).toBe(T0 + MINUTE);
       expect(await keptRead(c)).toEqual(c);
-      await store.revokeBulk({ username: 'ann' }, T0 + 2 * MINUTE);
+      await revokeAllBulk(store, { username: 'ann' }, T0 + 2 * MINUTE);
       expect((await find(c))!.revokedAt).toBe(T0 + 2 * MINUTE);
       // Deleted by another process (its client deleted with its tokens): gone.
       expect(await keptRead(d)).toEqual({ ...d, revokedAt: T0 + 2 * MINUTE });

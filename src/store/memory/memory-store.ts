@@ -4,6 +4,7 @@ import {
   tokenState,
   type AuditEntry,
   type AuditFilter,
+  type BulkBatch,
   type BulkSelector,
   type ClientAndToken,
   type ClientRecord,
@@ -141,16 +142,21 @@ export class MemoryStore implements TokenStore {
     return 'inserted';
   }
 
-  async revokeGrant(grantId: string, at: number): Promise<number> {
+  async revokeGrant(grantId: string, at: number, audit?: AuditEntry): Promise<number> {
     this.check();
-    return this.revokeGrantSync(grantId, at);
+    const n = this.revokeGrantSync(grantId, at);
+    if (n > 0 && audit) this.auditLog.push({ ...audit, count: n, id: this.auditLog.length + 1 });
+    return n;
   }
 
-  async revokeBulk(selector: BulkSelector, at: number): Promise<number> {
+  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry): Promise<BulkBatch> {
     this.check();
-    const victims = this.revocable(selector, at);
+    const revocable = this.revocable(selector, at);
+    // A jti names one token or one grant: done in one step. Users and clients go in batches.
+    const victims = 'jti' in selector ? revocable : revocable.slice(0, Math.max(1, limit));
     for (const t of victims) t.revokedAt = at;
-    return victims.length;
+    if (victims.length > 0 && audit) this.auditLog.push({ ...audit, count: victims.length, id: this.auditLog.length + 1 });
+    return { revoked: victims.length, more: victims.length < revocable.length };
   }
 
   async rotateRefreshToken(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): Promise<RotateOutcome> {
@@ -163,7 +169,10 @@ export class MemoryStore implements TokenStore {
     } else {
       const lost = this.tokens.get(revokeJti);
       if (old.replacedBy !== revokeJti || !lost || lost.revokedAt !== null || lost.replacedAt !== null) return 'conflict';
+      // Superseded: revoked, and replaced by the new token, so that presenting it again is reuse.
       lost.revokedAt = at;
+      lost.replacedAt = at;
+      lost.replacedBy = newRefresh?.jti ?? null;
       for (const t of this.tokens.values()) {
         const lostResponse = t.grantId === lost.grantId && t.type === 'access_token' && t.issuedAt === lost.issuedAt;
         if (lostResponse && t.issuedAt !== old.issuedAt) t.revokedAt ??= at;

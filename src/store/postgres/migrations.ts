@@ -16,7 +16,7 @@ export const META_TABLE = 'tokenctl_meta';
 export const APPLICATION = 'tokenctl';
 
 /** Tables tokenctl creates: finding one of them without {@link META_TABLE} means another application's. */
-const OWN_TABLES = ['migrations', 'clients', 'tokens', 'audit'];
+const OWN_TABLES = ['migrations', 'clients', 'tokens', 'audit', 'grants'];
 
 /**
  * The schema history, the same shape as the SQLite store's. Never edit a migration that has
@@ -99,6 +99,29 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 2,
     name: 'drop the unused audit_target index',
     sql: 'DROP INDEX IF EXISTS audit_target;',
+  },
+  {
+    // One row per grant: the row that minting (FOR SHARE) and revoking (an UPDATE, first) lock, so
+    // that a revocation of a grant, a user or a client is final on every node ("a revocation is
+    // final", contract 3): under READ COMMITTED, a revocation that waited for a mint's lock revokes,
+    // in its next statement, what that mint inserted; a mint that waited for a revocation finds
+    // the grant revoked. Existing grants start unrevoked: their tokens keep their own states.
+    version: 3,
+    name: 'grants: the lock of minting and revoking',
+    sql: `
+      CREATE TABLE grants (
+        grant_id   TEXT PRIMARY KEY,
+        client_id  TEXT NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
+        username   TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        revoked_at BIGINT
+      );
+      INSERT INTO grants (grant_id, client_id, username, created_at)
+        SELECT grant_id, min(client_id), min(username), min(issued_at) FROM tokens GROUP BY grant_id;
+      -- Bulk revocation by user (and user+client) or client, and the foreign key.
+      CREATE INDEX grants_user ON grants (username, client_id);
+      CREATE INDEX grants_client ON grants (client_id);
+    `,
   },
 ];
 

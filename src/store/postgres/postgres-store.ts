@@ -4,6 +4,7 @@ import {
   TOKEN_TYPES,
   type AuditEntry,
   type AuditFilter,
+  type BulkBatch,
   type BulkSelector,
   type ClientAndToken,
   type ClientRecord,
@@ -21,8 +22,15 @@ import { isUniqueViolation, mapPgError, redactUrl } from './errors.js';
 import { META_TABLE, migrate } from './migrations.js';
 import { checkSchemaName, createPool, schemaFromUrl } from './pool.js';
 import {
+  bulkGrantBatch,
   CLIENT_COLUMNS,
+  INSERT_GRANT_TOKENS,
   INSERT_TOKENS,
+  LOCK_LIVE_GRANT_TX,
+  LOCK_REVOKED_GRANT,
+  MINT_ACCESS,
+  REVOKE_GRANTS_LIVE,
+  ROTATE,
   LIST_AUDIT,
   PURGEABLE_SQL,
   PURGE_BATCH,
@@ -121,8 +129,13 @@ export class PostgresStore implements TokenStore {
   }
 
   async deleteClient(id: string): Promise<boolean> {
-    // Its tokens go by ON DELETE CASCADE, in the same statement.
-    return (await this.db.query('DELETE FROM clients WHERE id = $1', [id])).rowCount === 1;
+    return this.db.transaction(async (db) => {
+      // Its grants' locks first, as every grant revocation takes them: a mint under way commits
+      // first (and its token goes with the client), a later one finds the grant gone.
+      await db.query('SELECT 1 FROM grants WHERE client_id = $1 ORDER BY grant_id FOR UPDATE', [id]);
+      // Its grants and tokens go by ON DELETE CASCADE, in the same statement.
+      return (await db.query('DELETE FROM clients WHERE id = $1', [id])).rowCount === 1;
+    });
   }
 
   async updateClientSecret(id: string, secretHash: string, at: number): Promise<boolean> {
@@ -182,75 +195,111 @@ export class PostgresStore implements TokenStore {
   }
 
   async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry): Promise<boolean> {
-    const revokeOne = 'UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL RETURNING grant_id AS "grantId"';
-    if (!cascadeGrant && !audit) return (await this.db.query(revokeOne, [at, jti])).rowCount === 1;
+    if (!cascadeGrant) {
+      // One statement: the conditional update decides who revoked it, and the audit line goes with it.
+      const { rows } = await this.db.query<{ revoked: boolean }>(
+        `WITH r AS (UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL RETURNING 1),
+          a AS (INSERT INTO audit (at, actor, action, target, count, detail) SELECT $3, $4, $5, $6, $7, $8 WHERE $9 AND EXISTS (SELECT 1 FROM r))
+          SELECT EXISTS (SELECT 1 FROM r) AS revoked`,
+        [at, jti, ...auditParams(audit ?? NO_AUDIT), audit !== undefined],
+      );
+      return rows[0]?.revoked === true;
+    }
+    const grantId = (await this.db.query<{ grantId: string }>('SELECT grant_id AS "grantId" FROM tokens WHERE jti = $1', [jti])).rows[0]?.grantId;
+    if (grantId === undefined) return false;
     return this.db.transaction(async (db) => {
+      await db.query(LOCK_REVOKED_GRANT, [at, grantId]); // the grant lock first, as every grant revocation
       // The row lock taken here makes this call the one that revoked it, or not.
-      const revoked = (await db.query<{ grantId: string }>(revokeOne, [at, jti])).rows[0];
-      if (revoked === undefined) return false;
-      if (cascadeGrant) await db.query(REVOKE_GRANT, [at, revoked.grantId]);
+      if ((await db.query(revokeOne, [at, jti])).rowCount !== 1) return new Rollback(false);
+      await db.query(REVOKE_GRANT, [at, grantId]);
       if (audit) await db.query(INSERT_AUDIT, auditParams(audit));
       return true;
     });
   }
 
   async insertMintedAccess(access: TokenRecord, refreshJti: string): Promise<MintOutcome> {
-    // Under READ COMMITTED a concurrent revocation of the grant may not see a row inserted
-    // beside its snapshot, so the refresh token is read again once the insert has committed:
-    // if it stopped being current meanwhile, the new token is revoked before anyone has it.
-    await this.insertTokens([access]);
-    const current = await this.findTokenByJti(refreshJti);
-    if (current && current.revokedAt === null && current.replacedAt === null) return 'inserted';
-    await this.revokeToken(access.jti, access.issuedAt);
-    return current ? 'revoked' : 'unknown';
+    // One statement under the grant lock (MINT_ACCESS): a revocation of the grant either committed
+    // first, and the lock, waited for, shows the grant revoked; or it waits for this insert to
+    // commit, and then revokes the new token too.
+    const { rows } = await this.db.query<{ inserted: boolean; known: boolean }>(MINT_ACCESS, [...tokenColumns([access]), access.grantId, refreshJti]);
+    const outcome = rows[0];
+    if (outcome?.inserted) return 'inserted';
+    return outcome?.known ? 'revoked' : 'unknown';
   }
 
-  async revokeGrant(grantId: string, at: number): Promise<number> {
-    return (await this.db.query(REVOKE_GRANT, [at, grantId])).rowCount ?? 0;
+  async revokeGrant(grantId: string, at: number, audit?: AuditEntry): Promise<number> {
+    return this.db.transaction(async (db) => {
+      await db.query(LOCK_REVOKED_GRANT, [at, grantId]);
+      // A statement of its own: its snapshot, taken once the lock is ours, has every token minted
+      // by a transaction that held the lock before us (READ COMMITTED; at SERIALIZABLE, a mint we
+      // cannot see makes one of the two fail with a serialization error, and it runs again).
+      const revoked = (await db.query(REVOKE_GRANT, [at, grantId])).rowCount ?? 0;
+      if (revoked > 0 && audit) await db.query(INSERT_AUDIT, auditParams({ ...audit, count: revoked }));
+      return revoked;
+    });
   }
 
-  async revokeBulk(selector: BulkSelector, at: number): Promise<number> {
-    // One statement, with the same selection as countRevocable, so that the number an operator
-    // confirmed is what happens. Rows changed meanwhile by another node are checked again.
-    const { sql, params, condition } = revocableQuery(selector, at);
-    return (await this.db.query(`${sql} UPDATE tokens SET revoked_at = $1 WHERE ${condition}`, params)).rowCount ?? 0;
+  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry): Promise<BulkBatch> {
+    if ('jti' in selector) return { revoked: await this.revokeJti(selector.jti, at, audit), more: false };
+    return this.db.transaction(async (db) => {
+      const batch = bulkGrantBatch(selector, at, Math.max(1, limit));
+      const grants = (await db.query<{ grantId: string }>(batch.sql, batch.params)).rows.map((r) => r.grantId);
+      if (grants.length === 0) return { revoked: 0, more: false };
+      const revoked = (await db.query(REVOKE_GRANTS_LIVE, [at, grants])).rowCount ?? 0;
+      if (revoked > 0 && audit) await db.query(INSERT_AUDIT, auditParams({ ...audit, count: revoked }));
+      // Until a batch finds no unrevoked grant: one that a concurrent revocation took from under
+      // this batch's LIMIT must not end the loop while others remain.
+      return { revoked, more: true };
+    });
+  }
+
+  /** `revoke --jti`: the live token, and its whole grant under the grant lock when it is a refresh token. */
+  private async revokeJti(jti: string, at: number, audit: AuditEntry | undefined): Promise<number> {
+    const { sql, params, condition } = revocableQuery({ jti }, at);
+    return this.db.transaction(async (db) => {
+      const named = (await db.query<{ grantId: string; type: string }>('SELECT grant_id AS "grantId", type FROM tokens WHERE jti = $1', [jti])).rows[0];
+      if (named?.type === 'refresh_token') await db.query(LOCK_REVOKED_GRANT, [at, named.grantId]);
+      const revoked = (await db.query(`${sql} UPDATE tokens SET revoked_at = $1 WHERE ${condition}`, params)).rowCount ?? 0;
+      if (revoked === 0) return new Rollback(0); // nothing live: the grant stays as it was
+      if (audit) await db.query(INSERT_AUDIT, auditParams({ ...audit, count: revoked }));
+      return revoked;
+    });
   }
 
   async rotateRefreshToken(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): Promise<RotateOutcome> {
     const next = issued.find((t) => t.type === 'refresh_token')?.jti ?? null;
+    if (revokeJti === undefined) {
+      const grantId = issued[0]?.grantId ?? (await this.findTokenByJti(oldJti))?.grantId ?? null;
+      const { rows } = await this.db.query<{ rotated: boolean }>(ROTATE, [...tokenColumns(issued), grantId, at, next, oldJti]);
+      return rows[0]?.rotated ? 'rotated' : 'conflict';
+    }
     return this.db.transaction<RotateOutcome>(async (db) => {
-      if (revokeJti === undefined) {
-        // The conditional update decides the race: a concurrent caller waits for this row's
-        // lock, then finds it replaced, and sees rowCount 0.
-        const replaced = await db.query(
-          'UPDATE tokens SET replaced_at = $1, replaced_by = $2 WHERE jti = $3 AND revoked_at IS NULL AND replaced_at IS NULL',
-          [at, next, oldJti],
-        );
-        if (replaced.rowCount !== 1) return new Rollback('conflict');
-      } else {
-        // Grace re-use. The old token is locked first: concurrent re-uses of it queue here, and
-        // only the first still finds it pointing at the lost replacement.
-        const repointed = await db.query(
-          'UPDATE tokens SET replaced_at = coalesce(replaced_at, $1), replaced_by = $2 WHERE jti = $3 AND revoked_at IS NULL AND replaced_by = $4',
-          [at, next, oldJti, revokeJti],
-        );
-        if (repointed.rowCount !== 1) return new Rollback('conflict');
-        // The lost replacement must still be current (not refreshed or revoked meanwhile).
-        const lost = await db.query(
-          'UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL AND replaced_at IS NULL',
-          [at, revokeJti],
-        );
-        if (lost.rowCount !== 1) return new Rollback('conflict');
-        // And the access tokens issued with it, in the same response that was lost (never those of
-        // the old token's own generation, should both have been issued in one millisecond).
-        await db.query(
-          `UPDATE tokens SET revoked_at = $1 WHERE revoked_at IS NULL AND type = 'access_token'
-            AND (grant_id, issued_at) = (SELECT grant_id, issued_at FROM tokens WHERE jti = $2)
-            AND issued_at <> (SELECT issued_at FROM tokens WHERE jti = $3)`,
-          [at, revokeJti, oldJti],
-        );
-      }
-      if (issued.length > 0) await db.query(INSERT_TOKENS, tokenColumns(issued));
+      // Grace re-use. The grant lock first (a revocation of the grant waits, or has won), then the
+      // old token: concurrent re-uses of it queue there, and only the first still finds it
+      // pointing at the lost replacement.
+      const grantId = (await db.query<{ grantId: string }>('SELECT grant_id AS "grantId" FROM tokens WHERE jti = $1', [oldJti])).rows[0]?.grantId;
+      if (grantId === undefined || (await db.query(LOCK_LIVE_GRANT_TX, [grantId])).rowCount !== 1) return new Rollback('conflict');
+      const repointed = await db.query(
+        'UPDATE tokens SET replaced_at = coalesce(replaced_at, $1), replaced_by = $2 WHERE jti = $3 AND revoked_at IS NULL AND replaced_by = $4',
+        [at, next, oldJti, revokeJti],
+      );
+      if (repointed.rowCount !== 1) return new Rollback('conflict');
+      // The lost replacement must still be current (not refreshed or revoked meanwhile); it is
+      // superseded: revoked, and replaced by the new token, so that presenting it again is reuse.
+      const lost = await db.query(
+        'UPDATE tokens SET revoked_at = $1, replaced_at = $1, replaced_by = $3 WHERE jti = $2 AND revoked_at IS NULL AND replaced_at IS NULL',
+        [at, revokeJti, next],
+      );
+      if (lost.rowCount !== 1) return new Rollback('conflict');
+      // And the access tokens issued with it, in the same response that was lost (never those of
+      // the old token's own generation, should both have been issued in one millisecond).
+      await db.query(
+        `UPDATE tokens SET revoked_at = $1 WHERE revoked_at IS NULL AND type = 'access_token'
+          AND (grant_id, issued_at) = (SELECT grant_id, issued_at FROM tokens WHERE jti = $2)
+          AND issued_at <> (SELECT issued_at FROM tokens WHERE jti = $3)`,
+        [at, revokeJti, oldJti],
+      );
+      if (issued.length > 0) await db.query(INSERT_GRANT_TOKENS, tokenColumns(issued));
       return 'rotated';
     });
   }
@@ -292,6 +341,8 @@ export class PostgresStore implements TokenStore {
 }
 
 const INSERT_AUDIT = 'INSERT INTO audit (at, actor, action, target, count, detail) VALUES ($1, $2, $3, $4, $5, $6)';
+const NO_AUDIT: AuditEntry = { at: 0, actor: '', action: '', target: '', count: 0, detail: '' };
+const revokeOne = 'UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL';
 
 function auditParams(e: AuditEntry): unknown[] {
   return [e.at, e.actor, e.action, e.target, e.count, e.detail];

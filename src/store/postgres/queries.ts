@@ -12,14 +12,64 @@ export const TOKEN_COLUMNS = `jti, digest, type, grant_id AS "grantId", client_i
 export const CLIENT_COLUMNS = `id, name, secret_hash AS "secretHash", scope, org_id AS "orgId", audience, access_ttl_ms AS "accessTtlMs",
   refresh_ttl_ms AS "refreshTtlMs", created_at AS "createdAt", secret_updated_at AS "secretUpdatedAt"`;
 
+const TOKEN_INSERT_COLUMNS = `jti, digest, type, grant_id, client_id, username, sub, scope, audience, org_id, node,
+    issued_at, not_before, expires_at, revoked_at, replaced_at, replaced_by`;
+/** Rows of tokens from {@link tokenColumns}' seventeen array parameters, $1 to $17. */
+const UNNEST_TOKENS = `unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+    $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::text[])`;
+
 /**
  * Any number of tokens in one statement (so one atomic step, and one round trip even for a
- * hundred thousand): one array parameter per column, zipped by unnest.
+ * hundred thousand): one array parameter per column, zipped by unnest. The grants they belong to
+ * are created with them when new (a login, or a copy made by `tokenctl migrate`).
  */
-export const INSERT_TOKENS = `INSERT INTO tokens (jti, digest, type, grant_id, client_id, username, sub, scope, audience, org_id, node,
-    issued_at, not_before, expires_at, revoked_at, replaced_at, replaced_by)
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-    $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::text[])`;
+export const INSERT_TOKENS = `WITH t (${TOKEN_INSERT_COLUMNS}) AS (SELECT * FROM ${UNNEST_TOKENS}),
+  g AS (INSERT INTO grants (grant_id, client_id, username, created_at)
+    SELECT DISTINCT ON (grant_id) grant_id, client_id, username, issued_at FROM t ORDER BY grant_id, issued_at
+    ON CONFLICT (grant_id) DO NOTHING)
+  INSERT INTO tokens (${TOKEN_INSERT_COLUMNS}) SELECT * FROM t`;
+
+/**
+ * The grant lock of a mint: FOR SHARE, so that mints of one grant do not wait for each other but
+ * do wait for (and then see) a revocation of it, which UPDATEs the row first. Under READ COMMITTED
+ * a row locked after waiting is checked again in its newest version.
+ */
+const LOCK_LIVE_GRANT = 'SELECT 1 FROM grants WHERE grant_id = $18 AND revoked_at IS NULL FOR SHARE';
+
+/**
+ * insertMintedAccess in one statement (one round trip): the access token ($1–$17) goes in only if
+ * its grant ($18) is unrevoked, under the grant lock, and its refresh token ($19) current.
+ */
+export const MINT_ACCESS = `WITH g AS (${LOCK_LIVE_GRANT}),
+  r AS (SELECT revoked_at IS NULL AND replaced_at IS NULL AS current FROM tokens WHERE jti = $19::text),
+  ins AS (INSERT INTO tokens (${TOKEN_INSERT_COLUMNS}) SELECT * FROM ${UNNEST_TOKENS}
+    WHERE EXISTS (SELECT 1 FROM g) AND coalesce((SELECT current FROM r), false) RETURNING 1)
+  SELECT EXISTS (SELECT 1 FROM ins) AS inserted, EXISTS (SELECT 1 FROM r) AS known`;
+
+/**
+ * rotateRefreshToken without grace, in one statement: under the grant lock ($18), the old token
+ * ($21) is marked replaced at $19 by $20, if it is still current, and only then are the new tokens
+ * ($1–$17) inserted. A concurrent rotation of the same token waits for the old token's row, then
+ * finds it replaced and writes nothing.
+ */
+export const ROTATE = `WITH g AS (${LOCK_LIVE_GRANT}),
+  r AS (UPDATE tokens SET replaced_at = $19::bigint, replaced_by = $20::text
+    WHERE jti = $21::text AND revoked_at IS NULL AND replaced_at IS NULL AND EXISTS (SELECT 1 FROM g) RETURNING 1),
+  ins AS (INSERT INTO tokens (${TOKEN_INSERT_COLUMNS}) SELECT * FROM ${UNNEST_TOKENS} WHERE EXISTS (SELECT 1 FROM r) RETURNING 1)
+  SELECT EXISTS (SELECT 1 FROM r) AS rotated`;
+
+/** The grant lock inside a rotation transaction (the grace case): $1 the grant. */
+export const LOCK_LIVE_GRANT_TX = 'SELECT 1 FROM grants WHERE grant_id = $1 AND revoked_at IS NULL FOR SHARE';
+
+/** Tokens of the rotation's transaction ($1–$17), in a grant that exists. */
+export const INSERT_GRANT_TOKENS = `INSERT INTO tokens (${TOKEN_INSERT_COLUMNS}) SELECT * FROM ${UNNEST_TOKENS}`;
+
+/**
+ * The first statement of every grant revocation: marks the grant ($2) revoked at $1 (kept if it
+ * was already), taking its row lock. It waits for the mints under way, so that the statement that
+ * follows it in the same transaction, with a snapshot of its own, sees what they inserted.
+ */
+export const LOCK_REVOKED_GRANT = 'UPDATE grants SET revoked_at = coalesce(revoked_at, $1) WHERE grant_id = $2';
 
 /** The parameters of {@link INSERT_TOKENS}: column by column. */
 export function tokenColumns(tokens: readonly TokenRecord[]): unknown[][] {
@@ -41,7 +91,26 @@ export const PURGEABLE_SQL = 'expires_at < $1 OR revoked_at < $1';
 export const PURGE_BATCH = `DELETE FROM tokens WHERE jti IN (
   SELECT jti FROM tokens WHERE ${PURGEABLE_SQL} LIMIT $2 FOR UPDATE SKIP LOCKED)`;
 
+/** Every unrevoked token of the grant $2 (after {@link LOCK_REVOKED_GRANT}). */
 export const REVOKE_GRANT = 'UPDATE tokens SET revoked_at = $1 WHERE grant_id = $2 AND revoked_at IS NULL';
+
+/** The live tokens of the grants $2 (after {@link bulkGrantBatch} revoked and locked them). */
+export const REVOKE_GRANTS_LIVE = 'UPDATE tokens SET revoked_at = $1 WHERE grant_id = ANY($2::text[]) AND revoked_at IS NULL AND expires_at > $1';
+
+/**
+ * One batch of a bulk revocation of a user's or a client's grants: up to `limit` unrevoked grants
+ * are marked revoked at $1 and locked (in grant_id order, so that two bulk revocations never wait
+ * for each other in a cycle); their ids come back as "grantId".
+ */
+export function bulkGrantBatch(selector: Exclude<BulkSelector, { jti: string }>, at: number, limit: number): Where {
+  const where = selectorWhere(selector, [at]);
+  const n = `$${where.params.length + 1}`;
+  return {
+    sql: `WITH s AS (SELECT grant_id FROM grants WHERE revoked_at IS NULL AND ${where.sql} ORDER BY grant_id LIMIT ${n} FOR UPDATE)
+      UPDATE grants g SET revoked_at = $1 FROM s WHERE g.grant_id = s.grant_id RETURNING g.grant_id AS "grantId"`,
+    params: [...where.params, limit],
+  };
+}
 
 /** tokenState() of store.ts as one condition per state, so that each can use an index. */
 function stateCondition(state: TokenState, now: () => string): string {

@@ -9,6 +9,7 @@ import {
   TOKEN_TYPES,
   type AuditEntry,
   type AuditFilter,
+  type BulkBatch,
   type BulkSelector,
   type ClientAndToken,
   type ClientRecord,
@@ -136,7 +137,7 @@ export class SqliteStore implements TokenStore {
         // The conditional update decides the race: only one caller can see changes === 1.
         if (this.st.replace.run(at, next, oldJti).changes !== 1) return 'conflict';
       } else {
-        if (this.st.revokeLost.run({ at, lost: revokeJti, old: oldJti }).changes !== 1) return 'conflict';
+        if (this.st.revokeLost.run({ at, lost: revokeJti, old: oldJti, next }).changes !== 1) return 'conflict';
         this.st.revokeLostAccess.run({ at, lost: revokeJti, old: oldJti });
         this.st.repoint.run(at, next, oldJti);
       }
@@ -417,12 +418,30 @@ export class SqliteStore implements TokenStore {
     return this.write(() => this.mintTx(access, refreshJti));
   }
 
-  async revokeGrant(grantId: string, at: number): Promise<number> {
-    return this.write(() => this.st.revokeGrant.run(at, grantId).changes);
+  /**
+   * Writers take turns on the file (every write is BEGIN IMMEDIATE), so a mint that commits after
+   * this finds its refresh token revoked, and one that committed before is revoked here.
+   */
+  async revokeGrant(grantId: string, at: number, audit?: AuditEntry): Promise<number> {
+    return this.write(() => this.withAudit(this.st.revokeGrant.run(at, grantId).changes, audit));
   }
 
-  async revokeBulk(selector: BulkSelector, at: number): Promise<number> {
-    return this.write(() => this.st.bulk[selectorKind(selector)].revoke.run({ ...selector, at }).changes);
+  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry): Promise<BulkBatch> {
+    const kind = selectorKind(selector);
+    return this.write(() => {
+      // A jti names one token or one grant: one step. Users and clients go a batch of rows at a
+      // time, so that a large revocation never holds the write lock for long.
+      if (kind === 'jti') return { revoked: this.withAudit(this.st.bulk.jti.revoke.run({ ...selector, at }).changes, audit), more: false };
+      const batch = Math.max(1, limit);
+      const revoked = this.withAudit(this.st.bulk[kind].revokeBatch.run({ ...selector, at, limit: batch }).changes, audit);
+      return { revoked, more: revoked === batch };
+    });
+  }
+
+  /** Appends `audit` (its count set to `changed`) when anything changed; inside a write step. */
+  private withAudit(changed: number, audit: AuditEntry | undefined): number {
+    if (changed > 0 && audit) this.st.insertAudit.run({ ...audit, count: changed });
+    return changed;
   }
 
   async rotateRefreshToken(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): Promise<RotateOutcome> {

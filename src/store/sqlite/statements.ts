@@ -69,6 +69,8 @@ export function prepareStatements(db: Database.Database) {
     return {
       count: p(`SELECT count(*) AS n FROM tokens WHERE ${target}`),
       revoke: p(`UPDATE tokens SET revoked_at = @at WHERE ${target}`),
+      // One batch of a user's or a client's tokens: a short write transaction, repeated by the caller.
+      revokeBatch: p(`UPDATE tokens SET revoked_at = @at WHERE rowid IN (SELECT rowid FROM tokens WHERE ${target} LIMIT @limit)`),
     };
   };
   return {
@@ -102,7 +104,8 @@ export function prepareStatements(db: Database.Database) {
     revokeGrant: p('UPDATE tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL'),
     replace: p('UPDATE tokens SET replaced_at = ?, replaced_by = ? WHERE jti = ? AND revoked_at IS NULL AND replaced_at IS NULL'),
     // Grace re-use: the lost replacement must be current, and still the one `old` points at.
-    revokeLost: p(`UPDATE tokens SET revoked_at = @at WHERE jti = @lost AND revoked_at IS NULL AND replaced_at IS NULL
+    // Superseded: revoked, and replaced by the new token, so that presenting it again is reuse.
+    revokeLost: p(`UPDATE tokens SET revoked_at = @at, replaced_at = @at, replaced_by = @next WHERE jti = @lost AND revoked_at IS NULL AND replaced_at IS NULL
       AND EXISTS (SELECT 1 FROM tokens WHERE jti = @old AND revoked_at IS NULL AND replaced_by = @lost)`),
     // And the access tokens issued with it (same grant, same instant): they were in the lost response.
     // Never those of the old token's own generation, should both have been issued in one millisecond.
