@@ -1,0 +1,6 @@
+import { describe, it } from 'vitest';
+import { PG_SKIP_MESSAGE, PG_URL } from '../helpers/pg.js';
+import { describeRevocationIsFinal } from './revocation-is-final.js';
+
+if (PG_URL) describeRevocationIsFinal('postgres', PG_URL);
+else describe.skip('a revocation is final (postgres)', () => it(PG_SKIP_MESSAGE, () => undefined));

@@ -1,0 +1,3 @@
+import { describeRevocationIsFinal } from './revocation-is-final.js';
+
+describeRevocationIsFinal('sqlite', undefined);
