@@ -129,6 +129,7 @@ export async function revokeBulk(ctx: EngineContext, selector: BulkSelector, act
   const target = selectorTarget(selector);
   let revoked = 0;
   let interrupted = false;
+  let resume: string | undefined;
   for (let more = true; more; ) {
     if (options.signal?.aborted) {
       interrupted = true;
@@ -136,9 +137,11 @@ export async function revokeBulk(ctx: EngineContext, selector: BulkSelector, act
     }
     const at = ctx.clock.now();
     try {
-      const batch = await ctx.store.revokeBulk(selector, at, BULK_BATCH, { at, actor, action: 'token.revoke_bulk', target, count: 0, detail: describeSelector(selector) });
+      const trail = { at, actor, action: 'token.revoke_bulk', target, count: 0, detail: describeSelector(selector) };
+      const batch = await ctx.store.revokeBulk(selector, at, BULK_BATCH, trail, resume);
       revoked += batch.revoked;
       more = batch.more;
+      resume = batch.resume;
     } catch (error) {
       if (revoked === 0) throw error;
       throw new PartialBulkRevocationError(revoked, describeSelector(selector), error);

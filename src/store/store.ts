@@ -142,8 +142,10 @@ export interface ClientAndToken {
 export interface BulkBatch {
   /** Tokens this batch revoked. */
   revoked: number;
-  /** Whether there may be more to revoke: call again. */
+  /** Whether there may be more to revoke: call again, with `resume`. */
   more: boolean;
+  /** Where the next batch starts, for the store's own use (opaque to the caller); none: the start. */
+  resume?: string;
 }
 
 /** Outcome of {@link TokenStore.rotateRefreshToken}. */
@@ -250,11 +252,13 @@ export interface TokenStore {
    * they are. With `audit`, the entry is appended in the same transaction when any token changed,
    * its `count` set to how many.
    *
-   * The caller repeats while `more` is true. Once a call answers `more: false`, every grant the
+   * The caller repeats while `more` is true, passing the `resume` of the last answer (a store may
+   * use it to skip what it has done, so that a large revocation costs what it revokes, not the
+   * square of it). Once a call answers `more: false`, every grant the
    * selector named when that call ran is revoked, and so stays (see revokeGrant): tokens minted
    * between two batches are revoked by a later one.
    */
-  revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry): Promise<BulkBatch>;
+  revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string): Promise<BulkBatch>;
 
   /**
    * Refresh token rotation (contract 3, RFC 9700 §4.14.2), as one atomic conditional update:

@@ -64,10 +64,12 @@ export function makeGrant(overrides: Omit<Partial<TokenRecord>, 'jti' | 'digest'
 /** A whole bulk revocation on a store: its batches until it says there is no more; the tokens revoked. */
 export async function revokeAllBulk(store: TokenStore, selector: BulkSelector, at: number, limit = 5_000): Promise<number> {
   let revoked = 0;
+  let resume: string | undefined;
   for (let more = true; more; ) {
-    const batch = await store.revokeBulk(selector, at, limit);
+    const batch = await store.revokeBulk(selector, at, limit, undefined, resume);
     revoked += batch.revoked;
     more = batch.more;
+    resume = batch.resume;
   }
   return revoked;
 }

@@ -239,6 +239,7 @@ export class PostgresStore implements TokenStore {
     });
   }
 
+  /** Needs no `resume`: each batch takes the first unrevoked grants, and those it revokes are no longer. */
   async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry): Promise<BulkBatch> {
     if ('jti' in selector) return { revoked: await this.revokeJti(selector.jti, at, audit), more: false };
     return this.db.transaction(async (db) => {

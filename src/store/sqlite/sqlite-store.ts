@@ -426,15 +426,19 @@ export class SqliteStore implements TokenStore {
     return this.write(() => this.withAudit(this.st.revokeGrant.run(at, grantId).changes, audit));
   }
 
-  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry): Promise<BulkBatch> {
+  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string): Promise<BulkBatch> {
     const kind = selectorKind(selector);
     return this.write(() => {
-      // A jti names one token or one grant: one step. Users and clients go a batch of rows at a
-      // time, so that a large revocation never holds the write lock for long.
+      // A jti names one token or one grant: one step. Users and clients go a window of rows at a
+      // time, so that a large revocation never holds the write lock for long (statements.ts).
       if (kind === 'jti') return { revoked: this.withAudit(this.st.bulk.jti.revoke.run({ ...selector, at }).changes, audit), more: false };
+      const st = this.st.bulk[kind];
       const batch = Math.max(1, limit);
-      const revoked = this.withAudit(this.st.bulk[kind].revokeBatch.run({ ...selector, at, limit: batch }).changes, audit);
-      return { revoked, more: revoked === batch };
+      const after = resume === undefined ? 0 : Number(resume);
+      const { n, last } = st.window.get({ ...selector, after, limit: batch }) as { n: number; last: number | null };
+      if (n === 0 || last === null) return { revoked: 0, more: false };
+      const revoked = this.withAudit(st.revokeWindow.run({ ...selector, at, after, last }).changes, audit);
+      return { revoked, more: n === batch, resume: String(last) };
     });
   }
 

@@ -69,8 +69,15 @@ export function prepareStatements(db: Database.Database) {
     return {
       count: p(`SELECT count(*) AS n FROM tokens WHERE ${target}`),
       revoke: p(`UPDATE tokens SET revoked_at = @at WHERE ${target}`),
-      // One batch of a user's or a client's tokens: a short write transaction, repeated by the caller.
-      revokeBatch: p(`UPDATE tokens SET revoked_at = @at WHERE rowid IN (SELECT rowid FROM tokens WHERE ${target} LIMIT @limit)`),
+      // One batch of a user's or a client's tokens, a short write transaction repeated by the
+      // caller: the next window of up to @limit of its rows after @after, by rowid (read from the
+      // index alone, whatever their state, so that rows done are never looked at again), then the
+      // live ones in it, with the live tokens of every refresh token's grant in it (an access token
+      // minted from that grant is revoked with it, wherever its rowid is).
+      window: p(`SELECT count(*) AS n, max(rowid) AS last FROM (SELECT rowid FROM tokens WHERE ${where} AND rowid > @after ORDER BY rowid LIMIT @limit)`),
+      revokeWindow: p(`UPDATE tokens SET revoked_at = @at WHERE revoked_at IS NULL AND expires_at > @at
+        AND (rowid IN (SELECT rowid FROM tokens WHERE ${where} AND rowid > @after AND rowid <= @last)
+          OR grant_id IN (SELECT grant_id FROM tokens WHERE ${where} AND rowid > @after AND rowid <= @last AND type = 'refresh_token'))`),
     };
   };
   return {
