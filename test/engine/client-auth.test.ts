@@ -33,6 +33,29 @@ describe('parseBasicAuthorization', () => {
     expect(parsed).toEqual({ clientId: 'app', secrets: ['pa:ss'] });
   });
 
+  it.each([
+    ['a colon escaped, the plus and percent left as they are', 'pa:ss+w%rd', 'pa%3Ass+w%rd'],
+    ['a colon escaped, a plus that is not a space', 'a:b+c', 'a%3Ab+c'],
+    ['a colon escaped in lower-case hex', 'x:y', 'x%3ay'],
+    ['nothing escaped (RFC 7617 as is), with a colon, a plus and a percent', 'p:q+r%zz', 'p:q+r%zz'],
+    ['fully form-encoded (RFC 6749 §2.3.1)', 'p:q+r%zz é', encodeURIComponent('p:q+r%zz é')],
+  ])('encodings seen in the field: %s', (_what, password, sent) => {
+    const parsed = parseBasicAuthorization('Basic ' + b64(`app:${sent}`));
+    expect(parsed.clientId).toBe('app');
+    expect(parsed.secrets).toContain(password);
+  });
+
+  it('the one reading left out: a literal % before two hex digits, sent beside an escaped colon, reads as an escape', () => {
+    // "x:y%41" sent as "x%3Ay%41" cannot be told from "x:yA" sent the same way; RFC 3986 decides (an escape).
+    expect(parseBasicAuthorization('Basic ' + b64('app:x%3Ay%41')).secrets).not.toContain('x:y%41');
+  });
+
+  it('where readings disagree, every reading is a candidate and the spec reading comes first', () => {
+    // "YWJj" is both Base64 (of "abc") and a password as sent; "%41" reads "A" decoded or as is.
+    expect(parseBasicAuthorization('Basic ' + b64('app:YWJj')).secrets).toEqual(['abc', 'YWJj']);
+    expect(parseBasicAuthorization('Basic ' + b64('app:a+%41')).secrets).toEqual(['a A', 'a+A', 'a+%41']);
+  });
+
   it('accepts the scheme in any case and extra spaces', () => {
     expect(parseBasicAuthorization('basic   ' + b64('app:') + ' ').clientId).toBe('app');
     expect(parseBasicAuthorization('BASIC ' + b64('app:')).clientId).toBe('app');
