@@ -53,14 +53,17 @@ function percentDecodeLenient(value: string): string {
  * - spec part 5 scenario I: `base64(client_id ":" base64(password))`;
  * - spec part 5 scenario II: `base64(client_id ":")`, a public client;
  * - RFC 6749 §2.3.1: `base64(urlencode(client_id) ":" urlencode(password))`;
- * - encodings seen in the field: only `%` sequences decoded, `+` kept (a password with `:` sent
- *   with only the `:` escaped), and the password as sent (RFC 7617, no encoding at all; a `:`
- *   in it is kept, since the id ends at the first one).
+ * - encodings seen in the field: only `:` escaped as `%3A` and nothing else (the "interop" Basic
+ *   of @badgateway/oauth2-client and others); every `%XX` decoded but `+` kept; and the password
+ *   as sent (RFC 7617, no encoding at all; a `:` in it is kept, since the id ends at the first).
  * The id reads the same in every encoding: registrable ids contain no `:`, `%`, `+` or space
  * ({@link isRegistrableClientId}). Where the readings of the password disagree, each is a
  * candidate, tried in that order against the client's one registered password: at most one can
  * equal it, so no reading can authenticate as anything but the client the id names, and the
- * order only decides how soon a right password is found (the spec's reading first).
+ * order only decides how soon a right password is found (the spec's reading first). The one
+ * password these cannot recover is one that itself contains `%3A` (or `%` and two hex digits)
+ * sent with only `:` escaped: that text is the same as an escaped `:`; the escape wins (RFC 3986),
+ * and such a client is told to use the spec's header, RFC 6749's encoding or client_secret_post.
  * Throws {@link InvalidClientError} for a header that is not a Basic credential at all.
  */
 export function parseBasicAuthorization(header: string): PresentedCredentials {
@@ -73,7 +76,7 @@ export function parseBasicAuthorization(header: string): PresentedCredentials {
   const clientId = formDecode(rawId) ?? rawId;
   if (!isPlausibleClientId(clientId)) throw new InvalidClientError('(malformed Authorization header)');
   if (rawSecret === '') return { clientId, secrets: [] };
-  const candidates = [decodeBase64Strict(rawSecret), formDecode(rawSecret), percentDecodeLenient(rawSecret), rawSecret];
+  const candidates = [decodeBase64Strict(rawSecret), formDecode(rawSecret), rawSecret.replace(/%3A/gi, ':'), percentDecodeLenient(rawSecret), rawSecret];
   return { clientId, secrets: unique(candidates) };
 }
 

@@ -45,15 +45,22 @@ describe('parseBasicAuthorization', () => {
     expect(parsed.secrets).toContain(password);
   });
 
-  it('the one reading left out: a literal % before two hex digits, sent beside an escaped colon, reads as an escape', () => {
-    // "x:y%41" sent as "x%3Ay%41" cannot be told from "x:yA" sent the same way; RFC 3986 decides (an escape).
-    expect(parseBasicAuthorization('Basic ' + b64('app:x%3Ay%41')).secrets).not.toContain('x:y%41');
+  it('only ":" escaped, a literal %25 and %41 kept (the "interop" Basic of @badgateway/oauth2-client)', () => {
+    expect(parseBasicAuthorization('Basic ' + b64('app:x%3Ay%41 %25+')).secrets).toContain('x:y%41 %25+');
+  });
+
+  it('the reading left out: a password that itself contains %3A, sent with only ":" escaped, reads as an escape', () => {
+    // "a%3Ab:c" sent as "a%3Ab%3Ac" cannot be told from "a:b:c" sent the same way; RFC 3986 decides (an escape).
+    const secrets = parseBasicAuthorization('Basic ' + b64('app:a%3Ab%3Ac')).secrets;
+    expect(secrets).toContain('a:b:c');
+    expect(secrets).not.toContain('a%3Ab:c');
   });
 
   it('where readings disagree, every reading is a candidate and the spec reading comes first', () => {
     // "YWJj" is both Base64 (of "abc") and a password as sent; "%41" reads "A" decoded or as is.
     expect(parseBasicAuthorization('Basic ' + b64('app:YWJj')).secrets).toEqual(['abc', 'YWJj']);
-    expect(parseBasicAuthorization('Basic ' + b64('app:a+%41')).secrets).toEqual(['a A', 'a+A', 'a+%41']);
+    expect(parseBasicAuthorization('Basic ' + b64('app:a+%41')).secrets).toEqual(['a A', 'a+%41', 'a+A']);
+    expect(parseBasicAuthorization('Basic ' + b64('app:a+%3A%41')).secrets).toEqual(['a :A', 'a+:%41', 'a+:A', 'a+%3A%41']);
   });
 
   it('accepts the scheme in any case and extra spaces', () => {
