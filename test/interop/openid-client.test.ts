@@ -33,8 +33,10 @@ describe('openid-client 6 against tokenctl over HTTPS', () => {
 
   it('discovery on its default (OpenID Connect) algorithm: tokenctl has no openid-configuration, a 404 the library reports', async () => {
     const err = await client.discovery(new URL(t.url), t.web.id, t.web.secret!, undefined, { [client.customFetch]: t.fetch }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(Error);
-    expect(String((err as Error & { cause?: unknown }).message) + JSON.stringify((err as { cause?: { status?: number } }).cause?.status)).toMatch(/404|status code/i);
+    expect(err).toBeInstanceOf(client.ClientError);
+    expect((err as client.ClientError).code).toBe('OAUTH_RESPONSE_IS_NOT_CONFORM');
+    expect((err as client.ClientError).message).toMatch(/status code/);
+    expect((err as { cause?: Response }).cause?.status).toBe(404);
   });
 
   const modes: [string, () => Client, () => client.ClientAuth | undefined][] = [
