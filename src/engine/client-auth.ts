@@ -34,11 +34,36 @@ function formDecode(value: string): string | null {
 }
 
 /**
+ * Percent-decoding alone (RFC 3986 §2.1), `+` kept as `+`, and a `%` that does not start valid
+ * percent-encoded UTF-8 kept as it is: what clients send that escape only the characters they
+ * must (a `:` in the password as `%3A`) and leave `+` and `%` alone.
+ */
+function percentDecodeLenient(value: string): string {
+  return value.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
+    try {
+      return decodeURIComponent(run);
+    } catch {
+      return run;
+    }
+  });
+}
+
+/**
  * Parses an `Authorization: Basic …` header into the credentials it can mean:
  * - spec part 5 scenario I: `base64(client_id ":" base64(password))`;
  * - spec part 5 scenario II: `base64(client_id ":")`, a public client;
- * - RFC 6749 §2.3.1: `base64(urlencode(client_id) ":" urlencode(password))`.
- * The candidates are tried in that order against the one registered password.
+ * - RFC 6749 §2.3.1: `base64(urlencode(client_id) ":" urlencode(password))`;
+ * - encodings seen in the field: only `:` escaped as `%3A` and nothing else (the "interop" Basic
+ *   of @badgateway/oauth2-client and others); every `%XX` decoded but `+` kept; and the password
+ *   as sent (RFC 7617, no encoding at all; a `:` in it is kept, since the id ends at the first).
+ * The id reads the same in every encoding: registrable ids contain no `:`, `%`, `+` or space
+ * ({@link isRegistrableClientId}). Where the readings of the password disagree, each is a
+ * candidate, tried in that order against the client's one registered password: at most one can
+ * equal it, so no reading can authenticate as anything but the client the id names, and the
+ * order only decides how soon a right password is found (the spec's reading first). The one
+ * password these cannot recover is one that itself contains `%3A` (or `%` and two hex digits)
+ * sent with only `:` escaped: that text is the same as an escaped `:`; the escape wins (RFC 3986),
+ * and such a client is told to use the spec's header, RFC 6749's encoding or client_secret_post.
  * Throws {@link InvalidClientError} for a header that is not a Basic credential at all.
  */
 export function parseBasicAuthorization(header: string): PresentedCredentials {
@@ -51,7 +76,7 @@ export function parseBasicAuthorization(header: string): PresentedCredentials {
   const clientId = formDecode(rawId) ?? rawId;
   if (!isPlausibleClientId(clientId)) throw new InvalidClientError('(malformed Authorization header)');
   if (rawSecret === '') return { clientId, secrets: [] };
-  const candidates = [decodeBase64Strict(rawSecret), formDecode(rawSecret), rawSecret];
+  const candidates = [decodeBase64Strict(rawSecret), formDecode(rawSecret), rawSecret.replace(/%3A/gi, ':'), percentDecodeLenient(rawSecret), rawSecret];
   return { clientId, secrets: unique(candidates) };
 }
 

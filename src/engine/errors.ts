@@ -35,7 +35,7 @@ export class UnsupportedGrantTypeError extends TokenctlError {
 export class UnsupportedTokenTypeError extends TokenctlError {
   readonly code = 'unsupported_token_type';
   constructor(readonly hint: string) {
-    super(`unsupported_token_type: token_type_hint must be access_token or refresh_token, not "${hint}"`);
+    super(`unsupported_token_type: token_type_hint must be access_token or refresh_token (or be left out), not "${hint}"`);
   }
 }
 

@@ -6,24 +6,25 @@ import { UnsupportedClientAuthError } from './http-errors.js';
 /**
  * Client authentication at POST /oauth/token (spec part 5, contract 3), in this order:
  * the `Authorization: Basic` header (spec scenario I, scenario II, or RFC 6749 §2.3.1, all read
- * by {@link parseBasicAuthorization}); else a public client's `client_id` form parameter.
+ * by {@link parseBasicAuthorization}); else the form parameters `client_id` and `client_secret`
+ * (RFC 6749 §2.3.1 `client_secret_post`, contract 3 revised 2026-11: the default, or only, mode of
+ * many client libraries); else a public client's `client_id` alone.
  * RFC 6749 §2.3: one method per request, so a form `client_secret` beside the header, or a
- * form `client_id` naming another client, is refused.
+ * form `client_id` naming another client, is refused (400 invalid_request).
  */
 export function tokenEndpointCredentials(header: string | undefined, form: Form): PresentedCredentials {
   const clientId = optional(form, 'client_id');
   const clientSecret = optional(form, 'client_secret');
   if (header !== undefined) return fromHeader(header, clientId, clientSecret);
-  if (clientSecret !== undefined) {
+  if (clientId === undefined) {
     throw new UnsupportedClientAuthError(
-      clientId ?? '',
-      'The token endpoint does not take client_secret as a form parameter: send the Authorization header of spec part 5',
+      '',
+      clientSecret === undefined
+        ? 'Client authentication is required: send the Authorization header of spec part 5, or the form parameters client_id and client_secret'
+        : 'The parameter client_id is missing: client_secret alone does not say which client it authenticates',
     );
   }
-  if (clientId === undefined) {
-    throw new UnsupportedClientAuthError('', 'Client authentication is required: send the Authorization header of spec part 5');
-  }
-  return { clientId, secrets: [] };
+  return formCredentials(clientId, clientSecret);
 }
 
 /**

@@ -24,7 +24,12 @@ interface Classified {
   headers?: Record<string, string>;
 }
 
-/** RFC 6749 §5.2 / §2.3.1: a 401 for failed client authentication names the Basic scheme. */
+/**
+ * RFC 6749 §5.2: a 401 for failed client authentication names the Basic scheme when the client
+ * tried `Authorization`. Contract 3 (revised 2026-11): only then; a client that sent its
+ * credentials in the form gets none, because strict clients (oauth4webapi, openid-client) read a
+ * challenge as "retry with Basic" and never show the body.
+ */
 const CHALLENGE = { 'www-authenticate': 'Basic realm="tokenctl"' };
 /** Seconds a client should wait before retrying a 503. */
 const RETRY_AFTER = '2';
@@ -89,11 +94,16 @@ export interface ErrorAnswer {
   unexpected: boolean;
 }
 
-/** What `err` becomes as the answer to a request for `path`: the one mapping of the server. */
-export function errorAnswer(err: unknown, path: string): ErrorAnswer {
+/**
+ * What `err` becomes as the answer to a request for `path`: the one mapping of the server.
+ * `authorization` is the request's Authorization header: the Basic challenge of a 401
+ * invalid_client goes only with a request that carried one (contract 3).
+ */
+export function errorAnswer(err: unknown, path: string, authorization?: string): ErrorAnswer {
   let c = classify(err);
   const unexpected = c === null;
   c ??= { status: 500, code: 'server_error', message: INTERNAL };
+  if (c.headers === CHALLENGE && authorization === undefined) c = { ...c, headers: undefined };
   const body =
     path === TOKEN_PATH
       ? { error: c.code, error_description: c.message }
@@ -103,7 +113,7 @@ export function errorAnswer(err: unknown, path: string): ErrorAnswer {
 
 /** Writes `err` as the answer to `request`. */
 export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const a = errorAnswer(err, pathOf(request));
+  const a = errorAnswer(err, pathOf(request), request.headers.authorization);
   if (a.unexpected) request.log.error({ reqId: request.id, err }, 'unexpected error');
   request.errorCode = a.code;
   reply.code(a.status);

@@ -77,7 +77,7 @@ export function createFastPath(options: FastPathOptions): (req: IncomingMessage,
       const form = formBodyParser(req.headers['content-type'], body);
       payload = JSON.stringify(await endpoint(engine, form, req.headers.authorization, note));
     } catch (err) {
-      const a = errorAnswer(err, path);
+      const a = errorAnswer(err, path, req.headers.authorization);
       if (a.unexpected) options.log().error({ reqId: id, err }, 'unexpected error');
       note.errorCode = a.code;
       answer(req, res, path, started, id, note, a.status, a.headers, JSON.stringify(a.body));

@@ -108,12 +108,14 @@ export function formOf(request: FastifyRequest): Form {
 }
 
 /**
- * Spec 4.2/4.3: `token_type_hint` is required and names one of the two token types; another
- * value is RFC 7009 §2.2.1 `unsupported_token_type` (contract 3: 400). It stays a hint: the
- * token is found whatever its type.
+ * Spec 4.2/4.3 `token_type_hint`, optional at the server (contract 3, revised 2026-11; RFC 7009
+ * §2.1, RFC 7662 §2.1): most client libraries and resource servers omit it, and the token is
+ * found whatever its type anyway. Missing or empty: undefined. A value other than the two token
+ * types is RFC 7009 §2.2.1 `unsupported_token_type` (contract 3: 400).
  */
-export function tokenTypeHint(form: Form): TokenType {
-  const hint = required(form, 'token_type_hint');
+export function tokenTypeHint(form: Form): TokenType | undefined {
+  const hint = optional(form, 'token_type_hint');
+  if (hint === undefined) return undefined;
   if (hint !== 'access_token' && hint !== 'refresh_token') throw new UnsupportedTokenTypeError(hint);
   return hint;
 }

@@ -33,6 +33,36 @@ describe('parseBasicAuthorization', () => {
     expect(parsed).toEqual({ clientId: 'app', secrets: ['pa:ss'] });
   });
 
+  it.each([
+    ['a colon escaped, the plus and percent left as they are', 'pa:ss+w%rd', 'pa%3Ass+w%rd'],
+    ['a colon escaped, a plus that is not a space', 'a:b+c', 'a%3Ab+c'],
+    ['a colon escaped in lower-case hex', 'x:y', 'x%3ay'],
+    ['nothing escaped (RFC 7617 as is), with a colon, a plus and a percent', 'p:q+r%zz', 'p:q+r%zz'],
+    ['fully form-encoded (RFC 6749 §2.3.1)', 'p:q+r%zz é', encodeURIComponent('p:q+r%zz é')],
+  ])('encodings seen in the field: %s', (_what, password, sent) => {
+    const parsed = parseBasicAuthorization('Basic ' + b64(`app:${sent}`));
+    expect(parsed.clientId).toBe('app');
+    expect(parsed.secrets).toContain(password);
+  });
+
+  it('only ":" escaped, a literal %25 and %41 kept (the "interop" Basic of @badgateway/oauth2-client)', () => {
+    expect(parseBasicAuthorization('Basic ' + b64('app:x%3Ay%41 %25+')).secrets).toContain('x:y%41 %25+');
+  });
+
+  it('the reading left out: a password that itself contains %3A, sent with only ":" escaped, reads as an escape', () => {
+    // "a%3Ab:c" sent as "a%3Ab%3Ac" cannot be told from "a:b:c" sent the same way; RFC 3986 decides (an escape).
+    const secrets = parseBasicAuthorization('Basic ' + b64('app:a%3Ab%3Ac')).secrets;
+    expect(secrets).toContain('a:b:c');
+    expect(secrets).not.toContain('a%3Ab:c');
+  });
+
+  it('where readings disagree, every reading is a candidate and the spec reading comes first', () => {
+    // "YWJj" is both Base64 (of "abc") and a password as sent; "%41" reads "A" decoded or as is.
+    expect(parseBasicAuthorization('Basic ' + b64('app:YWJj')).secrets).toEqual(['abc', 'YWJj']);
+    expect(parseBasicAuthorization('Basic ' + b64('app:a+%41')).secrets).toEqual(['a A', 'a+%41', 'a+A']);
+    expect(parseBasicAuthorization('Basic ' + b64('app:a+%3A%41')).secrets).toEqual(['a :A', 'a+:%41', 'a+:A', 'a+%3A%41']);
+  });
+
   it('accepts the scheme in any case and extra spaces', () => {
     expect(parseBasicAuthorization('basic   ' + b64('app:') + ' ').clientId).toBe('app');
     expect(parseBasicAuthorization('BASIC ' + b64('app:')).clientId).toBe('app');

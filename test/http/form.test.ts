@@ -62,9 +62,10 @@ describe('required, optional, tokenTypeHint', () => {
     expect(optional(form, 'b')).toBe('1');
   });
 
-  it('token_type_hint: required, one of the two types', () => {
+  it('token_type_hint: optional (contract 3, revised 2026-11), else one of the two types', () => {
     expect(tokenTypeHint(parseForm('token_type_hint=refresh_token'))).toBe('refresh_token');
-    expect(() => tokenTypeHint(parseForm(''))).toThrow(/token_type_hint is missing/);
+    expect(tokenTypeHint(parseForm(''))).toBeUndefined();
+    expect(tokenTypeHint(parseForm('token_type_hint='))).toBeUndefined();
     expect(() => tokenTypeHint(parseForm('token_type_hint=Access_Token'))).toThrow(UnsupportedTokenTypeError);
   });
 });

@@ -6,8 +6,8 @@ import { createClient, fetchTrusting, HOUR, issue, START, startTestServer, type 
 /**
  * A standard OAuth client library works unchanged (the issue's interoperability check):
  * oauth4webapi, which follows RFC 6749/7009/7662/8414 strictly, for discovery, refresh,
- * revocation and introspection. token_type_hint, which spec 4.2/4.3 require, is passed as the
- * RFC's optional parameter.
+ * revocation and introspection. The suite of test/interop/ drives more libraries against a real
+ * `tokenctl serve` process; this one runs in-process on both transports.
  */
 describe.each([
   ['plain HTTP on loopback', false],
@@ -72,7 +72,7 @@ describe.each([
     }
   });
 
-  it('refresh with a wrong secret: the Basic challenge is surfaced (WWWAuthenticateChallengeError)', async () => {
+  it('refresh with a wrong secret in client_secret_basic: the Basic challenge is surfaced (WWWAuthenticateChallengeError)', async () => {
     const issued = await issue(s.engine, web);
     const res = await oauth.refreshTokenGrantRequest(as, asClient(web), oauth.ClientSecretBasic('wrong-secret-123'), issued.refresh_token, options);
     const err = await oauth.processRefreshTokenResponse(as, asClient(web), res).catch((e: unknown) => e);
@@ -119,10 +119,23 @@ describe.each([
     expect(await oauth.processIntrospectionResponse(as, asClient(web), res)).toEqual({ active: false });
   });
 
-  it('without token_type_hint (optional in RFC 7009/7662, required by the spec): 400 with unsupported or missing named', async () => {
+  it("without token_type_hint (the library's default; contract 3 revised 2026-11): introspection and revocation work", async () => {
     const issued = await issue(s.engine, web);
     const res = await oauth.introspectionRequest(as, asClient(web), basic(web), issued.access_token, options);
-    expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({ status: 400, error: 'Bad Request', message: expect.stringContaining('token_type_hint') });
+    expect(await oauth.processIntrospectionResponse(as, asClient(web), res)).toMatchObject({ active: true, jti: issued.jti });
+    const revoked = await oauth.revocationRequest(as, asClient(web), post(web), issued.refresh_token, options);
+    await expect(oauth.processRevocationResponse(revoked)).resolves.toBeUndefined();
+    expect((await s.engine.introspect(issued.access_token)).active).toBe(false);
+  });
+
+  it('refresh with client_secret_post: accepted; with a wrong secret the body (invalid_client) is surfaced, no challenge', async () => {
+    const issued = await issue(s.engine, web);
+    const ok = await oauth.refreshTokenGrantRequest(as, asClient(web), post(web), issued.refresh_token, options);
+    expect((await oauth.processRefreshTokenResponse(as, asClient(web), ok)).access_token).toMatch(/^tca_/);
+    const res = await oauth.refreshTokenGrantRequest(as, asClient(web), oauth.ClientSecretPost('wrong-secret-123'), issued.refresh_token, options);
+    const err = await oauth.processRefreshTokenResponse(as, asClient(web), res).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(oauth.ResponseBodyError);
+    expect((err as oauth.ResponseBodyError).status).toBe(401);
+    expect((err as oauth.ResponseBodyError).error).toBe('invalid_client');
   });
 });

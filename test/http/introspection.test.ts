@@ -155,7 +155,7 @@ describe('POST /oauth/introspection', () => {
   });
 
   describe('contract 3: 400 in the record’s shape', () => {
-    it.each(['token', 'token_type_hint', 'client_id'])('%s missing', async (name) => {
+    it.each(['token', 'client_id'])('%s missing', async (name) => {
       const form: Record<string, string> = { token: 'tca_' + 'A'.repeat(43), token_type_hint: 'access_token', ...formAuth(web) };
       delete form[name];
       const r = await postForm(s.url, '/oauth/introspection', form);
@@ -166,6 +166,22 @@ describe('POST /oauth/introspection', () => {
     it('token empty counts as missing', async () => {
       const r = await postForm(s.url, '/oauth/introspection', { token: '', token_type_hint: 'access_token', ...formAuth(web) });
       expectRecord(r, 400, 'Bad Request', '/oauth/introspection');
+    });
+
+    it('token_type_hint missing or empty (contract 3, revised 2026-11): access and refresh tokens are found, active', async () => {
+      const issued = await issue(s.engine, web);
+      for (const [token, type] of [
+        [issued.access_token, 'access_token'],
+        [issued.refresh_token, 'refresh_token'],
+      ]) {
+        for (const hint of [{}, { token_type_hint: '' }] as Record<string, string>[]) {
+          const r = await postForm(s.url, '/oauth/introspection', { token: token!, ...hint, ...formAuth(web) });
+          expect(r.status, r.text).toBe(200);
+          expect(r.json).toMatchObject({ active: true, token_type: type, client_id: web.id });
+        }
+      }
+      const unknown = await postForm(s.url, '/oauth/introspection', { token: 'tca_' + 'A'.repeat(43), ...formAuth(web) });
+      expect(unknown.json).toEqual({ active: false });
     });
 
     it('an unknown token_type_hint: unsupported_token_type', async () => {

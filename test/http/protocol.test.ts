@@ -179,7 +179,7 @@ describe('HTTP transport rules', () => {
         revocation_endpoint: `${ISSUER}/oauth/revocation`,
         introspection_endpoint: `${ISSUER}/oauth/introspection`,
         grant_types_supported: ['refresh_token'],
-        token_endpoint_auth_methods_supported: ['client_secret_basic', 'none'],
+        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
         revocation_endpoint_auth_methods_supported: expect.arrayContaining(['client_secret_post', 'client_secret_basic', 'none']),
         introspection_endpoint_auth_methods_supported: expect.arrayContaining(['client_secret_post', 'client_secret_basic', 'none']),
       });

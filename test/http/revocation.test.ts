@@ -150,12 +150,34 @@ describe('POST /oauth/revocation', () => {
   });
 
   describe('contract 3: other errors keep the record’s shape', () => {
-    it.each(['token', 'token_type_hint', 'client_id'])('%s missing: 400 Bad Request naming it', async (name) => {
+    it.each(['token', 'client_id'])('%s missing: 400 Bad Request naming it', async (name) => {
       const form: Record<string, string> = { token: 'tca_' + 'A'.repeat(43), token_type_hint: 'access_token', ...formAuth(web) };
       delete form[name];
       const r = await postForm(s.url, '/oauth/revocation', form);
       expectRecord(r, 400, 'Bad Request', '/oauth/revocation');
       expect(r.json.message).toContain(name);
+    });
+
+    it.each([
+      ['access token', 'access_token'],
+      ['refresh token', 'refresh_token'],
+    ] as const)('token_type_hint missing or empty (contract 3, revised 2026-11): the %s is found and revoked', async (_what, field) => {
+      for (const form of [{}, { token_type_hint: '' }] as Record<string, string>[]) {
+        const issued = await issue(s.engine, web);
+        const r = await postForm(s.url, '/oauth/revocation', { token: issued[field], ...form, ...formAuth(web) });
+        expect(r.status, r.text).toBe(200);
+        expect(r.json.code).toBe('token_revoke_success');
+        expect(r.json.message).toContain(field);
+        expect((await s.engine.introspect(issued[field])).active).toBe(false);
+      }
+    });
+
+    it('token_type_hint missing, a token of another client: token_invalid, nothing revoked', async () => {
+      const issued = await issue(s.engine, other);
+      const r = await postForm(s.url, '/oauth/revocation', { token: issued.access_token, ...formAuth(web) });
+      expect(r.status).toBe(200);
+      expect(r.json.code).toBe('token_invalid');
+      expect((await s.engine.introspect(issued.access_token)).active).toBe(true);
     });
 
     it('an unknown token_type_hint: 400 naming the parameter and unsupported_token_type', async () => {

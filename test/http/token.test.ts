@@ -153,12 +153,13 @@ describe('POST /oauth/token', () => {
     });
   });
 
-  describe('client authentication failures: 401 invalid_client with WWW-Authenticate', () => {
-    const expectInvalidClient = (r: Awaited<ReturnType<typeof refresh>>) => {
+  describe('client authentication failures: 401 invalid_client, WWW-Authenticate only after an Authorization header', () => {
+    /** Contract 3 (revised 2026-11): the Basic challenge goes only with a request that carried `Authorization`. */
+    const expectInvalidClient = (r: Awaited<ReturnType<typeof refresh>>, challenged = true) => {
       expect(r.status, r.text).toBe(401);
       expect(r.json.error).toBe('invalid_client');
       expect(typeof r.json.error_description).toBe('string');
-      expect(r.headers.get('www-authenticate')).toBe('Basic realm="tokenctl"');
+      expect(r.headers.get('www-authenticate')).toBe(challenged ? 'Basic realm="tokenctl"' : null);
       expect(r.headers.get('cache-control')).toBe('no-store');
     };
 
@@ -198,20 +199,33 @@ describe('POST /oauth/token', () => {
       }
     });
 
-    it('no client authentication at all', async () => {
+    it('no client authentication at all: no challenge, and the description says what to send', async () => {
       const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token });
-      expectInvalidClient(r);
+      expectInvalidClient(r, false);
+      expect(r.json.error_description).toMatch(/Authorization header.*client_id and client_secret/);
     });
 
-    it('client_secret as a form parameter (not an authentication method of this endpoint)', async () => {
-      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token, ...formAuth(web) });
-      expectInvalidClient(r);
-      expect(r.json.error_description).toMatch(/Authorization header/);
+    it('client_secret in the form without client_id: no challenge, the description names client_id', async () => {
+      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token, client_secret: web.secret! });
+      expectInvalidClient(r, false);
+      expect(r.json.error_description).toMatch(/client_id is missing/);
     });
 
-    it('a confidential client presenting only client_id in the form', async () => {
+    it('a confidential client presenting only client_id in the form: no challenge', async () => {
       const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token, client_id: web.id });
-      expectInvalidClient(r);
+      expectInvalidClient(r, false);
+      expect(r.json.error_description).toBe(`The client account or password is incorrect: ${web.id}`);
+    });
+
+    it('client_secret_post with a wrong password: 401 invalid_client without a challenge', async () => {
+      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token, client_id: web.id, client_secret: 'not-the-password' });
+      expectInvalidClient(r, false);
+      expect(r.json.error_description).toBe(`The client account or password is incorrect: ${web.id}`);
+    });
+
+    it('a public client that sends a password in the form: no challenge', async () => {
+      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, spa)).refresh_token, client_id: spa.id, client_secret: 'some-password-1' });
+      expectInvalidClient(r, false);
     });
 
     it('a rotated secret stops working at once', async () => {
@@ -221,6 +235,34 @@ describe('POST /oauth/token', () => {
       const { client_secret } = await s.engine.rotateClientSecret(rotating.id, 'test');
       expectInvalidClient(await refresh(rotating, issued.refresh_token));
       expect((await refresh({ id: rotating.id, secret: client_secret }, issued.refresh_token)).status).toBe(200);
+    });
+  });
+
+  describe('client_secret_post (RFC 6749 §2.3.1; contract 3, revised 2026-11)', () => {
+    it('client_id and client_secret in the form, no header: 200 with the token response', async () => {
+      const issued = await issue(s.engine, web);
+      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token, ...formAuth(web) });
+      expect(r.status, r.text).toBe(200);
+      expect(r.json).toMatchObject({ refresh_token: issued.refresh_token, token_type: 'bearer', org_id: 'org-web-app' });
+    });
+
+    it('the form password is the registered one as is: its Base64 (the spec header’s inner form) is refused', async () => {
+      const issued = await issue(s.engine, web);
+      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token, client_id: web.id, client_secret: Buffer.from(web.secret!).toString('base64') });
+      expectInvalidClientBody(r);
+    });
+
+    it('a public client’s client_id alone still works (spec scenario II without a header)', async () => {
+      const issued = await issue(s.engine, spa);
+      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token, client_id: spa.id });
+      expect(r.status, r.text).toBe(200);
+    });
+
+    it('another client’s refresh token through client_secret_post: 401 invalid_token, not recognised', async () => {
+      const issued = await issue(s.engine, other);
+      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token, ...formAuth(web) });
+      expect(r.status).toBe(401);
+      expect(r.json).toEqual({ error: 'invalid_token', error_description: expect.stringMatching(/not recognised/) });
     });
   });
 
@@ -268,6 +310,12 @@ describe('POST /oauth/token', () => {
       expect(r.json.error).toBe('invalid_request');
     });
   });
+
+  function expectInvalidClientBody(r: Awaited<ReturnType<typeof refresh>>): void {
+    expect(r.status, r.text).toBe(401);
+    expect(r.json.error).toBe('invalid_client');
+    expect(r.headers.get('www-authenticate')).toBeNull();
+  }
 
   it('the refresh token lives on after its access tokens expire (spec 3 row 4)', async () => {
     const issued = await issue(s.engine, web, { accessTtlMs: HOUR, refreshTtlMs: DAY });

@@ -171,7 +171,12 @@ const MALFORMED: Case[] = [
   { name: 'the same parameter twice, once empty', request: (e) => ({ body: `${e.other[0]}=&` + e.form() }), want: { status: 400, says: /more than once/ } },
   { name: 'the token parameter missing', request: (e) => ({ body: e.form({ [e.tokenParam]: null }) }), want: { status: 400, says: /missing/ } },
   { name: 'the token parameter empty', request: (e) => ({ body: e.form({ [e.tokenParam]: '' }) }), want: { status: 400, says: /missing/ } },
-  { name: 'the second parameter missing', request: (e) => ({ body: e.form({ [e.other[0]]: null }) }), want: { status: 400, says: /missing/ } },
+  // token_type_hint is optional (contract 3, revised 2026-11): at revocation and introspection the other required parameter is client_id.
+  {
+    name: 'the second required parameter missing',
+    request: (e) => ({ body: e.form({ [e.ep === 'token' ? e.other[0] : 'client_id']: null }) }),
+    want: (ep) => ({ status: 400, says: ep === 'token' ? /grant_type is missing/ : /client_id is missing/ }),
+  },
   {
     name: 'the second parameter an unknown value',
     request: (e) => ({ body: e.form({ [e.other[0]]: 'password' }) }),
@@ -281,10 +286,10 @@ describe('malformed and hostile requests', () => {
         expect(r.body).not.toMatch(/at \w+ \(|node:internal/);
         expect(r.headers.pragma).toBe('no-cache');
         expect(r.headers.connection).toBe('close');
-        expectRefusal(e, r, { status: want.unparsable }, req.path ?? e.path, req.method ?? 'POST');
+        expectRefusal(e, r, { status: want.unparsable }, req.path ?? e.path, req.method ?? 'POST', carriesAuthorization(e, req));
         return;
       }
-      expectRefusal(e, r, want, req.path ?? e.path, req.method ?? 'POST');
+      expectRefusal(e, r, want, req.path ?? e.path, req.method ?? 'POST', carriesAuthorization(e, req));
     });
 
     it.each(HOSTILE_TOKENS)('%s: the ordinary answer', async (_name, make) => {
@@ -347,11 +352,20 @@ describe('malformed and hostile requests', () => {
   });
 });
 
-function expectRefusal(e: EpInfo, r: RawAnswer, want: Refusal, path: string, method: string): void {
+/** Whether the request bytesOf builds carries an Authorization header (the default one, or one given). */
+function carriesAuthorization(e: EpInfo, r: RawRequest): boolean {
+  const given = (r.headers ?? []).find(([k]) => k.toLowerCase() === 'authorization');
+  return given ? given[1] !== null : e.authorization !== null;
+}
+
+function expectRefusal(e: EpInfo, r: RawAnswer, want: Refusal, path: string, method: string, authorized: boolean): void {
   expect(r.status, r.body).toBe(want.status);
   expect(r.headers['cache-control']).toBe('no-store');
   if (want.status === 405) expect(r.headers.allow).toBe('POST');
-  if (want.status === 401 && e.ep === 'token') expect(r.headers['www-authenticate']).toBe('Basic realm="tokenctl"');
+  // Contract 3 (revised 2026-11): the Basic challenge goes with a 401 invalid_client only after an Authorization header.
+  if (want.status === 401 && want.code === 'invalid_client') {
+    expect(r.headers['www-authenticate']).toBe(authorized ? 'Basic realm="tokenctl"' : undefined);
+  }
   if (method === 'HEAD') return;
   expect(r.headers['content-type']).toMatch(/^application\/json/);
   const body = JSON.parse(r.body) as Record<string, unknown>;

@@ -10,7 +10,7 @@ import type { RequestNote, RouteDeps } from '../types.js';
 /** Spec 4.3 (RFC 7662): any authenticated client may introspect any token; answers spec 2.3. */
 export async function introspection(engine: Engine, form: Form, authorization: string | undefined, note: RequestNote): Promise<IntrospectionResult> {
   const token = required(form, 'token');
-  tokenTypeHint(form); // required and checked (contract 3), but only a hint
+  tokenTypeHint(form); // optional and checked (contract 3), but only a hint: the token is found whatever its type
   const authenticated = await engine.authenticateWithToken(endpointCredentials(authorization, form), token);
   note.clientId = authenticated.client.id;
   const result = engine.introspectAuthenticated(authenticated);

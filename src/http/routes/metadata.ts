@@ -16,7 +16,7 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
     grant_types_supported: ['refresh_token'],
     // No authorization endpoint here: issuance is "not shown" in the spec (part 1).
     response_types_supported: [],
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'none'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
     revocation_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic', 'none'],
     introspection_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic', 'none'],
   };

@@ -10,7 +10,7 @@ import type { RequestNote, RouteDeps } from '../types.js';
 /** Spec 4.2 (RFC 7009): a client revokes one of its own tokens; answers spec 2.2. */
 export async function revocation(engine: Engine, form: Form, authorization: string | undefined, note: RequestNote): Promise<RevocationResult> {
   const token = required(form, 'token');
-  tokenTypeHint(form); // required and checked (contract 3), but only a hint
+  tokenTypeHint(form); // optional and checked (contract 3), but only a hint: the token is found whatever its type
   const authenticated = await engine.authenticateWithToken(endpointCredentials(authorization, form), token);
   note.clientId = authenticated.client.id;
   const { result, jti } = await engine.revokeAuthenticated(authenticated);
