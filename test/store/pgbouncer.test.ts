@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { StoreUnavailableError } from '../../src/store/store.js';
 import { PG_URL, dropSchema, openTestStore, testSchemaName, withPg } from '../helpers/pg.js';
 import { PGBOUNCER, PGBOUNCER_SKIP_MESSAGE, startPgBouncer, type PgBouncer, type PoolMode } from '../helpers/pgbouncer.js';
 import { T0, makeClient, makeGrant } from '../helpers/records.js';
@@ -72,6 +73,13 @@ describe.skipIf(!enabled)('PgBouncer in transaction mode, as tokenctl met it bef
     client.on('error', () => undefined);
     await expect(client.connect()).rejects.toThrow(/unsupported startup parameter: statement_timeout/);
     await client.end().catch(() => undefined);
+  });
+
+  it('names what PgBouncer refused when a URL still carries a startup option', async () => {
+    const url = `${bouncer.url}${bouncer.url.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c search_path=x')}`;
+    const error = await PostgresStore.open(url, { schema: testSchemaName() }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect((error as Error).message).toMatch(/unavailable: connection failure: unsupported startup parameter: options/);
   });
 
   it('shares few server connections among many store connections without mixing their transactions', async () => {
