@@ -40,7 +40,7 @@ Plain HTTP is allowed on a loopback address only (with a warning) or with --inse
     'access-ttl': durationFlag({ description: "Access token lifetime for clients without their own [default: 1h]", helpGroup: 'TOKENS' }),
     'refresh-ttl': durationFlag({ description: "Refresh token lifetime for clients without their own [default: 30d]", helpGroup: 'TOKENS' }),
     demo: Flags.boolean({ description: 'Create (or re-key) the client demo-client, issue it a token pair and print curl commands for every endpoint; HTTPS with a development certificate unless a TLS flag says otherwise' }),
-    'pool-size': Flags.integer({ description: 'PostgreSQL: connections per process (each worker has its own pool)', default: 10, min: 1, max: 1000, helpGroup: 'STORE' }),
+    'pool-size': Flags.integer({ description: 'PostgreSQL: connections per process (each worker has its own pool); 10 nodes at 8 fit a stock max_connections of 100 with room for operators (docs/scale-out.md)', default: 8, min: 1, max: 1000, helpGroup: 'STORE' }),
     'db-timeout': durationFlag({ description: 'PostgreSQL: the longest a request waits on the database before it answers 503 [default: 5s]', helpGroup: 'STORE' }),
     workers: Flags.integer({ description: 'Processes serving the port (node:cluster), each with its own store connection; use the cores of a bigger machine', default: 1, min: 1, max: 64 }),
     'log-level': Flags.string({ description: 'Request logs at info; warn or error keeps only problems', options: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], default: 'info' }),

@@ -5,7 +5,7 @@ import { demoInstructions, prepareDemo } from './demo.js';
 import { waitForShutdownSignal } from './shutdown.js';
 import { startServer } from './start.js';
 import { chooseTransport, type TransportFlags } from './transport-choice.js';
-import type { OpenStoreOptions } from '../store/open-store.js';
+import { connectionBudgetWarning, type OpenStoreOptions } from '../store/open-store.js';
 
 export interface ServeSettings extends TransportFlags {
   port: number;
@@ -53,6 +53,10 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
   };
   const engine = await openEngine(engineOptions);
   if (transport.warning) out.warn(transport.warning);
+  if (settings.storeLocation !== undefined) {
+    const budget = await connectionBudgetWarning(settings.storeLocation, settings.storeOptions?.poolSize, settings.workers ?? 1);
+    if (budget) out.warn(budget);
+  }
 
   // Before anything is printed: whoever reads "listening on" may signal at once.
   let force = (): void => process.exit(130);

@@ -25,3 +25,19 @@ export async function openStore(location: string, options: OpenStoreOptions = {}
   const { SqliteStore } = await import('./sqlite/sqlite-store.js');
   return SqliteStore.open(location, { create: options.create ?? true });
 }
+
+/**
+ * PostgreSQL only: what `serve` should warn about the server's connection budget when this node
+ * may open `processes` pools of `poolSize` connections (postgres/budget.ts), or undefined when
+ * there is room or the store is a file. The check needs its own connection, for a moment.
+ */
+export async function connectionBudgetWarning(location: string, poolSize: number | undefined, processes: number): Promise<string | undefined> {
+  if (!isPostgresUrl(location)) return undefined;
+  const { budgetWarning, readConnectionBudget } = await import('./postgres/budget.js');
+  const { DEFAULT_POOL_SIZE } = await import('./postgres/pool.js');
+  try {
+    return budgetWarning(await readConnectionBudget(location), (poolSize ?? DEFAULT_POOL_SIZE) * processes, location);
+  } catch (error) {
+    return `could not check PostgreSQL's connection budget (max_connections, pg_stat_activity): ${error instanceof Error ? error.message : String(error)}`;
+  }
+}

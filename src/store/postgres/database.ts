@@ -1,64 +1,90 @@
 import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
+import { StoreUnavailableError } from '../store.js';
 import { isRetryable, mapPgError } from './errors.js';
-
-/** A deadlock victim is rolled back whole by PostgreSQL, so running it again is safe. */
-const MAX_ATTEMPTS = 3;
+import { Qualifier } from './qualify.js';
 
 /** What a transaction's work returns to roll back instead of committing. */
 export class Rollback<T> {
   constructor(readonly value: T) {}
 }
 
+/** The connection a transaction's work runs its statements on (table names qualified, as {@link Database.query}). */
+export interface TransactionClient {
+  query<R extends QueryResultRow = QueryResultRow>(sql: string, params?: unknown[]): Promise<QueryResult<R>>;
+}
+
+export interface DatabaseOptions {
+  /** The store's schema: its table names are qualified with it in every statement (no search_path needed). */
+  schema?: string;
+  /** Server-side limit on each statement of a transaction (SET LOCAL); 0 for none. */
+  statementTimeoutMs?: number;
+  /** How long deadlock and serialization failures are retried before the store counts as unavailable. */
+  retryBudgetMs?: number;
+}
+
+/** The first retry waits up to this long, each next one up to twice as long as the one before ... */
+const BACKOFF_BASE_MS = 5;
+/** ... but never more than this. */
+const BACKOFF_CAP_MS = 250;
+const DEFAULT_RETRY_BUDGET_MS = 2_000;
+
 /**
  * Runs the store's statements on its pool: each statement in its own transaction, or several
- * in one; a deadlock victim is run again; pg's errors come out in the store's vocabulary
- * (errors.ts). Nothing here is specific to tokens.
+ * in one; a deadlock or serialization victim is run again; pg's errors come out in the store's
+ * vocabulary (errors.ts). Nothing here is specific to tokens.
+ *
+ * No connection carries session state, so that the store works through a pooler in transaction
+ * mode (PgBouncer) as directly: table names are qualified with the store's schema in each
+ * statement (qualify.ts) instead of a search_path, and a transaction's timeouts are SET LOCAL,
+ * sent with its BEGIN in the same round trip. A single statement outside a transaction is
+ * bounded by the pool's client-side query timeout (pool.ts).
  */
 export class Database {
   private ended: Promise<void> | undefined;
+  private readonly qualifier: Qualifier | undefined;
+  private readonly begin: string;
+  private readonly retryBudgetMs: number;
 
   constructor(
     private readonly pool: Pool,
     private readonly location: string,
-  ) {}
+    options: DatabaseOptions = {},
+  ) {
+    this.qualifier = options.schema === undefined ? undefined : new Qualifier(options.schema);
+    this.begin = beginStatement(options.statementTimeoutMs ?? 0);
+    this.retryBudgetMs = options.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS;
+  }
 
   /** One statement, in its own transaction. */
   async query<R extends QueryResultRow = QueryResultRow>(sql: string, params: unknown[] = []): Promise<QueryResult<R>> {
     this.check();
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.pool.query<R>(sql, params);
-      } catch (error) {
-        if (attempt < MAX_ATTEMPTS && isRetryable(error)) continue;
-        throw mapPgError(error, this.location);
-      }
-    }
+    const text = this.qualify(sql);
+    return this.retrying(() => this.pool.query<R>(text, params));
   }
 
   /**
    * Runs `work` in one transaction on one connection: committed if it returns a value, rolled
-   * back if it returns a {@link Rollback} or throws.
+   * back if it returns a {@link Rollback} or throws. Run again whole after a deadlock or a
+   * serialization failure, so `work` must do nothing but its statements.
    */
-  async transaction<T>(work: (db: PoolClient) => Promise<T | Rollback<T>>): Promise<T> {
+  async transaction<T>(work: (db: TransactionClient) => Promise<T | Rollback<T>>): Promise<T> {
     this.check();
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await withClient(this.pool, async (db) => {
-          await db.query('BEGIN');
-          try {
-            const result = await work(db);
-            await db.query(result instanceof Rollback ? 'ROLLBACK' : 'COMMIT');
-            return result instanceof Rollback ? result.value : result;
-          } catch (error) {
-            await db.query('ROLLBACK').catch(() => undefined); // a broken connection has rolled back already
-            throw error;
-          }
-        });
-      } catch (error) {
-        if (attempt < MAX_ATTEMPTS && isRetryable(error)) continue;
-        throw mapPgError(error, this.location);
-      }
-    }
+    return this.retrying(() =>
+      withClient(this.pool, async (connection) => {
+        const db: TransactionClient = {
+          query: <R extends QueryResultRow = QueryResultRow>(sql: string, params: unknown[] = []) => connection.query<R>(this.qualify(sql), params),
+        };
+        await connection.query(this.begin);
+        try {
+          const result = await work(db);
+          await connection.query(result instanceof Rollback ? 'ROLLBACK' : 'COMMIT');
+          return result instanceof Rollback ? result.value : result;
+        } catch (error) {
+          await connection.query('ROLLBACK').catch(() => undefined); // a broken connection has rolled back already
+          throw error;
+        }
+      }),
+    );
   }
 
   /** Ends the pool; idempotent. */
@@ -67,9 +93,53 @@ export class Database {
     await this.ended;
   }
 
+  /** `sql` with the store's tables in its schema. */
+  qualify(sql: string): string {
+    return this.qualifier?.qualify(sql) ?? sql;
+  }
+
+  /**
+   * Runs `attempt` until it succeeds, fails for good, or deadlock and serialization failures
+   * (which PostgreSQL rolled back whole) have used up the retry budget: then the store is
+   * unavailable for now (503 with Retry-After), not broken. Waits are exponential with full
+   * jitter, so that the victims of one conflict do not collide again in step.
+   */
+  private async retrying<T>(attempt: () => Promise<T>): Promise<T> {
+    const started = Date.now();
+    for (let n = 0; ; n++) {
+      try {
+        return await attempt();
+      } catch (error) {
+        if (!isRetryable(error)) throw mapPgError(error, this.location);
+        const wait = Math.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** n);
+        const elapsed = Date.now() - started;
+        if (elapsed + wait > this.retryBudgetMs) {
+          const what = (error as { code?: string }).code === '40P01' ? 'deadlocks' : 'serialization failures';
+          throw new StoreUnavailableError(
+            `the PostgreSQL store ${this.location} is unavailable: ${what} with concurrent transactions persisted through ${n + 1} attempts in ${elapsed} ms`,
+            { cause: error },
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  }
+
   private check(): void {
     if (this.ended !== undefined) throw new Error(`the store ${this.location} is closed`);
   }
+}
+
+/**
+ * BEGIN and the transaction's limits, in one simple-protocol round trip: a statement may run
+ * `statementTimeoutMs`, and a transaction left open by a vanished client holds its row locks
+ * for at most twice that. SET LOCAL ends with the transaction, so nothing stays on the
+ * connection for its next user.
+ */
+function beginStatement(statementTimeoutMs: number): string {
+  if (statementTimeoutMs <= 0) return 'BEGIN';
+  const ms = Math.round(statementTimeoutMs);
+  return `BEGIN; SET LOCAL statement_timeout = ${ms}; SET LOCAL idle_in_transaction_session_timeout = ${ms * 2}`;
 }
 
 /**

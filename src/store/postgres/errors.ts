@@ -60,7 +60,8 @@ function unavailableReason(error: unknown): string | undefined {
   if (code !== undefined) {
     if (code in SOCKET_ERRORS) return SOCKET_ERRORS[code];
     if (code in UNAVAILABLE_SQLSTATES) return UNAVAILABLE_SQLSTATES[code];
-    if (code.startsWith('08')) return 'connection failure';
+    // The server's (or a pooler's) own words, e.g. PgBouncer's "unsupported startup parameter: options".
+    if (code.startsWith('08')) return error instanceof Error && error.message ? `connection failure: ${error.message}` : 'connection failure';
     if (code.startsWith('53')) return 'the server is out of resources';
   }
   const message = error instanceof Error ? error.message : '';

@@ -20,8 +20,8 @@ const OWN_TABLES = ['migrations', 'clients', 'tokens', 'audit', 'grants'];
 
 /**
  * The schema history, the same shape as the SQLite store's. Never edit a migration that has
- * shipped: append a new one. Names are unqualified: the pool's search_path puts them in the
- * store's schema. Times are BIGINT milliseconds.
+ * shipped: append a new one. Names are unqualified: migrate() runs them with the store's schema
+ * as the transaction's search_path. Times are BIGINT milliseconds.
  */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -179,6 +179,9 @@ export async function migrate(db: ClientBase, schema: string, location: string, 
     await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`tokenctl migrate ${schema}`]);
     const exists = await db.query('SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1', [schema]);
     if (exists.rowCount === 0) await db.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
+    // The migrations' bare names land in the store's schema; SET LOCAL ends with this transaction,
+    // so the connection goes back to its pool (or to PgBouncer's) as it came.
+    await db.query(`SET LOCAL search_path TO ${quoteIdent(schema)}`);
     const current = await identify(db, schema, location);
     if (current === LATEST_SCHEMA_VERSION) {
       await db.query('COMMIT'); // another node was first

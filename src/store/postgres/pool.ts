@@ -3,13 +3,18 @@ import pg from 'pg';
 export interface PoolSettings {
   /** Connections in the pool. */
   poolSize: number;
-  /** Schema holding the store: becomes the connections' whole search_path. */
-  schema?: string;
   /** How long to wait for a connection (a new one, or a free one from a full pool). */
   connectionTimeoutMs: number;
-  /** Server-side limit for one statement; the client gives up a little later. */
+  /** Longest a statement may run: server side in transactions (database.ts); the client gives up a little later. */
   statementTimeoutMs: number;
 }
+
+/**
+ * Connections a store opens at most, unless told otherwise: what one CLI command needs (its
+ * statements run one after another), so that an operator still gets in when the nodes' pools
+ * fill the server. `serve --pool-size` (default 8) sets the nodes' own: see docs/scale-out.md.
+ */
+export const DEFAULT_POOL_SIZE = 2;
 
 /** PostgreSQL's int8 (BIGINT, count(*)) is our integer milliseconds: a JS number, exact below 2^53. */
 const INT8_OID = 20;
@@ -25,7 +30,7 @@ const TYPES: pg.CustomTypesConfig = {
   },
 };
 
-/** Unquoted identifiers only: the same name in SQL, in search_path and in `options`. */
+/** Unquoted identifiers only: the same name in every statement that qualifies a table with it. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /**
@@ -47,21 +52,25 @@ export function checkSchemaName(schema: string): void {
  * A pool that survives the database going away: a broken idle connection is reported through
  * the pool's 'error' event (handled here, or the process would crash) and dropped, and the next
  * query opens a new one. Timeouts bound every wait, so an outage surfaces as an error, never as
- * a hang: connecting, statements (server side), and reading an answer (client side, for a
- * server that vanished without closing the socket).
+ * a hang: connecting, statements (server side, set per transaction in database.ts), and reading
+ * an answer (client side, for a statement outside a transaction and for a server that vanished
+ * without closing the socket).
+ *
+ * Nothing is sent at connection start but the user, the database and application_name (which
+ * PgBouncer passes on in every pool mode): no `options`, no search_path, no session timeouts.
+ * PgBouncer in transaction mode refuses startup parameters it does not know, and would hand a
+ * session setting to whichever client next borrows the server connection.
  */
 export function createPool(url: string, settings: PoolSettings): pg.Pool {
   const pool = new pg.Pool({
-    ...withSearchPath(url, settings.schema),
+    connectionString: url,
     max: settings.poolSize,
     connectionTimeoutMillis: settings.connectionTimeoutMs,
     idleTimeoutMillis: 30_000,
     allowExitOnIdle: true, // a CLI command that is done exits, even before close()
-    statement_timeout: settings.statementTimeoutMs,
-    // The client gives up shortly after the server would have: a frozen server or network still ends.
+    // The client gives up shortly after the server would have: a frozen server or network still
+    // ends, and a connection that timed out is destroyed, never reused.
     query_timeout: settings.statementTimeoutMs + 1_000,
-    // A transaction left open by a vanished client must not hold its row locks for ever.
-    idle_in_transaction_session_timeout: settings.statementTimeoutMs * 2,
     keepAlive: true,
     application_name: 'tokenctl', // the URL's application_name, if any, wins
     types: TYPES,
@@ -70,19 +79,4 @@ export function createPool(url: string, settings: PoolSettings): pg.Pool {
   // has already discarded them. Errors of connections in use reach their query instead.
   pool.on('error', () => undefined);
   return pool;
-}
-
-/**
- * The connection settings that put `schema` first and alone on the search_path, through the
- * startup `options` (so every connection has it before its first query). pg lets the URL's own
- * parameters override the config object, so an `options` parameter already in the URL is
- * extended rather than replaced.
- */
-function withSearchPath(url: string, schema: string | undefined): pg.PoolConfig {
-  if (schema === undefined) return { connectionString: url };
-  const setting = `-c search_path=${schema}`;
-  const existing = /([?&])options=([^&#]*)/.exec(url);
-  if (!existing) return { connectionString: url, options: setting };
-  const combined = `${decodeURIComponent(existing[2] ?? '')} ${setting}`;
-  return { connectionString: url.replace(existing[0], `${existing[1]}options=${encodeURIComponent(combined)}`) };
 }

@@ -20,7 +20,7 @@ import {
 import { Database, Rollback, withClient } from './database.js';
 import { isUniqueViolation, mapPgError, redactUrl } from './errors.js';
 import { META_TABLE, migrate } from './migrations.js';
-import { checkSchemaName, createPool, schemaFromUrl } from './pool.js';
+import { DEFAULT_POOL_SIZE, checkSchemaName, createPool, schemaFromUrl } from './pool.js';
 import {
   bulkGrantBatch,
   CLIENT_COLUMNS,
@@ -43,7 +43,7 @@ import {
 } from './queries.js';
 
 export interface PostgresStoreOptions {
-  /** Connections in the pool (default 10). */
+  /** Connections in the pool (default {@link DEFAULT_POOL_SIZE}: what one CLI command needs; `serve` sets its own). */
   poolSize?: number;
   /**
    * Keep the store in this schema (created if missing) instead of the connection's current one.
@@ -84,15 +84,15 @@ export class PostgresStore implements TokenStore {
     const schema = options.schema ?? inUrl;
     if (schema !== undefined) checkSchemaName(schema);
     const location = options.schema === undefined ? redactUrl(url) : `${redactUrl(url)} (schema ${options.schema})`;
+    const statementTimeoutMs = options.statementTimeoutMs ?? 30_000;
     const pool = createPool(url, {
-      poolSize: options.poolSize ?? 10,
-      schema,
+      poolSize: options.poolSize ?? DEFAULT_POOL_SIZE,
       connectionTimeoutMs: options.connectionTimeoutMs ?? 3_000,
-      statementTimeoutMs: options.statementTimeoutMs ?? 30_000,
+      statementTimeoutMs,
     });
     try {
       await withClient(pool, async (db) => migrate(db, schema ?? (await currentSchema(db, location)), location));
-      return new PostgresStore(new Database(pool, location), location);
+      return new PostgresStore(new Database(pool, location, { schema, statementTimeoutMs }), location);
     } catch (error) {
       await pool.end().catch(() => undefined);
       throw mapPgError(error, location);
