@@ -48,7 +48,7 @@ for (const mode of ['transaction', 'session'] as PoolMode[]) {
         await store.insertTokens([refresh, access]);
         expect(await store.revokeToken(refresh.jti, T0 + 1, true)).toBe(true);
         expect((await store.findTokenByJti(access.jti))?.revokedAt).toBe(T0 + 1);
-        expect(await tablesIn(schema)).toEqual(['audit', 'clients', 'migrations', 'tokenctl_meta', 'tokens']);
+        expect(await tablesIn(schema)).toEqual(['audit', 'clients', 'grants', 'migrations', 'tokenctl_meta', 'tokens']);
         expect(await tablesIn('public')).not.toContain('tokens');
         expect(bouncer.log()).not.toMatch(/unsupported startup parameter/);
       } finally {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Qualifier, STORE_TABLES, qualifyTables } from '../../src/store/postgres/qualify.js';
-import { INSERT_TOKENS, LIST_AUDIT, PURGE_BATCH, REVOKE_GRANT, STATS, listTokensQuery, revocableQuery } from '../../src/store/postgres/queries.js';
+import { INSERT_TOKENS, LIST_AUDIT, PURGE_BATCH, REVOKE_GRANT, STATS, listTokensQuery, revocableQuery, MINT_ACCESS, ROTATE, LOCK_REVOKED_GRANT, bulkGrantBatch } from '../../src/store/postgres/queries.js';
 import { PG_SKIP_MESSAGE, PG_URL, openTestStore } from '../helpers/pg.js';
 import { describeStoreContract } from './contract.js';
 
@@ -52,7 +52,12 @@ describe('qualifyTables', () => {
   });
 
   it('qualifies each reference of the store’s shared statements', () => {
-    expect(qualified(INSERT_TOKENS)).toBe(1);
+    expect(qualified(INSERT_TOKENS)).toBe(2); // the grants it creates, the tokens
+    expect(qualified(MINT_ACCESS)).toBe(3); // the grant lock, the refresh token, the insert
+    expect(qualified(ROTATE)).toBe(3);
+    expect(qualified(LOCK_REVOKED_GRANT)).toBe(1);
+    expect(qualified(bulkGrantBatch({ username: 'alice' }, 1, 10).sql)).toBe(2);
+    expect(q(ROTATE)).toContain('SELECT 1 FROM g'); // a CTE's name stays as it is
     expect(qualified(PURGE_BATCH)).toBe(2);
     expect(qualified(REVOKE_GRANT)).toBe(1);
     expect(qualified(STATS)).toBe(3);
@@ -61,7 +66,7 @@ describe('qualifyTables', () => {
     expect(qualified(revocableQuery({ username: 'alice' }, 1).sql)).toBe(2);
     expect(qualified(listTokensQuery({ clientId: 'c', state: 'active' }).sql)).toBe(1);
     // Only the store's own tables, never anything else.
-    for (const sql of [INSERT_TOKENS, PURGE_BATCH, STATS, LIST_AUDIT]) {
+    for (const sql of [INSERT_TOKENS, PURGE_BATCH, STATS, LIST_AUDIT, MINT_ACCESS, ROTATE]) {
       for (const m of q(sql).matchAll(/"ts"\.(\w+)/g)) expect(STORE_TABLES).toContain(m[1]);
     }
   });
