@@ -24,7 +24,16 @@ export interface EngineConfig {
    * nodes and for a request that waited in a busy server (contract 3, issue "A revocation is final").
    */
   rotationRaceWindowMs: number;
+  /**
+   * At most this many tokens minted from one grant in any minute by refreshes without rotation
+   * (0: no limit), so that one leaked refresh token cannot mint access tokens without bound
+   * (issue 19). With rotation every refresh token mints once, and its successor must be stolen too.
+   */
+  maxRefreshesPerMinute: number;
 }
+
+/** Default {@link EngineConfig.maxRefreshesPerMinute}: two a second, far above any client's need. */
+export const MAX_REFRESHES_PER_MINUTE = 120;
 
 /** Default {@link EngineConfig.rotationRaceWindowMs}: 2 s. */
 export const ROTATION_RACE_WINDOW_MS = 2_000;

@@ -5,7 +5,7 @@ import type { PresentedCredentials } from './client-auth.js';
 import * as clients from './clients.js';
 import { systemClock, type Clock } from './clock.js';
 import { presentedDigest } from './tokens.js';
-import { clientView, DAY_MS, HOUR_MS, MAX_REFRESH_GRACE_MS, ROTATION_RACE_WINDOW_MS, type EngineConfig, type EngineContext } from './context.js';
+import { clientView, DAY_MS, HOUR_MS, MAX_REFRESH_GRACE_MS, MAX_REFRESHES_PER_MINUTE, ROTATION_RACE_WINDOW_MS, type EngineConfig, type EngineContext } from './context.js';
 import { InvalidInputError } from './errors.js';
 import { inspect, introspect, introspectionOf } from './introspect.js';
 import { issueTokens, type IssueInput } from './issue.js';
@@ -49,7 +49,11 @@ export class Engine {
       rotateRefreshTokens: options.rotateRefreshTokens ?? false,
       refreshGraceMs: options.refreshGraceMs ?? 0,
       rotationRaceWindowMs: options.rotationRaceWindowMs ?? ROTATION_RACE_WINDOW_MS,
+      maxRefreshesPerMinute: options.maxRefreshesPerMinute ?? MAX_REFRESHES_PER_MINUTE,
     };
+    if (!Number.isInteger(config.maxRefreshesPerMinute) || config.maxRefreshesPerMinute < 0) {
+      throw new InvalidInputError('the limit of refreshes per minute must be a whole number, 0 for none');
+    }
     if (config.refreshGraceMs < 0 || config.refreshGraceMs > MAX_REFRESH_GRACE_MS) {
       throw new InvalidInputError('the refresh grace period must be between 0s and 60s');
     }

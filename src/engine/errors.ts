@@ -113,3 +113,18 @@ export class PartialBulkRevocationError extends TokenctlError {
     super(`the bulk revocation of ${what} failed after ${revoked} token(s) were revoked; run it again to revoke the rest`, { cause });
   }
 }
+
+/**
+ * A refresh token (without rotation) minted its limit of access tokens in the last minute
+ * (EngineConfig.maxRefreshesPerMinute): a leaked refresh token cannot mint tokens without bound.
+ * Nothing was minted; `retryAfterSeconds` says when the limit allows one again at the latest.
+ */
+export class RefreshLimitError extends TokenctlError {
+  readonly code = 'temporarily_unavailable';
+  constructor(
+    readonly max: number,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(`This refresh token was used ${max} times in the last minute, the most allowed; try again in ${retryAfterSeconds} s`);
+  }
+}

@@ -1,8 +1,11 @@
 import type { ClientRecord, TokenRecord } from '../store/store.js';
 import { findPresentedToken, type EngineContext } from './context.js';
-import { InvalidTokenError, NotFoundError } from './errors.js';
+import { InvalidTokenError, NotFoundError, RefreshLimitError } from './errors.js';
 import { accessTtl, mint, narrowScope, refreshTtl, tokenResponse, type Minted } from './issue.js';
 import type { TokenResponse } from './results.js';
+
+/** The window of EngineConfig.maxRefreshesPerMinute. */
+const MINUTE_MS = 60_000;
 
 export interface RefreshInput {
   /** The authenticated client (spec part 5). */
@@ -49,7 +52,9 @@ export async function refresh(ctx: EngineContext, input: RefreshInput, found?: T
   if (!ctx.config.rotateRefreshTokens && revokeJti === undefined) {
     // The refresh token was read before: the store inserts only if it is still current (a
     // revocation of the grant committed in between would otherwise miss the new token).
-    const outcome = await ctx.store.insertMintedAccess(access.record, token.jti);
+    const max = ctx.config.maxRefreshesPerMinute;
+    const outcome = await ctx.store.insertMintedAccess(access.record, token.jti, max > 0 ? { since: now - MINUTE_MS, max } : undefined);
+    if (outcome === 'limited') throw new RefreshLimitError(max, MINUTE_MS / 1000);
     if (outcome !== 'inserted') throw new InvalidTokenError(outcome, refreshToken);
     return tokenResponse(ctx, access, refreshToken, client);
   }

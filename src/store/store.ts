@@ -138,6 +138,12 @@ export interface ClientAndToken {
   token: TokenRecord | null;
 }
 
+/** At most `max` tokens of one grant issued after `since` (ms): a bound on refreshes per grant. */
+export interface MintLimit {
+  since: number;
+  max: number;
+}
+
 /** Outcome of one {@link TokenStore.revokeBulk} batch. */
 export interface BulkBatch {
   /** Tokens this batch revoked. */
@@ -159,6 +165,8 @@ export type RotateOutcome =
 export type MintOutcome =
   /** The access token is stored, and its refresh token was current when it was. */
   | 'inserted'
+  /** The grant minted its limit of tokens lately ({@link MintLimit}): nothing was inserted. */
+  | 'limited'
   /** The refresh token was revoked or replaced: the access token is not active. */
   | 'revoked'
   /** The refresh token no longer exists (its client was deleted, or it was purged). */
@@ -229,9 +237,10 @@ export interface TokenStore {
    * answer says why. Serialised with {@link revokeGrant} on the grant (contract 3, "a revocation
    * is final"): a grant revocation that committed first is seen here; one that commits after
    * this insert revokes the new token with the grant. Concurrent mints of one grant do not wait
-   * for each other.
+   * for each other. With `limit`, nothing is inserted ('limited') when the grant already has
+   * `limit.max` tokens issued after `limit.since`, counted in the same step.
    */
-  insertMintedAccess(access: TokenRecord, refreshJti: string): Promise<MintOutcome>;
+  insertMintedAccess(access: TokenRecord, refreshJti: string, limit?: MintLimit): Promise<MintOutcome>;
 
   /**
    * Revokes a grant, atomically: every not-yet-revoked token of it, and the grant itself, so that

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidScopeError, InvalidTokenError } from '../../src/engine/errors.js';
+import { InvalidScopeError, InvalidTokenError, RefreshLimitError } from '../../src/engine/errors.js';
 import type { Engine } from '../../src/engine/engine.js';
 import type { ClientRecord } from '../../src/store/store.js';
 import { addClient, DAY, issueFor, makeEngine, mustRecordOf } from '../helpers/engine.js';
@@ -136,5 +136,33 @@ describe('scope on refresh (RFC 6749 §6)', () => {
     const client = await addClient(env.store, { scope: '' });
     const issued = await issueFor(env.engine, client);
     await expect(env.engine.refresh({ client, refreshToken: issued.refresh_token, scope: 'admin' })).rejects.toBeInstanceOf(InvalidScopeError);
+  });
+});
+
+describe('a bound on refreshes of one refresh token (issue 19)', () => {
+  it('at most maxRefreshesPerMinute tokens from one grant in any minute; then 429-style RefreshLimitError, and again a minute later', async () => {
+    const { engine, store, clock } = makeEngine({ maxRefreshesPerMinute: 5 });
+    const client = await addClient(store);
+    const issued = await issueFor(engine, client);
+    // The grant's refresh and access tokens count: three refreshes fill the minute.
+    for (let i = 0; i < 3; i++) await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const error = await engine.refresh({ client, refreshToken: issued.refresh_token }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RefreshLimitError);
+    expect(error).toMatchObject({ max: 5, retryAfterSeconds: 60 });
+    expect(await engine.listTokens({ type: 'access_token' })).toHaveLength(4);
+    // Another grant of the same client is not affected.
+    const other = await issueFor(engine, client);
+    await expect(engine.refresh({ client, refreshToken: other.refresh_token })).resolves.toMatchObject({ token_type: 'bearer' });
+    clock.advance(60_000);
+    await expect(engine.refresh({ client, refreshToken: issued.refresh_token })).resolves.toMatchObject({ token_type: 'bearer' });
+  });
+
+  it('0 means no limit; a negative or fractional limit is refused', async () => {
+    const { engine, store } = makeEngine({ maxRefreshesPerMinute: 0 });
+    const client = await addClient(store);
+    const issued = await issueFor(engine, client);
+    for (let i = 0; i < 200; i++) await engine.refresh({ client, refreshToken: issued.refresh_token });
+    expect(() => makeEngine({ maxRefreshesPerMinute: -1 })).toThrow(/refreshes per minute/);
+    expect(() => makeEngine({ maxRefreshesPerMinute: 1.5 })).toThrow(/refreshes per minute/);
   });
 });

@@ -329,6 +329,24 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         }
       });
 
+      it('with a limit, inserts nothing once the grant has that many tokens issued in the window', async () => {
+        const g = grant({ issuedAt: T0 });
+        await insert(g.refresh);
+        const minted = (issuedAt: number) => tok({ grantId: g.refresh.grantId, issuedAt, notBefore: issuedAt });
+        const [a1, a2, a3, late] = [minted(T0 + 1), minted(T0 + 2), minted(T0 + 3), minted(T0 + MINUTE + 5)];
+        const limit = { since: T0 + 3 - MINUTE, max: 3 };
+        expect(await store.insertMintedAccess(a1!, g.refresh.jti, limit)).toBe('inserted');
+        expect(await store.insertMintedAccess(a2!, g.refresh.jti, limit)).toBe('inserted');
+        // The refresh token and two access tokens in the window: the third is refused.
+        expect(await store.insertMintedAccess(a3!, g.refresh.jti, limit)).toBe('limited');
+        expect(await get(a3!)).toBeNull();
+        // A minute later the window holds none of them.
+        expect(await store.insertMintedAccess(late!, g.refresh.jti, { since: T0 + 5, max: 3 })).toBe('inserted');
+        // A revoked grant is revoked, whatever its count.
+        await store.revokeGrant(g.refresh.grantId, T0 + MINUTE + 6);
+        expect(await store.insertMintedAccess(minted(T0 + MINUTE + 7), g.refresh.jti, { since: 0, max: 1 })).toBe('revoked');
+      });
+
       it('answers unknown when the refresh token is gone', async () => {
         const g = grant();
         expect(await store.insertMintedAccess(g.access, g.refresh.jti)).toBe('unknown');

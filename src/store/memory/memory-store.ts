@@ -8,6 +8,7 @@ import {
   type BulkSelector,
   type ClientAndToken,
   type ClientRecord,
+  type MintLimit,
   type MintOutcome,
   type RotateOutcome,
   type StoreStats,
@@ -133,11 +134,16 @@ export class MemoryStore implements TokenStore {
     return true;
   }
 
-  async insertMintedAccess(access: TokenRecord, refreshJti: string): Promise<MintOutcome> {
+  async insertMintedAccess(access: TokenRecord, refreshJti: string, limit?: MintLimit): Promise<MintOutcome> {
     this.check();
     const refresh = this.tokens.get(refreshJti);
     if (!refresh) return 'unknown';
     if (refresh.revokedAt !== null || refresh.replacedAt !== null) return 'revoked';
+    if (limit) {
+      let recent = 0;
+      for (const t of this.tokens.values()) if (t.grantId === refresh.grantId && t.issuedAt > limit.since) recent++;
+      if (recent >= limit.max) return 'limited';
+    }
     await this.insertTokens([access]);
     return 'inserted';
   }

@@ -8,6 +8,7 @@ import {
   type BulkSelector,
   type ClientAndToken,
   type ClientRecord,
+  type MintLimit,
   type MintOutcome,
   type RotateOutcome,
   type StoreStats,
@@ -217,14 +218,16 @@ export class PostgresStore implements TokenStore {
     });
   }
 
-  async insertMintedAccess(access: TokenRecord, refreshJti: string): Promise<MintOutcome> {
+  async insertMintedAccess(access: TokenRecord, refreshJti: string, limit?: MintLimit): Promise<MintOutcome> {
     // One statement under the grant lock (MINT_ACCESS): a revocation of the grant either committed
     // first, and the lock, waited for, shows the grant revoked; or it waits for this insert to
     // commit, and then revokes the new token too.
-    const { rows } = await this.db.query<{ inserted: boolean; known: boolean }>(MINT_ACCESS, [...tokenColumns([access]), access.grantId, refreshJti]);
+    const params = [...tokenColumns([access]), access.grantId, refreshJti, limit?.since ?? null, limit?.max ?? null];
+    const { rows } = await this.db.query<{ inserted: boolean; known: boolean; limited: boolean }>(MINT_ACCESS, params);
     const outcome = rows[0];
     if (outcome?.inserted) return 'inserted';
-    return outcome?.known ? 'revoked' : 'unknown';
+    if (!outcome?.known) return 'unknown';
+    return outcome.limited ? 'limited' : 'revoked'; // limited: only when nothing else stopped it
   }
 
   async revokeGrant(grantId: string, at: number, audit?: AuditEntry): Promise<number> {

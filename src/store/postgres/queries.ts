@@ -38,13 +38,18 @@ const LOCK_LIVE_GRANT = 'SELECT 1 FROM grants WHERE grant_id = $18 AND revoked_a
 
 /**
  * insertMintedAccess in one statement (one round trip): the access token ($1–$17) goes in only if
- * its grant ($18) is unrevoked, under the grant lock, and its refresh token ($19) current.
+ * its grant ($18) is unrevoked, under the grant lock, its refresh token ($19) current, and the
+ * grant has fewer than $21 tokens issued after $20 (no limit: $21 null), counted from the
+ * (grant_id, issued_at) index.
  */
 export const MINT_ACCESS = `WITH g AS (${LOCK_LIVE_GRANT}),
   r AS (SELECT revoked_at IS NULL AND replaced_at IS NULL AS current FROM tokens WHERE jti = $19::text),
+  recent AS (SELECT count(*) AS n FROM (SELECT 1 FROM tokens WHERE $21::int IS NOT NULL AND grant_id = $18 AND issued_at > $20::bigint LIMIT $21::int) x),
   ins AS (INSERT INTO tokens (${TOKEN_INSERT_COLUMNS}) SELECT * FROM ${UNNEST_TOKENS}
-    WHERE EXISTS (SELECT 1 FROM g) AND coalesce((SELECT current FROM r), false) RETURNING 1)
-  SELECT EXISTS (SELECT 1 FROM ins) AS inserted, EXISTS (SELECT 1 FROM r) AS known`;
+    WHERE EXISTS (SELECT 1 FROM g) AND coalesce((SELECT current FROM r), false)
+      AND ($21::int IS NULL OR (SELECT n FROM recent) < $21::int) RETURNING 1)
+  SELECT EXISTS (SELECT 1 FROM ins) AS inserted, EXISTS (SELECT 1 FROM r) AS known,
+    EXISTS (SELECT 1 FROM g) AND coalesce((SELECT current FROM r), false) AND $21::int IS NOT NULL AND (SELECT n FROM recent) >= $21::int AS limited`;
 
 /**
  * rotateRefreshToken without grace, in one statement: under the grant lock ($18), the old token

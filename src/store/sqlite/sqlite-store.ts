@@ -13,6 +13,7 @@ import {
   type BulkSelector,
   type ClientAndToken,
   type ClientRecord,
+  type MintLimit,
   type MintOutcome,
   type RotateOutcome,
   type StoreStats,
@@ -92,7 +93,7 @@ export class SqliteStore implements TokenStore {
   private keptVersion = -1;
   private readonly insertMany: Database.Transaction<(tokens: TokenRecord[]) => void>;
   private readonly revokeTx: Database.Transaction<(jti: string, at: number, cascade: boolean, audit: AuditEntry | undefined) => boolean>;
-  private readonly mintTx: Database.Transaction<(access: TokenRecord, refreshJti: string) => MintOutcome>;
+  private readonly mintTx: Database.Transaction<(access: TokenRecord, refreshJti: string, limit: MintLimit | undefined) => MintOutcome>;
   private readonly statsTx: Database.Transaction<(now: number, clientId?: string) => StoreStats>;
   private readonly readTx: Database.Transaction<(batch: PendingRead[]) => ClientAndToken[]>;
   /** findClientAndToken calls waiting for the next read batch. */
@@ -124,10 +125,11 @@ export class SqliteStore implements TokenStore {
       return true;
     });
     // Writers take turns on the file (BEGIN IMMEDIATE), so nothing commits between check and insert.
-    this.mintTx = db.transaction((access: TokenRecord, refreshJti: string) => {
-      const state = this.st.currentState.get(refreshJti) as { revoked: number } | undefined;
+    this.mintTx = db.transaction((access: TokenRecord, refreshJti: string, limit: MintLimit | undefined) => {
+      const state = this.st.currentState.get(refreshJti) as { revoked: number; grantId: string } | undefined;
       if (state === undefined) return 'unknown';
       if (state.revoked) return 'revoked';
+      if (limit && (this.st.recentOfGrant.get({ grantId: state.grantId, since: limit.since, max: limit.max }) as number) >= limit.max) return 'limited';
       this.st.insertToken.run(access);
       return 'inserted';
     });
@@ -414,8 +416,8 @@ export class SqliteStore implements TokenStore {
     return this.write(() => this.revokeTx(jti, at, cascadeGrant, audit));
   }
 
-  async insertMintedAccess(access: TokenRecord, refreshJti: string): Promise<MintOutcome> {
-    return this.write(() => this.mintTx(access, refreshJti));
+  async insertMintedAccess(access: TokenRecord, refreshJti: string, limit?: MintLimit): Promise<MintOutcome> {
+    return this.write(() => this.mintTx(access, refreshJti, limit));
   }
 
   /**

@@ -107,7 +107,9 @@ export function prepareStatements(db: Database.Database) {
     // Changes whenever another connection commits (https://sqlite.org/pragma.html#pragma_data_version).
     dataVersion: p('PRAGMA data_version').pluck(true),
     revokeOne: p('UPDATE tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL'),
-    currentState: p('SELECT revoked_at IS NOT NULL OR replaced_at IS NOT NULL AS revoked FROM tokens WHERE jti = ?'),
+    currentState: p('SELECT revoked_at IS NOT NULL OR replaced_at IS NOT NULL AS revoked, grant_id AS grantId FROM tokens WHERE jti = ?'),
+    // Tokens of a grant issued after @since, counted up to @max from the (grant_id, issued_at) index alone.
+    recentOfGrant: p('SELECT count(*) AS n FROM (SELECT 1 FROM tokens WHERE grant_id = @grantId AND issued_at > @since LIMIT @max)').pluck(true),
     revokeGrant: p('UPDATE tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL'),
     replace: p('UPDATE tokens SET replaced_at = ?, replaced_by = ? WHERE jti = ? AND revoked_at IS NULL AND replaced_at IS NULL'),
     // Grace re-use: the lost replacement must be current, and still the one `old` points at.
