@@ -6,6 +6,7 @@ import { renderInspection, renderIntrospection } from '../cli/render/introspect.
 import type { IntrospectionResult } from '../cli/render/results.js';
 
 export default class Introspect extends BaseCommand<typeof Introspect> {
+  static override storeUse = 'read' as const;
   static override summary = 'Say whether a token is active, and what it is (spec 4.3)';
   static override description = `Shows the verdict first (ACTIVE, EXPIRED, REVOKED, NOT YET VALID or UNKNOWN) and then what the store knows of the token. With --json it prints exactly the introspection result of spec 2.3: all twelve fields for an active token, only {"active":false} otherwise. Exit code 0 when the token is active, 3 when it is not. With --url the request goes to a server (POST /oauth/introspection) and its answer is shown.`;
 
@@ -46,7 +47,7 @@ export default class Introspect extends BaseCommand<typeof Introspect> {
     if (token !== undefined) assertTokenShape(token);
     const engine = await this.engine();
     const inspection = await engine.inspect(token !== undefined ? { token } : { jti: this.flags.jti! });
-    if (!this.jsonEnabled()) this.log(renderInspection(inspection, Date.now()));
+    if (!this.jsonEnabled()) this.log(renderInspection(inspection, Date.now(), engine.store.location));
     return inspection.verdict === 'unknown' ? { active: false } : inspection.introspection;
   }
 }

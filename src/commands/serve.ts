@@ -5,6 +5,7 @@ import { durationFlag } from '../cli/flags.js';
 import type { OpenStoreOptions } from '../store/open-store.js';
 
 export default class Serve extends BaseCommand<typeof Serve> {
+  static override storeUse = 'create' as const;
   static override summary = 'Serve the token endpoints over HTTPS: refresh, revocation, introspection';
   static override description = `Exposes the store over the HTTP protocol of the spec (part 4) and contract section 3:
   POST /oauth/token           refresh (grant_type=refresh_token)
@@ -47,7 +48,7 @@ Plain HTTP is allowed on a loopback address only (with a warning) or with --inse
   };
 
   protected override storeOptions(): OpenStoreOptions {
-    return { poolSize: this.flags['pool-size'], statementTimeoutMs: this.flags['db-timeout'] ?? 5000 };
+    return { ...super.storeOptions(), poolSize: this.flags['pool-size'], statementTimeoutMs: this.flags['db-timeout'] ?? 5000 };
   }
 
   async run(): Promise<void> {

@@ -302,9 +302,28 @@ export class NotAStoreError extends Error {
 
 /** The store cannot be opened where it was pointed at: a missing directory or file. */
 export class StoreLocationError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** What to do about it, when the message does not say. */
+    readonly hint?: string,
+  ) {
     super(message);
     this.name = 'StoreLocationError';
+  }
+}
+
+/**
+ * There is no store where the command looked (no file, an empty file, or a PostgreSQL schema
+ * without tokenctl's tables), and the command may not create one: only `serve`, `client create`
+ * and `migrate --to` do, so that a mistyped location never answers from a new, empty store.
+ */
+export class NoStoreError extends Error {
+  constructor(
+    readonly location: string,
+    reason: string,
+  ) {
+    super(`no tokenctl store at ${location}: ${reason}`);
+    this.name = 'NoStoreError';
   }
 }
 

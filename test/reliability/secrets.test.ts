@@ -217,7 +217,7 @@ describe('no token or secret leaks', { timeout: 60_000 }, () => {
     const code = await new Promise<number | null>((resolve, reject) => {
       const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_DATA_HOME: join(home, 'data'), NO_COLOR: '1' };
       delete env.TOKENCTL_DB;
-      const child = spawn('sh', ['-c', 'umask 000 && exec "$0" "$@"', process.execPath, BIN, 'status', '--json'], { cwd: home, env, stdio: 'ignore' });
+      const child = spawn('sh', ['-c', 'umask 000 && exec "$0" "$@"', process.execPath, BIN, 'client', 'create', '--name', 'first', '--json'], { cwd: home, env, stdio: 'ignore' });
       const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
       child.on('error', reject);
       child.on('exit', (c) => {

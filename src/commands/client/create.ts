@@ -5,6 +5,7 @@ import { renderClientCreated, secretNotice } from '../../cli/render/client.js';
 import type { ClientCreateResult } from '../../cli/render/results.js';
 
 export default class ClientCreate extends BaseCommand<typeof ClientCreate> {
+  static override storeUse = 'create' as const;
   static override summary = 'Register a client and print its client_id and, this once, its client_secret';
   static override description = `A confidential client gets a generated password (or the one given with --secret); a public client (spec part 5 scenario II, PKCE) has none. Only a salted hash of the password is stored: it is shown here once and never again (a lost secret is replaced with "client rotate-secret").`;
 

@@ -1,6 +1,7 @@
 import type { PoolClient } from 'pg';
 import {
   DuplicateClientError,
+  NoStoreError,
   TOKEN_TYPES,
   type AuditEntry,
   type AuditFilter,
@@ -18,7 +19,7 @@ import {
 } from '../store.js';
 import { Database, Rollback, withClient } from './database.js';
 import { isUniqueViolation, mapPgError, redactUrl } from './errors.js';
-import { META_TABLE, migrate } from './migrations.js';
+import { identify, META_TABLE, migrate } from './migrations.js';
 import { checkSchemaName, createPool, schemaFromUrl } from './pool.js';
 import {
   CLIENT_COLUMNS,
@@ -46,6 +47,11 @@ export interface PostgresStoreOptions {
   connectionTimeoutMs?: number;
   /** Longest a statement may run (default 30 s). */
   statementTimeoutMs?: number;
+  /**
+   * Create the schema and tables when missing (default true). False: a schema without
+   * tokenctl's tables is refused with NoStoreError, and nothing is created.
+   */
+  create?: boolean;
 }
 
 /**
@@ -83,7 +89,13 @@ export class PostgresStore implements TokenStore {
       statementTimeoutMs: options.statementTimeoutMs ?? 30_000,
     });
     try {
-      await withClient(pool, async (db) => migrate(db, schema ?? (await currentSchema(db, location)), location));
+      await withClient(pool, async (db) => {
+        const target = schema ?? (await currentSchema(db, location));
+        if (options.create === false && (await identify(db, target, location)) === 0) {
+          throw new NoStoreError(location, `schema "${target}" holds no tokenctl tables (check the database name and ?schema= in the URL)`);
+        }
+        await migrate(db, target, location);
+      });
       return new PostgresStore(new Database(pool, location), location);
     } catch (error) {
       await pool.end().catch(() => undefined);
