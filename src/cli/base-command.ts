@@ -8,8 +8,9 @@ import { Command, Flags, type Interfaces } from '@oclif/core';
 import { Engine, type EngineOptions } from '../engine/engine.js';
 import { openStore, type OpenStoreOptions } from '../store/open-store.js';
 import { NoStoreError, type TokenStore } from '../store/store.js';
-import { CliError, EXIT, renderCliError } from './errors.js';
+import { CliError, EXIT, redactTrace, renderCliError } from './errors.js';
 import { formatError } from './render/errors.js';
+import { givenSecrets } from './token-input.js';
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>;
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>;
@@ -117,10 +118,18 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     } else {
       process.stderr.write(formatError(rendered) + '\n');
     }
-    if (process.env.TOKENCTL_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    if (process.env.TOKENCTL_DEBUG && err instanceof Error) process.stderr.write(`${redactTrace(debugTrace(err), this.secretsGiven())}\n`);
     process.exitCode = rendered.exitCode;
     await this.closeStore();
     return this.exit(rendered.exitCode);
+  }
+
+  /** Values on the command line or in the environment that a trace must not show. */
+  private secretsGiven(): string[] {
+    const f = (this.flags ?? {}) as Record<string, unknown>;
+    const args = (this.args ?? {}) as Record<string, unknown>;
+    const values = [f['client-secret'], f.secret, args.token, process.env.TOKENCTL_CLIENT_SECRET, process.env.PGPASSWORD];
+    return [...values.filter((v): v is string => typeof v === 'string'), ...givenSecrets];
   }
 
   protected override async finally(err: Error | undefined): Promise<unknown> {
@@ -144,6 +153,17 @@ export function noStoreError(error: NoStoreError, defaultStore: string): CliErro
     'no_store',
     `check --db (or TOKENCTL_DB); ${where}. Only serve, client create and migrate --to create a store`,
   );
+}
+
+/** The stack, and the stacks of its causes. */
+function debugTrace(err: Error): string {
+  let text = err.stack ?? String(err);
+  let cause: unknown = err.cause;
+  for (let depth = 0; cause instanceof Error && depth < 5; depth++) {
+    text += `\nCaused by: ${cause.stack ?? String(cause)}`;
+    cause = cause.cause;
+  }
+  return text;
 }
 
 export function defaultNode(): string {

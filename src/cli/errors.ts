@@ -69,6 +69,21 @@ export function redactTokens(text: string): string {
   return text.replace(/\b(tc[ar]_[A-Za-z0-9_-]{6})[A-Za-z0-9_-]{37}(?![A-Za-z0-9_-])/g, '$1…');
 }
 
+/**
+ * For TOKENCTL_DEBUG's stack traces: tokens cut as in {@link redactTokens} (also ones of another
+ * length or a JWT), a password in a postgres:// URL, and every secret the command was given
+ * (client secret, token) replaced wherever it appears.
+ */
+export function redactTrace(text: string, secrets: Iterable<string | undefined> = []): string {
+  let out = text;
+  for (const secret of secrets) if (secret && secret.length >= 4) out = out.split(secret).join('[redacted]');
+  return out
+    .replace(/\b(tc[ar]_[A-Za-z0-9_-]{6})[A-Za-z0-9_-]+/g, '$1…')
+    .replace(/\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, 'eyJ…[redacted JWT]')
+    .replace(/(postgres(?:ql)?:\/\/[^:@/\s]*):[^@\s]*@/gi, '$1:***@')
+    .replace(/([?&](?:ssl)?password=)[^&\s]*/gi, '$1***');
+}
+
 function redactDeep(value: unknown): unknown {
   if (typeof value === 'string') return redactTokens(value);
   if (Array.isArray(value)) return value.map(redactDeep);
@@ -96,7 +111,8 @@ function render(err: unknown): RenderedError {
   if (err instanceof engine.TokenctlError) return { code: err.code, message: err.message, exitCode: EXIT.usage };
   if (err instanceof DurationError) return { code: 'invalid_duration', message: unwrapFlagParsing(err.message), exitCode: EXIT.usage };
   if (isRemoteError(err)) {
-    return { code: 'remote_error', message: err.message, exitCode: EXIT.failure, details: { status: err.status, body: redactDeep(err.body) } };
+    const hint = err.status === 401 ? 'check the client ID and secret (--client-id, TOKENCTL_CLIENT_SECRET, or the profile)' : undefined;
+    return { code: 'remote_error', message: err.message, exitCode: EXIT.failure, hint, details: { status: err.status, body: redactDeep(err.body) } };
   }
   if (err instanceof NoStoreError) {
     return { code: 'no_store', message: err.message, exitCode: EXIT.noStore, hint: 'check --db (or TOKENCTL_DB); only serve, client create and migrate --to create a store' };

