@@ -267,8 +267,17 @@ export class PostgresStore implements TokenStore {
     });
   }
 
-  async purgeBatch(before: number, batchSize: number): Promise<number> {
-    return (await this.db.query(PURGE_BATCH, [before, Math.max(0, batchSize)])).rowCount ?? 0;
+  async purgeBatch(before: number, batchSize: number, audit?: AuditEntry): Promise<number> {
+    if (!audit) return (await this.db.query(PURGE_BATCH, [before, Math.max(0, batchSize)])).rowCount ?? 0;
+    // One statement: the audit row is written with the deletion, or neither is.
+    const { rows } = await this.db.query<{ n: number }>(
+      `WITH deleted AS (${PURGE_BATCH} RETURNING 1),
+        logged AS (INSERT INTO audit (at, actor, action, target, count, detail)
+          SELECT $3, $4, $5, $6, count(*), $7 FROM deleted HAVING count(*) > 0)
+      SELECT count(*)::int AS n FROM deleted`,
+      [before, Math.max(0, batchSize), audit.at, audit.actor, audit.action, audit.target, audit.detail],
+    );
+    return rows[0]?.n ?? 0;
   }
 
   async countPurgeable(before: number): Promise<number> {

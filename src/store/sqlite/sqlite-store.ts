@@ -446,8 +446,12 @@ export class SqliteStore implements TokenStore {
     return this.write(() => this.rotateTx(oldJti, issued, at, revokeJti));
   }
 
-  async purgeBatch(before: number, batchSize: number): Promise<number> {
-    return this.write(() => this.st.purge.run({ before, limit: batchSize }).changes);
+  async purgeBatch(before: number, batchSize: number, audit?: AuditEntry): Promise<number> {
+    return this.write(() => {
+      const deleted = this.st.purge.run({ before, limit: batchSize }).changes;
+      if (audit && deleted > 0) this.st.insertAudit.run({ ...audit, count: deleted });
+      return deleted;
+    });
   }
 
   async countPurgeable(before: number): Promise<number> {
