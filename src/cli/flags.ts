@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { isWellFormedToken } from '../engine/tokens.js';
-import { parseDuration } from './duration.js';
+import { MAX_LIFETIME_MS, parseDuration } from './duration.js';
 import { CliError, EXIT } from './errors.js';
 import { describeBadToken } from './token-input.js';
 
@@ -12,6 +12,12 @@ import { describeBadToken } from './token-input.js';
 export const durationFlag = Flags.custom<number>({
   helpValue: '<duration>',
   parse: async (input: string) => parseDuration(input),
+});
+
+/** A token lifetime: a duration of at most {@link MAX_LIFETIME_MS} (366d). */
+export const lifetimeFlag = Flags.custom<number>({
+  helpValue: '<duration>',
+  parse: async (input: string) => parseDuration(input, MAX_LIFETIME_MS),
 });
 
 export const yesFlag = Flags.boolean({

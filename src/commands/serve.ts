@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { BaseCommand, defaultNode } from '../cli/base-command.js';
-import { durationFlag } from '../cli/flags.js';
+import { durationFlag, lifetimeFlag } from '../cli/flags.js';
 import type { OpenStoreOptions } from '../store/open-store.js';
 
 export default class Serve extends BaseCommand<typeof Serve> {
@@ -38,8 +38,8 @@ Plain HTTP is allowed on a loopback address only (with a warning) or with --inse
     node: Flags.string({ description: 'Node name, returned as node in token responses [default: the host name]', env: 'TOKENCTL_NODE' }),
     'rotate-refresh-tokens': Flags.boolean({ description: 'Replace the refresh token on every refresh; a replaced one presented again revokes its grant', helpGroup: 'TOKENS' }),
     'refresh-grace': durationFlag({ description: 'With rotation: the previous refresh token still works this long after its replacement (0s to 60s) [default: 0s]', dependsOn: ['rotate-refresh-tokens'], helpGroup: 'TOKENS' }),
-    'access-ttl': durationFlag({ description: "Access token lifetime for clients without their own [default: 1h]", helpGroup: 'TOKENS' }),
-    'refresh-ttl': durationFlag({ description: "Refresh token lifetime for clients without their own [default: 30d]", helpGroup: 'TOKENS' }),
+    'access-ttl': lifetimeFlag({ description: "Access token lifetime for clients without their own [default: 1h]", helpGroup: 'TOKENS' }),
+    'refresh-ttl': lifetimeFlag({ description: "Refresh token lifetime for clients without their own [default: 30d]", helpGroup: 'TOKENS' }),
     demo: Flags.boolean({ description: 'Create (or re-key) the client demo-client, issue it a token pair and print curl commands for every endpoint; HTTPS with a development certificate unless a TLS flag says otherwise' }),
     'pool-size': Flags.integer({ description: 'PostgreSQL: connections per process (each worker has its own pool)', default: 10, min: 1, max: 1000, helpGroup: 'STORE' }),
     'db-timeout': durationFlag({ description: 'PostgreSQL: the longest a request waits on the database before it answers 503 [default: 5s]', helpGroup: 'STORE' }),

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { durationFlag } from '../../cli/flags.js';
+import { lifetimeFlag } from '../../cli/flags.js';
 import { renderClientCreated, secretNotice } from '../../cli/render/client.js';
 import type { ClientCreateResult } from '../../cli/render/results.js';
 
@@ -22,8 +22,8 @@ export default class ClientCreate extends BaseCommand<typeof ClientCreate> {
     scope: Flags.string({ description: 'Space-separated scopes the client may be granted [default: any]' }),
     org: Flags.string({ description: 'Organisation identifier, returned as org_id' }),
     audience: Flags.string({ description: 'Audience of its tokens, returned as aud' }),
-    'access-ttl': durationFlag({ description: 'Lifetime of its access tokens, e.g. 15m [default: 1h]' }),
-    'refresh-ttl': durationFlag({ description: 'Lifetime of its refresh tokens, e.g. 30d [default: 30d]' }),
+    'access-ttl': lifetimeFlag({ description: 'Lifetime of its access tokens, e.g. 15m [default: 1h]' }),
+    'refresh-ttl': lifetimeFlag({ description: 'Lifetime of its refresh tokens, e.g. 30d [default: 30d]' }),
   };
 
   async run(): Promise<ClientCreateResult> {

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { durationFlag } from '../../cli/flags.js';
+import { lifetimeFlag } from '../../cli/flags.js';
 import type { TokenResponse } from '../../cli/render/results.js';
 import { renderTokenResponse, tokenNotice } from '../../cli/render/token.js';
 
@@ -21,8 +21,8 @@ export default class TokenIssue extends BaseCommand<typeof TokenIssue> {
     user: Flags.string({ char: 'u', description: 'User who authorised the grant (returned as username)', required: true }),
     sub: Flags.string({ description: 'Subject (returned as sub) [default: the user name]' }),
     scope: Flags.string({ description: "Space-separated scope, within the client's [default: the client's scope]" }),
-    'access-ttl': durationFlag({ description: "Access token lifetime, e.g. 15m [default: the client's, else 1h]" }),
-    'refresh-ttl': durationFlag({ description: "Refresh token lifetime, e.g. 30d [default: the client's, else 30d]" }),
+    'access-ttl': lifetimeFlag({ description: "Access token lifetime, e.g. 15m [default: the client's, else 1h]" }),
+    'refresh-ttl': lifetimeFlag({ description: "Refresh token lifetime, e.g. 30d [default: the client's, else 30d]" }),
   };
 
   async run(): Promise<TokenResponse> {
