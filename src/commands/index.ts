@@ -16,6 +16,7 @@ import Serve from './serve.js';
 import Status from './status.js';
 import TokenIssue from './token/issue.js';
 import TokenList from './token/list.js';
+import Version from './version.js';
 
 /** Every command by its id (oclif explicit discovery: package.json `oclif.commands`). */
 export const COMMANDS = {
@@ -37,4 +38,5 @@ export const COMMANDS = {
   status: Status,
   'token:issue': TokenIssue,
   'token:list': TokenList,
+  version: Version,
 };
