@@ -109,3 +109,15 @@ export function describeBadToken(token: string): string | undefined {
   }
   return undefined;
 }
+
+/** A secret given as `-`: read from stdin, or asked without echo at a terminal. Other values as given. */
+export async function resolveSecret(value: string | undefined, what: string, prompt: SecretPrompt = promptHidden): Promise<string | undefined> {
+  if (value !== '-') {
+    if (value) givenSecrets.add(value);
+    return value;
+  }
+  const secret = (process.stdin.isTTY ? await prompt(`${what} (not echoed):`) : await readAllStdin()).trim();
+  if (secret === '') throw new CliError(`no ${what.toLowerCase()} on ${process.stdin.isTTY ? 'the prompt' : 'stdin'}`, EXIT.usage, 'usage');
+  givenSecrets.add(secret);
+  return secret;
+}

@@ -12,7 +12,7 @@ import type { BulkSelector } from '../store/store.js';
 
 export default class Revoke extends BaseCommand<typeof Revoke> {
   static override summary = 'Revoke a token, or in bulk every active token of a jti, a user or a client';
-  static override description = `With TOKEN: revokes that token (spec 4.2) and prints the revocation result of spec 2.2; revoking a refresh token also revokes the access tokens of its grant.
+  static override description = `With TOKEN: revokes that token and prints the result a client receives (code token_revoke_success, token_already_revoked or token_invalid, and a message); revoking a refresh token also revokes the access tokens of its grant.
 
 The token is never read from stdin unless you say so: give it as - (stdin; a hidden prompt at a terminal) or with --token-file, so that it stays out of shell history and ps. Surrounding spaces, quotes and a "Bearer " prefix are removed.
 

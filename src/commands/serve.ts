@@ -6,17 +6,17 @@ import type { OpenStoreOptions } from '../store/open-store.js';
 
 export default class Serve extends BaseCommand<typeof Serve> {
   static override storeUse = 'create' as const;
-  static override summary = 'Serve the token endpoints over HTTPS: refresh, revocation, introspection';
-  static override description = `Exposes the store over the HTTP protocol of the spec (part 4) and contract section 3:
+  static override summary = 'Serve the token endpoints (refresh, revocation, introspection) over HTTPS, or plain HTTP on loopback';
+  static override description = `Exposes the store to OAuth clients and resource servers:
   POST /oauth/token           refresh (grant_type=refresh_token)
-  POST /oauth/revocation      revoke a token
-  POST /oauth/introspection   check a token
+  POST /oauth/revocation      revoke a token (RFC 7009)
+  POST /oauth/introspection   check a token (RFC 7662)
   GET  /.well-known/oauth-authorization-server   RFC 8414 metadata
   GET  /healthz               200 when the store answers
 
-Prints one line "listening on <URL>" on stdout when ready; request logs (JSON, never a token or secret) go to stderr. SIGTERM or SIGINT stops it gracefully.
+Prints one line "listening on <URL>" on stdout when ready. Request logs (never a token or secret) go to stderr: one readable line per request on a terminal, JSON lines otherwise (for log collectors). SIGTERM or SIGINT stops it gracefully.
 
-Plain HTTP is allowed on a loopback address only (with a warning) or with --insecure-http; any other address needs --tls-cert/--tls-key or --tls-self-signed. --demo creates a demo client and tokens and prints curl commands to try every endpoint.`;
+Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a warning); any other address needs --tls-cert/--tls-key or --tls-self-signed, or --insecure-http behind a TLS-terminating proxy. --demo creates a demo client and tokens, serves HTTPS with a development certificate, and prints curl commands to try every endpoint. It creates the store if there is none (as client create does).`;
 
   static override examples = [
     { description: 'Try it: a demo client, tokens and curl commands, over HTTPS with a development certificate', command: '<%= config.bin %> <%= command.id %> --demo' },
