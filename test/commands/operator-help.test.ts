@@ -61,7 +61,7 @@ describe('serve logs', () => {
       const run = await tokenctlInTerminal(['serve', '--port', '0', '--db', store.db], { answers: [{ when: /listening on http/, send: '\x03' }], timeoutMs: 20_000 });
       const output = stripAnsi(run.output);
       expect(output).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+/);
-      expect(output).toMatch(/\d\d:\d\d:\d\d INFO  server listening at/);
+      expect(output).toMatch(/\d\d:\d\d:\d\d INFO {2}server listening at/);
       expect(output).not.toContain('{"level"');
     } finally {
       store.cleanup();
