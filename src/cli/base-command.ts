@@ -7,9 +7,10 @@ import { Command, Flags, type Interfaces } from '@oclif/core';
 // after oclif's start. The store drivers behind openStore (SQLite, PostgreSQL) stay lazy.
 import { Engine, type EngineOptions } from '../engine/engine.js';
 import { openStore, type OpenStoreOptions } from '../store/open-store.js';
-import type { TokenStore } from '../store/store.js';
-import { EXIT, renderCliError } from './errors.js';
+import { NoStoreError, type TokenStore } from '../store/store.js';
+import { CliError, EXIT, redactTrace, renderCliError } from './errors.js';
 import { formatError } from './render/errors.js';
+import { givenSecrets } from './token-input.js';
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>;
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>;
@@ -29,6 +30,13 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       helpGroup: 'GLOBAL',
     }),
   };
+
+  /**
+   * How the command uses the store. Only `create` commands (serve, client create) may create a
+   * store; the others refuse a missing one (contract 4), and `read` commands open a store they
+   * may not write read-only.
+   */
+  static storeUse: 'create' | 'write' | 'read' = 'write';
 
   protected flags!: BaseFlags<T>;
   protected args!: BaseArgs<T>;
@@ -51,19 +59,34 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected storeLocation(): string {
     const db = (this.flags as { db?: string }).db;
     if (db) return db;
-    mkdirSync(this.config.dataDir, { recursive: true, mode: 0o700 });
+    if (this.storeUse() === 'create') mkdirSync(this.config.dataDir, { recursive: true, mode: 0o700 });
+    return this.defaultStore();
+  }
+
+  /** The default store: tokens.db in the data directory (contract 1). */
+  protected defaultStore(): string {
     return join(this.config.dataDir, 'tokens.db');
+  }
+
+  protected storeUse(): 'create' | 'write' | 'read' {
+    return (this.ctor as unknown as typeof BaseCommand).storeUse;
   }
 
   /** How to open the store; `serve` sets the PostgreSQL pool size and timeout. */
   protected storeOptions(): OpenStoreOptions {
-    return {};
+    const use = this.storeUse();
+    return { create: use === 'create', readOnly: use === 'read' };
   }
 
   /** Opens the store (once). */
   protected async openStore(): Promise<TokenStore> {
     if (!this.store) {
-      this.store = await openStore(this.storeLocation(), this.storeOptions());
+      try {
+        this.store = await openStore(this.storeLocation(), this.storeOptions());
+      } catch (error) {
+        if (error instanceof NoStoreError) throw noStoreError(error, this.defaultStore());
+        throw error;
+      }
     }
     return this.store;
   }
@@ -95,10 +118,18 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     } else {
       process.stderr.write(formatError(rendered) + '\n');
     }
-    if (process.env.TOKENCTL_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    if (process.env.TOKENCTL_DEBUG && err instanceof Error) process.stderr.write(`${redactTrace(debugTrace(err), this.secretsGiven())}\n`);
     process.exitCode = rendered.exitCode;
     await this.closeStore();
     return this.exit(rendered.exitCode);
+  }
+
+  /** Values on the command line or in the environment that a trace must not show. */
+  private secretsGiven(): string[] {
+    const f = (this.flags ?? {}) as Record<string, unknown>;
+    const args = (this.args ?? {}) as Record<string, unknown>;
+    const values = [f['client-secret'], f.secret, args.token, process.env.TOKENCTL_CLIENT_SECRET, process.env.PGPASSWORD];
+    return [...values.filter((v): v is string => typeof v === 'string'), ...givenSecrets];
   }
 
   protected override async finally(err: Error | undefined): Promise<unknown> {
@@ -111,6 +142,28 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     this.store = undefined;
     await store?.close();
   }
+}
+
+/** A missing store, said with the default one and who may create a store. */
+export function noStoreError(error: NoStoreError, defaultStore: string): CliError {
+  const where = error.location === defaultStore ? 'this is the default store' : `the default store is ${defaultStore}`;
+  return new CliError(
+    error.message,
+    EXIT.noStore,
+    'no_store',
+    `check --db (or TOKENCTL_DB); ${where}. Only serve, client create and migrate --to create a store`,
+  );
+}
+
+/** The stack, and the stacks of its causes. */
+function debugTrace(err: Error): string {
+  let text = err.stack ?? String(err);
+  let cause: unknown = err.cause;
+  for (let depth = 0; cause instanceof Error && depth < 5; depth++) {
+    text += `\nCaused by: ${cause.stack ?? String(cause)}`;
+    cause = cause.cause;
+  }
+  return text;
 }
 
 export function defaultNode(): string {

@@ -1,15 +1,17 @@
 import { Errors } from '@oclif/core';
 import * as engine from '../engine/errors.js';
-import { NotAStoreError, SchemaTooNewError, StoreLocationError, StoreUnavailableError } from '../store/store.js';
+import { NoStoreError, NotAStoreError, SchemaTooNewError, StoreLocationError, StoreUnavailableError } from '../store/store.js';
 import { DurationError } from './duration.js';
 
 /**
  * Exit codes, documented in the README. Scripts may rely on them.
  * 0 success · 1 failure (store, network, server error) · 2 usage or bad input ·
  * 3 token not active (`introspect`) · 4 not found (client, token, jti) ·
- * 5 not confirmed (a destructive command declined, or without a terminal and without --yes).
+ * 5 not confirmed (a destructive command declined, or without a terminal and without --yes) ·
+ * 6 no store at the location given (only serve, client create and migrate --to create one) ·
+ * 130 interrupted (Ctrl-C or SIGTERM; what was done is printed and audited).
  */
-export const EXIT = { ok: 0, failure: 1, usage: 2, inactive: 3, notFound: 4, notConfirmed: 5 } as const;
+export const EXIT = { ok: 0, failure: 1, usage: 2, inactive: 3, notFound: 4, notConfirmed: 5, noStore: 6, interrupted: 130 } as const;
 
 /** An error the CLI raises itself, with its exit code and an optional hint. */
 export class CliError extends Error {
@@ -68,6 +70,21 @@ export function redactTokens(text: string): string {
   return text.replace(/\b(tc[ar]_[A-Za-z0-9_-]{6})[A-Za-z0-9_-]{37}(?![A-Za-z0-9_-])/g, '$1…');
 }
 
+/**
+ * For TOKENCTL_DEBUG's stack traces: tokens cut as in {@link redactTokens} (also ones of another
+ * length or a JWT), a password in a postgres:// URL, and every secret the command was given
+ * (client secret, token) replaced wherever it appears.
+ */
+export function redactTrace(text: string, secrets: Iterable<string | undefined> = []): string {
+  let out = text;
+  for (const secret of secrets) if (secret && secret.length >= 4) out = out.split(secret).join('[redacted]');
+  return out
+    .replace(/\b(tc[ar]_[A-Za-z0-9_-]{6})[A-Za-z0-9_-]+/g, '$1…')
+    .replace(/\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, 'eyJ…[redacted JWT]')
+    .replace(/(postgres(?:ql)?:\/\/[^:@/\s]*):[^@\s]*@/gi, '$1:***@')
+    .replace(/([?&](?:ssl)?password=)[^&\s]*/gi, '$1***');
+}
+
 function redactDeep(value: unknown): unknown {
   if (typeof value === 'string') return redactTokens(value);
   if (Array.isArray(value)) return value.map(redactDeep);
@@ -95,13 +112,17 @@ function render(err: unknown): RenderedError {
   if (err instanceof engine.TokenctlError) return { code: err.code, message: err.message, exitCode: EXIT.usage };
   if (err instanceof DurationError) return { code: 'invalid_duration', message: unwrapFlagParsing(err.message), exitCode: EXIT.usage };
   if (isRemoteError(err)) {
-    return { code: 'remote_error', message: err.message, exitCode: EXIT.failure, details: { status: err.status, body: redactDeep(err.body) } };
+    const hint = err.status === 401 ? 'check the client ID and secret (--client-id, TOKENCTL_CLIENT_SECRET, or the profile)' : undefined;
+    return { code: 'remote_error', message: err.message, exitCode: EXIT.failure, hint, details: { status: err.status, body: redactDeep(err.body) } };
+  }
+  if (err instanceof NoStoreError) {
+    return { code: 'no_store', message: err.message, exitCode: EXIT.noStore, hint: 'check --db (or TOKENCTL_DB); only serve, client create and migrate --to create a store' };
   }
   if (err instanceof NotAStoreError) {
     return { code: 'not_a_store', message: err.message, exitCode: EXIT.failure, hint: 'point --db (or TOKENCTL_DB) at a tokenctl store, or at a new file name to create one' };
   }
   if (err instanceof StoreLocationError) {
-    return { code: 'store_not_found', message: err.message, exitCode: EXIT.usage, hint: 'check --db (or TOKENCTL_DB); a new store file is created only in an existing directory' };
+    return { code: 'store_location', message: err.message, exitCode: EXIT.usage, hint: err.hint };
   }
   if (err instanceof SchemaTooNewError) return { code: 'schema_too_new', message: err.message, exitCode: EXIT.failure };
   if (err instanceof StoreUnavailableError) return { code: 'store_unavailable', message: err.message, exitCode: EXIT.failure };

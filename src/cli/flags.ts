@@ -1,7 +1,8 @@
 import { Flags } from '@oclif/core';
 import { isWellFormedToken } from '../engine/tokens.js';
-import { parseDuration } from './duration.js';
+import { MAX_LIFETIME_MS, parseDuration } from './duration.js';
 import { CliError, EXIT } from './errors.js';
+import { describeBadToken } from './token-input.js';
 
 /**
  * Shared flag definitions, so that every command spells and describes them the same way.
@@ -11,6 +12,12 @@ import { CliError, EXIT } from './errors.js';
 export const durationFlag = Flags.custom<number>({
   helpValue: '<duration>',
   parse: async (input: string) => parseDuration(input),
+});
+
+/** A token lifetime: a duration of at most {@link MAX_LIFETIME_MS} (366d). */
+export const lifetimeFlag = Flags.custom<number>({
+  helpValue: '<duration>',
+  parse: async (input: string) => parseDuration(input, MAX_LIFETIME_MS),
 });
 
 export const yesFlag = Flags.boolean({
@@ -45,9 +52,11 @@ export const stateFlag = Flags.string({
 });
 
 /**
- * `--url` and the credentials that go with it: speak the HTTP protocol (spec part 4) to a server
- * instead of opening a store. `refresh` also takes `--client-id` alone, locally
- * (`clientIdNeedsUrl: false`); `revoke` and `introspect` only with `--url`.
+ * `--url` and the credentials that go with it: speak the HTTP protocol to a server instead of
+ * opening a store. `--profile NAME` (or TOKENCTL_PROFILE) supplies any of them from a saved
+ * profile; the client secret comes from TOKENCTL_CLIENT_SECRET, the profile, or a prompt without
+ * echo at a terminal, so that it need not be on the command line. `refresh` also takes
+ * `--client-id` alone, locally (`clientIdNeedsUrl: false`).
  */
 export function remoteFlags(options: { clientIdNeedsUrl: boolean }) {
   return {
@@ -55,23 +64,30 @@ export function remoteFlags(options: { clientIdNeedsUrl: boolean }) {
       description: 'Base URL of a token service (e.g. https://127.0.0.1:8443): send the request there instead of opening a store',
       helpGroup: 'REMOTE',
     }),
+    profile: Flags.string({
+      description: 'Use a saved profile (tokenctl profile add): its URL, client ID, CA and client secret; flags given override it',
+      env: 'TOKENCTL_PROFILE',
+      helpGroup: 'REMOTE',
+      helpValue: '<name>',
+    }),
     'client-id': Flags.string({
       description: options.clientIdNeedsUrl
-        ? 'Client ID to authenticate as at --url (spec part 5)'
-        : 'Client ID to authenticate as (spec part 5); locally, the client must own the token',
+        ? 'Client ID to authenticate as at --url'
+        : 'Client ID to authenticate as; locally, the client must own the token',
       helpGroup: 'REMOTE',
-      ...(options.clientIdNeedsUrl ? { dependsOn: ['url'] } : {}),
     }),
     'client-secret': Flags.string({
-      description: 'Client password; omit for a public client',
+      description: 'Client password (visible to other users in ps: prefer TOKENCTL_CLIENT_SECRET, a profile, or the prompt); omit for a public client',
       helpGroup: 'REMOTE',
-      dependsOn: ['client-id'],
     }),
     ca: Flags.string({
       description: 'PEM file of a CA to trust for the server certificate (e.g. the one serve --tls-self-signed writes)',
       helpGroup: 'REMOTE',
-      dependsOn: ['url'],
       helpValue: '<file>',
+    }),
+    timeout: durationFlag({
+      description: 'With --url: give up when the server has not answered in full within this time [default: 10s]',
+      helpGroup: 'REMOTE',
     }),
   };
 }
@@ -81,12 +97,17 @@ export function remoteFlags(options: { clientIdNeedsUrl: boolean }) {
  * JWT, a truncated token, a jti given where a token is expected).
  */
 export function assertTokenShape(token: string): void {
-  if (isWellFormedToken(token)) return;
+  const problem = tokenShapeProblem(token);
+  if (problem) throw new CliError(problem.message, EXIT.usage, 'malformed_token', problem.hint);
+}
+
+/** Why `token` (already cleaned of whitespace, quotes and `Bearer `) is not a tokenctl token, or undefined. */
+export function tokenShapeProblem(token: string): { message: string; hint?: string } | undefined {
+  if (isWellFormedToken(token)) return undefined;
   const hint = /^[0-9a-f]{8}-[0-9a-f]{4}-/i.test(token) ? 'this looks like a jti: use --jti' : undefined;
-  throw new CliError(
-    'not a tokenctl token: tokens start with tca_ (access) or tcr_ (refresh) followed by 43 characters',
-    EXIT.usage,
-    'malformed_token',
+  const why = describeBadToken(token);
+  return {
+    message: `not a tokenctl token${why ? ` (${why})` : ''}: tokens start with tca_ (access) or tcr_ (refresh) followed by 43 characters`,
     hint,
-  );
+  };
 }

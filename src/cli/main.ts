@@ -8,6 +8,9 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { execute, type Command, type Interfaces } from '@oclif/core';
 import { COMMANDS } from '../commands/index.js';
+import { unknownCommand } from './did-you-mean.js';
+import type { RenderedError } from './errors.js';
+import { formatError } from './render/errors.js';
 import { RootPlugin } from './root-plugin.js';
 
 export { COMMANDS };
@@ -29,12 +32,23 @@ export async function startWorkerProcess(): Promise<void> {
  */
 export async function run(root: URL): Promise<unknown> {
   const argv = process.argv.slice(2);
-  if (!isOwnCommand(argv)) return execute({ args: argv, dir: root.href });
+  if (!isOwnCommand(argv)) {
+    const unknown = unknownCommand(argv, Object.keys(COMMANDS));
+    if (unknown) return reportUnknown(unknown, argv.includes('--json'));
+    return execute({ args: argv, dir: root.href });
+  }
   const dir = fileURLToPath(root);
   const pjson = JSON.parse(readFileSync(`${dir}/package.json`, 'utf8')) as Interfaces.PJSON;
   const plugin = RootPlugin.from(dir, pjson, COMMANDS as Record<string, Command.Class>);
   if (!plugin) return execute({ args: argv, dir: root.href });
   return execute({ args: argv, loadOptions: { root: dir, pjson, plugins: new Map([[plugin.name, plugin]]) } });
+}
+
+/** An unknown command, in the README's error format (or as JSON with --json), exit 2. */
+function reportUnknown(err: RenderedError, json: boolean): void {
+  const { code, message, hint } = err;
+  process.stderr.write((json ? JSON.stringify({ error: { code, message, hint } }) : formatError(err)) + '\n');
+  process.exitCode = err.exitCode;
 }
 
 /**

@@ -3,7 +3,6 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { buildSpecAuthorization } from '../engine/client-auth.js';
 import type { IntrospectionResult, RevocationResult, TokenResponse } from '../engine/results.js';
-import { tokenTypeOf } from '../engine/tokens.js';
 
 /**
  * A client of the HTTP protocol of spec part 4 (contract 3): what `refresh`, `revoke` and
@@ -61,15 +60,13 @@ export async function remoteIntrospect(opts: RemoteOptions, token: string, hint?
 }
 
 /**
- * Spec 4.2/4.3 parameters. token_type_hint is required by the spec; without one from the user it
- * is taken from the token's prefix, or `access_token` for a token of another server.
+ * Spec 4.2/4.3 parameters. token_type_hint only when the user gave one (contract 3, revised
+ * 2026-11: servers look the token up whatever its type, and a guessed hint could be wrong).
  */
 function credentialForm(opts: RemoteOptions, token: string, hint?: string): Record<string, string> {
-  const form: Record<string, string> = {
-    token,
-    token_type_hint: hint ?? tokenTypeOf(token) ?? 'access_token',
-    client_id: opts.clientId,
-  };
+  const form: Record<string, string> = { token };
+  if (hint !== undefined) form.token_type_hint = hint;
+  form.client_id = opts.clientId;
   if (opts.clientSecret) form.client_secret = opts.clientSecret;
   return form;
 }
@@ -109,19 +106,49 @@ function post(opts: RemoteOptions, endpoint: string, form: Record<string, string
   const timeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
 
   return new Promise((resolve, reject) => {
-    const options = { method: 'POST', headers, timeout, ...(url.protocol === 'https:' && ca ? { ca } : {}) };
+    const options = { method: 'POST', headers, ...(url.protocol === 'https:' && ca ? { ca } : {}) };
+    let phase = 'connecting';
     const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, options, (res) => {
+      phase = 'reading the answer';
       readBody(res).then((text) => {
+        clearTimeout(deadline);
         const status = res.statusCode ?? 0;
-        const parsed = parseJson(text);
+        const parsed = sanitize(parseJson(text));
+        const printable = sanitize(text) as string;
         if (status === 200 && parsed !== undefined) return resolve(parsed);
-        reject(new RemoteError(summarise(url, status, parsed ?? text), status, parsed ?? (text || null)));
+        reject(new RemoteError(summarise(url, status, parsed ?? printable), status, parsed ?? (printable || null)));
       }, reject);
     });
-    req.on('timeout', () => req.destroy(new RemoteError(`no answer from ${url.origin} within ${timeout / 1000}s`, 0, null)));
-    req.on('error', (err) => reject(err instanceof RemoteError ? err : connectionError(url, err, opts.ca)));
+    req.on('socket', (socket) => socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => (phase = 'waiting for an answer')));
+    // One deadline for the whole exchange (connection, request and answer), not a socket idle
+    // timer that a slow or silent server can stretch.
+    const deadline = setTimeout(() => {
+      req.destroy(new RemoteError(`no answer from ${url.origin} within ${formatSeconds(timeout)} (still ${phase}; --timeout sets the limit)`, 0, null));
+    }, timeout);
+    req.on('error', (err) => {
+      clearTimeout(deadline);
+      reject(err instanceof RemoteError ? err : connectionError(url, err, opts.ca));
+    });
     req.end(body);
   });
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${(ms / 1000).toFixed(1)}s`;
+}
+
+/**
+ * A server's strings are printed to a terminal: control characters (an escape sequence can
+ * rewrite the screen or the window title) are shown as \u escapes instead of being sent raw.
+ */
+export function sanitize(value: unknown): unknown {
+  if (typeof value === 'string') {
+    // eslint-disable-next-line no-control-regex
+    return value.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  }
+  if (Array.isArray(value)) return value.map(sanitize);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [sanitize(k) as string, sanitize(v)]));
+  return value;
 }
 
 function readBody(res: IncomingMessage): Promise<string> {

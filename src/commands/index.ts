@@ -6,6 +6,9 @@ import ClientRotateSecret from './client/rotate-secret.js';
 import ClientShow from './client/show.js';
 import Introspect from './introspect.js';
 import Migrate from './migrate.js';
+import ProfileAdd from './profile/add.js';
+import ProfileList from './profile/list.js';
+import ProfileRemove from './profile/remove.js';
 import Purge from './purge.js';
 import Refresh from './refresh.js';
 import Revoke from './revoke.js';
@@ -13,6 +16,7 @@ import Serve from './serve.js';
 import Status from './status.js';
 import TokenIssue from './token/issue.js';
 import TokenList from './token/list.js';
+import Version from './version.js';
 
 /** Every command by its id (oclif explicit discovery: package.json `oclif.commands`). */
 export const COMMANDS = {
@@ -24,6 +28,9 @@ export const COMMANDS = {
   'client:show': ClientShow,
   introspect: Introspect,
   migrate: Migrate,
+  'profile:add': ProfileAdd,
+  'profile:list': ProfileList,
+  'profile:remove': ProfileRemove,
   purge: Purge,
   refresh: Refresh,
   revoke: Revoke,
@@ -31,4 +38,5 @@ export const COMMANDS = {
   status: Status,
   'token:issue': TokenIssue,
   'token:list': TokenList,
+  version: Version,
 };

@@ -5,7 +5,8 @@ import { BaseCommand } from '../cli/base-command.js';
 import { CliError, EXIT } from '../cli/errors.js';
 import { dryRunFlag, yesFlag } from '../cli/flags.js';
 import { confirmOrStop } from '../cli/prompts.js';
-import { fields, plural } from '../cli/render/layout.js';
+import { onInterrupt } from '../cli/interrupt.js';
+import { fields, formatCount, plural } from '../cli/render/layout.js';
 import { color } from '../cli/render/style.js';
 import { formatElapsed } from '../cli/render/time.js';
 import {
@@ -54,13 +55,15 @@ export interface MigrateResult {
   /** With --merge: records the target held in another version (kept), e.g. `token <jti>: revokedAt`; the first 20. */
   differing_records: string[];
   elapsed_ms: number;
+  /** Stopped by Ctrl-C or SIGTERM between batches (exit 130): finish with --merge. */
+  interrupted: boolean;
 }
 
 export default class Migrate extends BaseCommand<typeof Migrate> {
   static override summary = 'Copy a store into another, e.g. a SQLite file into PostgreSQL to run several nodes';
   static override description = `Copies every client (with its secret hash), every token (digest, grant, revoked and replaced state, times) and the audit trail, so that every token issued before keeps working against the new store, then reads every client and token back from the target and checks that each is identical.
 
-Stop every server and command that uses the source first: a source that changes while it is copied is reported as an error. The target must be empty (a new PostgreSQL schema, or a new file) unless --merge is given; with --merge only what the target lacks is copied and nothing it holds is changed, which also completes an interrupted migration. A second identical run is refused (or, with --merge, copies nothing). The source is never changed. The target is --to, or else --db / TOKENCTL_DB.
+Stop every server and command that uses the source first: a source that changes while it is copied is reported as an error. Ctrl-C or SIGTERM stops it after the batch under way, says how far it got, leaves an audit line in the target and exits 130; --merge then finishes it. The target must be empty (a new PostgreSQL schema, or a new file) unless --merge is given; with --merge only what the target lacks is copied and nothing it holds is changed, which also completes an interrupted migration. A second identical run is refused (or, with --merge, copies nothing). The source is never changed. The target is --to, or else --db / TOKENCTL_DB.
 
 Tokens are read, written and verified a page at a time (--batch-size), so memory stays flat however many tokens the store holds. Purging the source first leaves expired and revoked tokens behind.`;
 
@@ -124,14 +127,17 @@ Tokens are read, written and verified a page at a time (--batch-size), so memory
       await confirmOrStop(question(plan.source, target.location), { yes: f.yes, declined: 'Nothing copied' });
       const showProgress = Boolean(process.stderr.isTTY) && !this.jsonEnabled();
       const onProgress = showProgress ? (done: number, total: number) => process.stderr.write(`\rtokens: ${done}/${total}`) : undefined;
+      const interrupt = onInterrupt((text) => process.stderr.write(showProgress ? `\r\x1b[2K${text.trimStart()}` : text));
       try {
-        const report = await migrateStore(source, target, { actor: this.actor(), merge: f.merge, batchSize: f['batch-size'], now: plan.now, onProgress });
+        const report = await migrateStore(source, target, { actor: this.actor(), merge: f.merge, batchSize: f['batch-size'], now: plan.now, onProgress, signal: interrupt.signal });
         result = toResult(plan.source, plan.target, false, f.merge, report);
       } finally {
+        interrupt.dispose();
         if (showProgress) process.stderr.write('\r\x1b[2K');
       }
     }
-    if (!this.jsonEnabled()) this.log(render(result));
+    if (!this.jsonEnabled()) this.log(result.interrupted ? renderInterrupted(result) : render(result));
+    if (result.interrupted) process.exitCode = EXIT.interrupted;
     return result;
   }
 }
@@ -170,6 +176,7 @@ function toResult(
     verified: report.verified,
     differing_records: report.differences,
     elapsed_ms: report.elapsedMs,
+    interrupted: report.interrupted ?? false,
   };
 }
 
@@ -213,6 +220,13 @@ function render(r: MigrateResult): string {
     ]),
     ...differing(r),
     `Next: point every node's --db (or TOKENCTL_DB) at ${r.to}, with the same --issuer and token settings, and start them.`,
+  ].join('\n');
+}
+
+function renderInterrupted(r: MigrateResult): string {
+  return [
+    color.yellow(`Migration interrupted: ${formatCount(r.tokens.source)} of ${formatCount(r.source.tokens.total)} tokens handled, ${formatCount(r.tokens.copied)} copied into ${r.to} (and ${plural(r.clients.copied, 'client')}); the audit trail not yet.`),
+    `Finish it: tokenctl migrate --from ${r.from} --to ${r.to} --merge`,
   ].join('\n');
 }
 

@@ -1,21 +1,22 @@
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { BaseCommand, defaultNode } from '../cli/base-command.js';
-import { durationFlag } from '../cli/flags.js';
+import { durationFlag, lifetimeFlag } from '../cli/flags.js';
 import type { OpenStoreOptions } from '../store/open-store.js';
 
 export default class Serve extends BaseCommand<typeof Serve> {
-  static override summary = 'Serve the token endpoints over HTTPS: refresh, revocation, introspection';
-  static override description = `Exposes the store over the HTTP protocol of the spec (part 4) and contract section 3:
+  static override storeUse = 'create' as const;
+  static override summary = 'Serve the token endpoints (refresh, revocation, introspection) over HTTPS, or plain HTTP on loopback';
+  static override description = `Exposes the store to OAuth clients and resource servers:
   POST /oauth/token           refresh (grant_type=refresh_token)
-  POST /oauth/revocation      revoke a token
-  POST /oauth/introspection   check a token
+  POST /oauth/revocation      revoke a token (RFC 7009)
+  POST /oauth/introspection   check a token (RFC 7662)
   GET  /.well-known/oauth-authorization-server   RFC 8414 metadata
   GET  /healthz               200 when the store answers
 
-Prints one line "listening on <URL>" on stdout when ready; request logs (JSON, never a token or secret) go to stderr. SIGTERM or SIGINT stops it gracefully.
+Prints one line "listening on <URL>" on stdout when ready. Request logs (never a token or secret) go to stderr: one readable line per request on a terminal, JSON lines otherwise (for log collectors). SIGTERM or SIGINT stops it gracefully.
 
-Plain HTTP is allowed on a loopback address only (with a warning) or with --insecure-http; any other address needs --tls-cert/--tls-key or --tls-self-signed. --demo creates a demo client and tokens and prints curl commands to try every endpoint.`;
+Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a warning); any other address needs --tls-cert/--tls-key or --tls-self-signed, or --insecure-http behind a TLS-terminating proxy. --demo creates a demo client and tokens, serves HTTPS with a development certificate, and prints curl commands to try every endpoint. It creates the store if there is none (as client create does).`;
 
   static override examples = [
     { description: 'Try it: a demo client, tokens and curl commands, over HTTPS with a development certificate', command: '<%= config.bin %> <%= command.id %> --demo' },
@@ -37,8 +38,8 @@ Plain HTTP is allowed on a loopback address only (with a warning) or with --inse
     node: Flags.string({ description: 'Node name, returned as node in token responses [default: the host name]', env: 'TOKENCTL_NODE' }),
     'rotate-refresh-tokens': Flags.boolean({ description: 'Replace the refresh token on every refresh; a replaced one presented again revokes its grant', helpGroup: 'TOKENS' }),
     'refresh-grace': durationFlag({ description: 'With rotation: the previous refresh token still works this long after its replacement (0s to 60s) [default: 0s]', dependsOn: ['rotate-refresh-tokens'], helpGroup: 'TOKENS' }),
-    'access-ttl': durationFlag({ description: "Access token lifetime for clients without their own [default: 1h]", helpGroup: 'TOKENS' }),
-    'refresh-ttl': durationFlag({ description: "Refresh token lifetime for clients without their own [default: 30d]", helpGroup: 'TOKENS' }),
+    'access-ttl': lifetimeFlag({ description: "Access token lifetime for clients without their own [default: 1h]", helpGroup: 'TOKENS' }),
+    'refresh-ttl': lifetimeFlag({ description: "Refresh token lifetime for clients without their own [default: 30d]", helpGroup: 'TOKENS' }),
     demo: Flags.boolean({ description: 'Create (or re-key) the client demo-client, issue it a token pair and print curl commands for every endpoint; HTTPS with a development certificate unless a TLS flag says otherwise' }),
     'pool-size': Flags.integer({ description: 'PostgreSQL: connections per process (each worker has its own pool); 10 nodes at 8 fit a stock max_connections of 100 with room for operators (docs/scale-out.md)', default: 8, min: 1, max: 1000, helpGroup: 'STORE' }),
     'db-timeout': durationFlag({ description: 'PostgreSQL: the longest a request waits on the database before it answers 503 [default: 5s]', helpGroup: 'STORE' }),
@@ -47,7 +48,7 @@ Plain HTTP is allowed on a loopback address only (with a warning) or with --inse
   };
 
   protected override storeOptions(): OpenStoreOptions {
-    return { poolSize: this.flags['pool-size'], statementTimeoutMs: this.flags['db-timeout'] ?? 5000 };
+    return { ...super.storeOptions(), poolSize: this.flags['pool-size'], statementTimeoutMs: this.flags['db-timeout'] ?? 5000 };
   }
 
   async run(): Promise<void> {

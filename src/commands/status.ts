@@ -3,6 +3,7 @@ import type { StatusReport } from '../cli/render/results.js';
 import { renderStatus } from '../cli/render/status.js';
 
 export default class Status extends BaseCommand<typeof Status> {
+  static override storeUse = 'read' as const;
   static override summary = 'Show the store: where it is, its schema version, and what it holds';
   static override description = `Counts clients, and tokens by type and state, and shows the oldest expired token not yet purged. Never shows a token or a secret.`;
 

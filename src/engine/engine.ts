@@ -8,7 +8,7 @@ import { presentedDigest } from './tokens.js';
 import { clientView, DAY_MS, HOUR_MS, MAX_REFRESH_GRACE_MS, MAX_REFRESHES_PER_MINUTE, ROTATION_RACE_WINDOW_MS, type EngineConfig, type EngineContext } from './context.js';
 import { InvalidInputError } from './errors.js';
 import { inspect, introspect, introspectionOf } from './introspect.js';
-import { issueTokens, type IssueInput } from './issue.js';
+import { issueGrants, issueTokens, type IssueInput } from './issue.js';
 import { countPurgeable, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
 import { refresh, refreshAsOperator, type RefreshInput } from './refresh.js';
 import type { ClientView, Inspection, IntrospectionResult, Revocation, RevocationResult, TokenResponse, TokenView } from './results.js';
@@ -132,6 +132,10 @@ export class Engine {
   /** The stand-in for the spec's "not shown" login: a new grant. */
   issue(input: IssueInput): Promise<TokenResponse> {
     return issueTokens(this.ctx, input);
+  }
+  /** `count` new grants at once, in one store transaction (e.g. test data, load tests). */
+  issueMany(input: IssueInput, count: number): Promise<TokenResponse[]> {
+    return issueGrants(this.ctx, input, count);
   }
   /** Spec 4.1. */
   refresh(input: RefreshInput): Promise<TokenResponse> {

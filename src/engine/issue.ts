@@ -108,6 +108,19 @@ export function narrowScope(requested: string | undefined, allowed: string, allo
  * token and an access token.
  */
 export async function issueTokens(ctx: EngineContext, input: IssueInput): Promise<TokenResponse> {
+  const [response] = await issueGrants(ctx, input, 1);
+  return response!;
+}
+
+/** The most grants one {@link issueGrants} call makes (two tokens each, one transaction). */
+export const MAX_ISSUE_COUNT = 10_000;
+
+/**
+ * `count` grants for the same user and client, as `count` logins would make, written in one
+ * store transaction (insertTokens): all or none.
+ */
+export async function issueGrants(ctx: EngineContext, input: IssueInput, count: number): Promise<TokenResponse[]> {
+  if (!Number.isInteger(count) || count < 1 || count > MAX_ISSUE_COUNT) throw new InvalidInputError(`the count must be between 1 and ${MAX_ISSUE_COUNT}`);
   const client = await getClientOrThrow(ctx, input.clientId);
   const username = input.username.trim();
   if (username === '') throw new InvalidInputError('the user name must not be empty');
@@ -122,10 +135,15 @@ export async function issueTokens(ctx: EngineContext, input: IssueInput): Promis
     if (ms !== undefined && ms < 1000) throw new InvalidInputError(`the ${what} token lifetime must be at least 1s`);
   }
   const now = ctx.clock.now();
-  const grantId = newJti();
-  const common = { client, grantId, username, sub: input.sub ?? username, scope };
-  const refresh = mint(ctx, { ...common, type: 'refresh_token', ttlMs: input.refreshTtlMs ?? refreshTtl(ctx, client) }, now);
-  const access = mint(ctx, { ...common, type: 'access_token', ttlMs: input.accessTtlMs ?? accessTtl(ctx, client) }, now);
-  await ctx.store.insertTokens([refresh.record, access.record]);
-  return tokenResponse(ctx, access, refresh.token, client);
+  const records: TokenRecord[] = [];
+  const responses: TokenResponse[] = [];
+  for (let i = 0; i < count; i++) {
+    const common = { client, grantId: newJti(), username, sub: input.sub ?? username, scope };
+    const refresh = mint(ctx, { ...common, type: 'refresh_token', ttlMs: input.refreshTtlMs ?? refreshTtl(ctx, client) }, now);
+    const access = mint(ctx, { ...common, type: 'access_token', ttlMs: input.accessTtlMs ?? accessTtl(ctx, client) }, now);
+    records.push(refresh.record, access.record);
+    responses.push(tokenResponse(ctx, access, refresh.token, client));
+  }
+  await ctx.store.insertTokens(records);
+  return responses;
 }

@@ -10,6 +10,10 @@ export interface PurgeOptions {
   batchSize?: number;
   /** Called after each batch with the running total. */
   onProgress?: (deleted: number) => void;
+  /** Aborted (Ctrl-C, SIGTERM): stop after the batch under way; the result says `interrupted`. */
+  signal?: AbortSignal;
+  /** How many qualified when counted, for the audit line of an interrupted purge. */
+  planned?: number;
 }
 
 export interface PurgeResult {
@@ -17,24 +21,40 @@ export interface PurgeResult {
   /** Everything expired or revoked before this instant (ms) was deleted. */
   before: number;
   elapsed_ms: number;
+  /** Stopped at a batch boundary by the signal: `deleted` is exactly what was deleted. */
+  interrupted: boolean;
 }
 
-/** Deletes tokens by each token's own expiry or revocation time, in batches. */
+/**
+ * Deletes tokens by each token's own expiry or revocation time, in batches. Each batch writes
+ * its own audit line in its own transaction, so the trail holds exactly what was deleted even
+ * if the process is killed; an interrupted purge adds a line saying so.
+ */
 export async function purge(ctx: EngineContext, options: PurgeOptions, actor: string): Promise<PurgeResult> {
   const started = Date.now();
   const before = ctx.clock.now() - options.olderThanMs;
   const batchSize = options.batchSize ?? 1000;
+  const target = `before:${new Date(before).toISOString()}`;
   let deleted = 0;
-  for (;;) {
-    const n = await ctx.store.purgeBatch(before, batchSize);
+  let interrupted = false;
+  for (let batch = 1; ; batch++) {
+    if (options.signal?.aborted) {
+      interrupted = true;
+      break;
+    }
+    const detail = `batch ${batch} of the purge started ${new Date(started).toISOString()}`;
+    const n = await ctx.store.purgeBatch(before, batchSize, { at: ctx.clock.now(), actor, action: 'purge', target, count: 0, detail });
     deleted += n;
     if (n > 0) options.onProgress?.(deleted);
     if (n < batchSize) break;
     // Let other work (a server's requests, when run in-process) in between batches.
     await new Promise((resolve) => setImmediate(resolve));
   }
-  await audit(ctx, actor, 'purge', `before:${new Date(before).toISOString()}`, deleted, '');
-  return { deleted, before, elapsed_ms: Date.now() - started };
+  if (interrupted) {
+    const of = options.planned === undefined ? '' : ` of ${options.planned}`;
+    await audit(ctx, actor, 'purge.interrupted', target, deleted, `interrupted: ${deleted}${of} deleted`);
+  }
+  return { deleted, before, elapsed_ms: Date.now() - started, interrupted };
 }
 
 /** How many tokens purge would delete (expired or revoked before `now - olderThanMs`). */

@@ -57,7 +57,7 @@ export function demoInstructions(demo: DemoSetup, url: string, certFile?: string
     `  -d token=${tokens.access_token} -d token_type_hint=access_token ${form}`,
     '',
     '# The same with tokenctl as the client',
-    `tokenctl introspect ${tokens.access_token} --url ${url} --client-id ${clientId} --client-secret ${clientSecret}${ca}`,
+    `tokenctl introspect ${tokens.access_token} --hint access_token --url ${url} --client-id ${clientId} --client-secret ${clientSecret}${ca}`,
     '',
     '# Revocation (spec 4.2), last: the access token is revoked afterwards',
     `${curl} ${url}/oauth/revocation \\`,

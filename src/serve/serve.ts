@@ -1,3 +1,4 @@
+import { serveLogStream } from '../cli/render/log-line.js';
 import { CliError, EXIT } from '../cli/errors.js';
 import type { Engine, EngineOptions } from '../engine/engine.js';
 import { startWorkers } from './cluster.js';
@@ -102,7 +103,7 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
     port: settings.port,
     tls: transport.tls,
     issuerFromUrl: settings.issuer === undefined,
-    logger: { level: settings.logLevel, stream: process.stderr },
+    logger: { level: settings.logLevel, stream: serveLogStream() },
   });
   force = () => server.app.server.closeAllConnections();
 

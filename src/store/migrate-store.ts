@@ -72,6 +72,8 @@ export interface MigrationReport {
    */
   differences: string[];
   elapsedMs: number;
+  /** Stopped by the signal at a batch boundary: `tokens.source` of the source's tokens were handled. */
+  interrupted?: boolean;
 }
 
 export interface MigrateOptions {
@@ -88,6 +90,11 @@ export interface MigrateOptions {
   now?: number;
   /** Called after every batch with the tokens handled so far. */
   onProgress?: (done: number, total: number) => void;
+  /**
+   * Aborted (Ctrl-C, SIGTERM): stop after the batch under way, leave an audit line in the target
+   * saying how far it got, and return with `interrupted` (a run with `merge` completes it).
+   */
+  signal?: AbortSignal;
 }
 
 export type MigrateErrorCode = 'same_store' | 'source_empty' | 'target_not_empty' | 'source_changed' | 'verification_failed';
@@ -161,6 +168,7 @@ export async function migrateStore(source: TokenStore, target: TokenStore, optio
   // One page of the source at a time, in its own jti order: memory holds a page, not a store.
   // The target is asked for the same jtis (not a range: its order may differ from the source's).
   for (let after: string | null = null; ; ) {
+    if (options.signal?.aborted) return interrupted(target, source, options.actor, clients.counts, tokens, total, started);
     const page = await source.scanTokens(after, batchSize);
     if (page.length === 0) break;
     after = page[page.length - 1]!.jti;
@@ -208,6 +216,28 @@ export async function migrateStore(source: TokenStore, target: TokenStore, optio
     detail: `from ${source.location}: ${clients.counts.copied} clients, ${tokens.copied} tokens, ${audit.copied} audit entries copied${merge ? ' (merge)' : ''}`,
   });
   return report;
+}
+
+/** The end of an interrupted migration: what was copied, in the report and in the target's trail. */
+async function interrupted(
+  target: TokenStore,
+  source: TokenStore,
+  actor: string,
+  clients: CopyCounts,
+  tokens: CopyCounts,
+  total: number,
+  started: number,
+): Promise<MigrationReport> {
+  await target.appendAudit({
+    at: Date.now(),
+    actor,
+    action: `${MIGRATE_ACTION}.interrupted`,
+    target: 'store',
+    count: clients.copied + tokens.copied,
+    detail: `interrupted: from ${source.location}: ${clients.copied} clients, ${tokens.copied} of ${total} tokens copied; the audit trail not yet (run again with --merge to finish)`,
+  });
+  const none: CopyCounts = { source: 0, copied: 0, present: 0, differing: 0 };
+  return { clients, tokens, audit: none, verified: 0, differences: [], elapsedMs: Date.now() - started, interrupted: true };
 }
 
 /** Clients first: every token references one. */

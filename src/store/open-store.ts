@@ -5,8 +5,13 @@ export interface OpenStoreOptions {
   poolSize?: number;
   /** PostgreSQL: the longest a statement may take before the request fails with 503. */
   statementTimeoutMs?: number;
-  /** SQLite: create the file if it does not exist (default true). */
+  /**
+   * Create the store (SQLite file, PostgreSQL schema and tables) when there is none (default
+   * true). False: throw NoStoreError instead. Only `serve`, `client create` and `migrate --to` create.
+   */
   create?: boolean;
+  /** The caller only reads: a SQLite store this user may not write is opened read-only. */
+  readOnly?: boolean;
 }
 
 export function isPostgresUrl(location: string): boolean {
@@ -20,10 +25,10 @@ export function isPostgresUrl(location: string): boolean {
 export async function openStore(location: string, options: OpenStoreOptions = {}): Promise<TokenStore> {
   if (isPostgresUrl(location)) {
     const { PostgresStore } = await import('./postgres/postgres-store.js');
-    return PostgresStore.open(location, { poolSize: options.poolSize, statementTimeoutMs: options.statementTimeoutMs });
+    return PostgresStore.open(location, { poolSize: options.poolSize, statementTimeoutMs: options.statementTimeoutMs, create: options.create ?? true });
   }
   const { SqliteStore } = await import('./sqlite/sqlite-store.js');
-  return SqliteStore.open(location, { create: options.create ?? true });
+  return SqliteStore.open(location, { create: options.create ?? true, readOnly: options.readOnly ?? false });
 }
 
 /**

@@ -295,9 +295,11 @@ export interface TokenStore {
    * Deletes up to `batchSize` tokens that expired, or were revoked, before `before`. A replaced
    * refresh token stays until it expires or is revoked, so that its reuse is still detected.
    * Returns how many were deleted; the caller repeats until 0, so that one call never holds
-   * the store for long.
+   * the store for long. With `audit`, and when it deleted any, the entry is appended in the same
+   * transaction with `count` set to how many: the trail holds exactly what was deleted, however
+   * the purge ends.
    */
-  purgeBatch(before: number, batchSize: number): Promise<number>;
+  purgeBatch(before: number, batchSize: number, audit?: AuditEntry): Promise<number>;
 
   /** How many tokens {@link purgeBatch} would delete in all for this `before`. */
   countPurgeable(before: number): Promise<number>;
@@ -341,9 +343,28 @@ export class NotAStoreError extends Error {
 
 /** The store cannot be opened where it was pointed at: a missing directory or file. */
 export class StoreLocationError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** What to do about it, when the message does not say. */
+    readonly hint?: string,
+  ) {
     super(message);
     this.name = 'StoreLocationError';
+  }
+}
+
+/**
+ * There is no store where the command looked (no file, an empty file, or a PostgreSQL schema
+ * without tokenctl's tables), and the command may not create one: only `serve`, `client create`
+ * and `migrate --to` do, so that a mistyped location never answers from a new, empty store.
+ */
+export class NoStoreError extends Error {
+  constructor(
+    readonly location: string,
+    reason: string,
+  ) {
+    super(`no tokenctl store at ${location}: ${reason}`);
+    this.name = 'NoStoreError';
   }
 }
 

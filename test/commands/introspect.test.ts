@@ -74,22 +74,30 @@ describe('introspect', () => {
     expect(json.json()).toEqual({ active: false });
   });
 
-  it('an unknown token: UNKNOWN, {"active":false}, exit 3; a malformed one is a usage error', async () => {
+  it('an unknown token: UNKNOWN, {"active":false}, exit 3; not a tokenctl token: {"active":false}, exit 3, the reason on stderr; an unknown jti: exit 4 as in revoke', async () => {
     const unknown = 'tca_' + 'Z'.repeat(43);
-    const [human, json, jti, malformed, none] = await Promise.all([
+    const [human, json, jti, revokeJti, malformed, malformedJson, none] = await Promise.all([
       store.run(['introspect', unknown]),
       store.run(['introspect', unknown, '--json']),
       store.run(['introspect', '--jti', '00000000-0000-4000-8000-000000000000', '--json']),
+      store.run(['revoke', '--jti', '00000000-0000-4000-8000-000000000000', '--yes', '--json']),
       store.run(['introspect', 'not-a-token']),
+      store.run(['introspect', 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig', '--json']),
       store.run(['introspect']),
     ]);
     expect(human.code).toBe(3);
-    expect(human.stdout).toMatch(/^UNKNOWN/);
+    expect(human.stdout).toMatch(/^UNKNOWN no such token in \S+tokens\.db/);
     expect(json.code).toBe(3);
     expect(json.json()).toEqual({ active: false });
-    expect(jti.code).toBe(3);
-    expect(malformed.code).toBe(2);
+    expect(jti.code).toBe(4);
+    expect(jti.stdout).toBe('');
+    expect(JSON.parse(jti.stderr).error.message).toMatch(/no token with jti 00000000-0000-4000-8000-000000000000 in /);
+    expect(revokeJti.code).toBe(jti.code);
+    expect(malformed.code).toBe(3);
     expect(malformed.stderr).toMatch(/not a tokenctl token/);
+    expect(malformedJson.code).toBe(3);
+    expect(malformedJson.json()).toEqual({ active: false });
+    expect(malformedJson.stderr).toMatch(/looks like a JWT/);
     expect(none.code).toBe(2);
   });
 });

@@ -15,7 +15,7 @@ describe('store errors', () => {
 
   it('a missing database directory', async () => {
     const db = join(store.dir, 'no', 'such', 'dir', 'tokens.db');
-    const r = await tokenctl(['client', 'list', '--db', db]);
+    const r = await tokenctl(['client', 'create', '--name', 'x', '--db', db]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/does not exist/);
     expect(r.stderr).not.toMatch(/unexpected error/);

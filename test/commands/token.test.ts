@@ -130,7 +130,7 @@ describe('token issue, token list, refresh', () => {
       store.run(['refresh', shortLived.refresh_token]),
     ]);
     expect(malformed.code).toBe(2);
-    expect(malformed.stderr).toMatch(/not a tokenctl token: tokens start with tca_ .* or tcr_/);
+    expect(malformed.stderr).toMatch(/not a tokenctl token( \([^)]*\))?: tokens start with tca_ .* or tcr_/);
     expect(access.code).toBe(2);
     expect(access.stderr).toMatch(/access token/);
     expect(unknown.code).toBe(4);

@@ -35,7 +35,11 @@ describe('--url: the CLI against a server', () => {
     store.cleanup();
   });
 
-  const remote = (args: string[], client = web) => [...args, '--url', url, '--client-id', client.id, ...(client.secret ? ['--client-secret', client.secret] : [])];
+  // The CLI sends token_type_hint only when given (contract 3, revised 2026-11); this branch's
+  // server still requires it, so introspect and revoke give it here.
+  const hint = (args: string[]) =>
+    (args[0] === 'introspect' || args[0] === 'revoke') && /^tc[ar]_/.test(args[1] ?? '') ? ['--hint', args[1]!.startsWith('tca_') ? 'access_token' : 'refresh_token'] : [];
+  const remote = (args: string[], client = web) => [...args, ...hint(args), '--url', url, '--client-id', client.id, ...(client.secret ? ['--client-secret', client.secret] : [])];
 
   it('refresh --url prints the server’s token response', async () => {
     const r = await store.run(remote(['refresh', tokens.refresh_token, '--json']));
@@ -134,7 +138,7 @@ describe('--url over HTTPS with --ca', () => {
 
   it('introspects through TLS when --ca names the server certificate, and says why not without it', async () => {
     const [trusted, untrusted] = await Promise.all([
-      store.run(['introspect', tokens.access_token, '--url', url, '--client-id', pub.id, '--ca', cert, '--json']),
+      store.run(['introspect', tokens.access_token, '--url', url, '--client-id', pub.id, '--ca', cert, '--hint', 'access_token', '--json']),
       store.run(['introspect', tokens.access_token, '--url', url, '--client-id', pub.id]),
     ]);
     expect(trusted.code, trusted.stderr).toBe(0);

@@ -50,18 +50,34 @@ describe('purge', () => {
     expect(await remaining(engine)).toEqual(['c:refresh_token']);
   });
 
-  it('works in batches until a short batch, reporting progress, with one audit entry', async () => {
+  it('works in batches until a short batch, reporting progress, with an audit entry per batch', async () => {
     const { engine, store } = await timeline();
     const batches = vi.spyOn(store, 'purgeBatch');
     const progress: number[] = [];
     const result = await engine.purge({ olderThanMs: 7 * DAY, batchSize: 2, onProgress: (n) => progress.push(n) }, 'cli:op');
-    expect(result.deleted).toBe(5);
+    expect(result).toMatchObject({ deleted: 5, interrupted: false });
     expect(batches.mock.calls.map((call) => call[1])).toEqual([2, 2, 2]);
     expect(progress).toEqual([2, 4, 5]);
+    const entries = (await engine.audit({})).filter((e) => e.action === 'purge');
+    expect(entries.map((e) => e.count).sort()).toEqual([1, 2, 2]);
+    for (const e of entries) {
+      expect(e).toMatchObject({ actor: 'cli:op', action: 'purge' });
+      expect(e.target).toContain(new Date(START + 3 * DAY).toISOString());
+    }
+  });
+
+  it('an abort stops at a batch boundary: exactly what was deleted is returned and audited', async () => {
+    const { engine } = await timeline();
+    const controller = new AbortController();
+    const result = await engine.purge(
+      { olderThanMs: 7 * DAY, batchSize: 2, planned: 5, signal: controller.signal, onProgress: (n) => n >= 2 && controller.abort() },
+      'cli:op',
+    );
+    expect(result).toMatchObject({ deleted: 2, interrupted: true });
+    expect(await engine.countPurgeable(7 * DAY)).toBe(3);
     const entries = await engine.audit({});
-    expect(entries).toHaveLength(2); // the revocation, then the purge
-    expect(entries[0]).toMatchObject({ actor: 'cli:op', action: 'purge', count: 5 });
-    expect(entries[0]!.target).toContain(new Date(START + 3 * DAY).toISOString());
+    expect(entries.filter((e) => e.action === 'purge').map((e) => e.count)).toEqual([2]);
+    expect(entries.find((e) => e.action === 'purge.interrupted')).toMatchObject({ count: 2, detail: 'interrupted: 2 of 5 deleted' });
   });
 
   it('a number of tokens that fills the last batch exactly takes one more, empty, call', async () => {

@@ -1,9 +1,11 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import { afterAll } from 'vitest';
+import { migrate } from '../../src/store/sqlite/migrations.js';
 
 /** The repository root, and the real launcher every test runs. */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -89,7 +91,7 @@ afterAll(() => {
   home = undefined;
 });
 
-/** A fresh directory with a store path in it (the file is created by the first command). */
+/** A store's directory and file, and tokenctl run on it. */
 export interface TempStore {
   dir: string;
   db: string;
@@ -100,9 +102,14 @@ export interface TempStore {
   cleanup(): void;
 }
 
-export function tempStore(): TempStore {
+/**
+ * A fresh directory with a store in it: an empty tokenctl store, as `client create` would make
+ * (only serve, client create and migrate --to create a store). `{ create: false }`: no file yet.
+ */
+export function tempStore(options: { create?: boolean } = {}): TempStore {
   const dir = mkdtempSync(join(tmpdir(), 'tokenctl-test-'));
   const db = join(dir, 'tokens.db');
+  if (options.create !== false) createEmptyStore(db);
   const run = (args: string[], options?: RunOptions) => tokenctl([...args, '--db', db], options);
   return {
     dir,
@@ -115,6 +122,18 @@ export function tempStore(): TempStore {
     },
     cleanup: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+/** Makes an empty tokenctl SQLite store at `file`, synchronously. */
+export function createEmptyStore(file: string): void {
+  const db = new Database(file);
+  try {
+    db.pragma('journal_mode = WAL');
+    migrate(db, file);
+  } finally {
+    db.close();
+  }
+  chmodSync(file, 0o600);
 }
 
 /** What `token issue --json` prints. */

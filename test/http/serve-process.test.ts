@@ -105,7 +105,7 @@ describe('tokenctl serve (real process)', () => {
     expect(existsSync(certFile)).toBe(true);
 
     // The tokens are real: the CLI's remote client, trusting the printed certificate.
-    const seen = await remoteIntrospect({ url: s.url, clientId: 'demo-client', clientSecret: secret, ca: certFile }, access);
+    const seen = await remoteIntrospect({ url: s.url, clientId: 'demo-client', clientSecret: secret, ca: certFile }, access, 'access_token');
     expect(seen).toMatchObject({ active: true, client_id: 'demo-client', iss: s.url });
 
     // Every command block, in the order printed, run by bash exactly as a user would paste it.
@@ -137,7 +137,7 @@ describe('tokenctl serve (real process)', () => {
       const secret = /client_secret\s+(\S+)/.exec(s.stdout())![1]!;
       const access = /access_token\s+(tca_\S+)/.exec(s.stdout())![1]!;
       const certFile = /--cacert '([^']+)'/.exec(s.stdout())![1]!;
-      expect((await remoteIntrospect({ url: s.url, clientId: 'demo-client', clientSecret: secret, ca: certFile }, access)).active).toBe(true);
+      expect((await remoteIntrospect({ url: s.url, clientId: 'demo-client', clientSecret: secret, ca: certFile }, access, 'access_token')).active).toBe(true);
       s.child.kill('SIGTERM');
       expect((await s.exit).code).toBe(0);
     }

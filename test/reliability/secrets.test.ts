@@ -147,7 +147,8 @@ describe('no token or secret leaks', { timeout: 60_000 }, () => {
     expect(expired.body!.error_description).toContain(expiring.refresh_token);
 
     // The CLI as a remote client of this server (--url): it prints the answers, never the password.
-    const remote = ['--url', url, '--client-id', conf.client_id];
+    // --hint: this branch's server still requires token_type_hint (the CLI sends it only when given).
+    const remote = ['--url', url, '--client-id', conf.client_id, '--hint', 'access_token'];
     await quiet(['introspect', g0.access_token, ...remote, '--client-secret', conf.client_secret], { expectCode: 0 });
     await quiet(['introspect', g0.access_token, ...remote, '--client-secret', conf.client_secret, '--json'], { expectCode: 0 });
     await quiet(['revoke', g1.access_token, ...remote, '--client-secret', conf.client_secret], { expectCode: 0 });
@@ -217,7 +218,7 @@ describe('no token or secret leaks', { timeout: 60_000 }, () => {
     const code = await new Promise<number | null>((resolve, reject) => {
       const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_DATA_HOME: join(home, 'data'), NO_COLOR: '1' };
       delete env.TOKENCTL_DB;
-      const child = spawn('sh', ['-c', 'umask 000 && exec "$0" "$@"', process.execPath, BIN, 'status', '--json'], { cwd: home, env, stdio: 'ignore' });
+      const child = spawn('sh', ['-c', 'umask 000 && exec "$0" "$@"', process.execPath, BIN, 'client', 'create', '--name', 'first', '--json'], { cwd: home, env, stdio: 'ignore' });
       const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
       child.on('error', reject);
       child.on('exit', (c) => {

@@ -723,6 +723,19 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         }
         for (const t of kept) expect(await get(t)).toEqual(t);
       });
+
+      it('writes a batch’s audit entry in the batch, with the count it deleted, and none for an empty batch', async () => {
+        await setup();
+        const entry = { at: T0, actor: 'cli:op', action: 'purge', target: 'before:x', count: 0, detail: 'batch' };
+        expect(await store.purgeBatch(BEFORE, 2, entry)).toBe(2);
+        expect(await store.purgeBatch(BEFORE, 2, entry)).toBe(1);
+        expect(await store.purgeBatch(BEFORE, 2, entry)).toBe(0);
+        const trail = await store.listAudit({});
+        expect(trail.map((e) => [e.action, e.count]).sort()).toEqual([
+          ['purge', 1],
+          ['purge', 2],
+        ]);
+      });
     });
 
     describe('stats', () => {

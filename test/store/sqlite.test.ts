@@ -207,7 +207,7 @@ describe('SqliteStore on disk', () => {
     const missing = path.join(dir, 'no', 'such');
     const opening = SqliteStore.open(path.join(missing, 'tokens.db'));
     await expect(opening).rejects.toThrow(missing);
-    await expect(opening).rejects.toThrow(/create it/);
+    await expect(opening).rejects.toMatchObject({ hint: expect.stringMatching(/create it first \(mkdir -p /) });
     expect(fs.existsSync(path.join(dir, 'no'))).toBe(false);
   });
 

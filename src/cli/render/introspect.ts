@@ -5,9 +5,9 @@ import { color, paintState } from './style.js';
 import { formatDate, formatInstant, formatRelative } from './time.js';
 
 /** The verdict line, first and in colour: `ACTIVE`, `EXPIRED 3 min ago`, `REVOKED at …`. */
-export function renderVerdict(inspection: Inspection, now: number): string {
+export function renderVerdict(inspection: Inspection, now: number, store = 'this store'): string {
   if (inspection.verdict === 'unknown') {
-    return `${color.bold.magenta('UNKNOWN')} ${color.dim('no such token in this store (never issued here, or purged)')}`;
+    return `${color.bold.magenta('UNKNOWN')} ${color.dim(`no such token in ${store} (never issued here, or purged)`)}`;
   }
   const t = inspection.token;
   switch (inspection.verdict) {
@@ -44,8 +44,8 @@ function viewFields(t: TokenView, iss: string | undefined, now: number): [string
 }
 
 /** Local `introspect`: the verdict first, then what the store knows (never the token). */
-export function renderInspection(inspection: Inspection, now: number): string {
-  const head = renderVerdict(inspection, now);
+export function renderInspection(inspection: Inspection, now: number, store?: string): string {
+  const head = renderVerdict(inspection, now, store);
   if (inspection.verdict === 'unknown') return head;
   const iss = inspection.introspection.active ? inspection.introspection.iss : undefined;
   return `${head}\n\n${fields(viewFields(inspection.token, iss, now))}`;

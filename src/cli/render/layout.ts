@@ -40,3 +40,8 @@ export function plural(n: number, word: string, many = `${word}s`): string {
 export function orNone(value: string): string {
   return value === '' ? color.dim('(none)') : value;
 }
+
+/** `35,004`: digits grouped by thousands, the same in every locale (tests and logs compare it). */
+export function formatCount(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}

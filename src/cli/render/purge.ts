@@ -1,5 +1,5 @@
 import type { PurgeCommandResult } from './results.js';
-import { plural } from './layout.js';
+import { formatCount, plural } from './layout.js';
 import { color } from './style.js';
 import { formatDate, formatElapsed } from './time.js';
 
@@ -18,6 +18,7 @@ export function progressLine(done: number, total: number, width = 30): string {
 export function renderPurge(r: PurgeCommandResult): string {
   const cutoff = `expired or revoked before ${formatDate(r.before)}`;
   if (r.dry_run) return `${plural(r.purgeable, 'token')} ${cutoff} would be deleted. ${color.dim('Dry run: nothing was deleted.')}`;
+  if (r.interrupted) return color.yellow(`Purge interrupted: ${formatCount(r.deleted)} of ${formatCount(r.purgeable)} deleted (${cutoff}).`);
   if (r.deleted === 0) return color.dim(`No tokens ${cutoff}: nothing to purge.`);
   return `${color.green(`Purged ${plural(r.deleted, 'token')}`)} ${cutoff} in ${formatElapsed(r.elapsed_ms)}.`;
 }

@@ -48,6 +48,8 @@ export interface RevokeBulkResult {
   revoked: number;
   elapsed_ms: number;
   dry_run: boolean;
+  /** Stopped by Ctrl-C or SIGTERM between batches: `revoked` of `matched` were revoked (exit 130). */
+  interrupted?: boolean;
 }
 
 /** `purge`. */
@@ -60,4 +62,6 @@ export interface PurgeCommandResult {
   deleted: number;
   elapsed_ms: number;
   dry_run: boolean;
+  /** Stopped by Ctrl-C or SIGTERM between batches: `deleted` of `purgeable` were deleted (exit 130). */
+  interrupted?: boolean;
 }

@@ -1,5 +1,5 @@
 import type { RevocationResult, RevokeBulkResult } from './results.js';
-import { plural } from './layout.js';
+import { formatCount, plural } from './layout.js';
 import { color } from './style.js';
 import { formatElapsed } from './time.js';
 
@@ -18,7 +18,8 @@ export function bulkQuestion(selector: string, count: number): string {
 /** What a bulk revocation did, or with --dry-run would do. */
 export function renderBulkRevocation(r: RevokeBulkResult): string {
   if (r.dry_run) return `${plural(r.matched, 'active token')} (${r.selector}) would be revoked. ${color.dim('Dry run: nothing was revoked.')}`;
-  if (r.matched === 0 && r.revoked === 0) return color.dim(`No active tokens (${r.selector}): nothing to revoke.`);
+  if (r.interrupted) return color.yellow(`Revocation interrupted: ${formatCount(r.revoked)} of ${formatCount(r.matched)} revoked (${r.selector}).`);
+  if (r.matched === 0 && r.revoked === 0) return color.dim(`No active tokens (${r.selector}): all are revoked or expired; nothing to revoke.`);
   return `${color.green(`Revoked ${plural(r.revoked, 'token')}`)} (${r.selector}) in ${formatElapsed(r.elapsed_ms)}.`;
 }
 

@@ -1,12 +1,14 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { durationFlag } from '../../cli/flags.js';
+import { lifetimeFlag } from '../../cli/flags.js';
+import { resolveSecret } from '../../cli/token-input.js';
 import { renderClientCreated, secretNotice } from '../../cli/render/client.js';
 import type { ClientCreateResult } from '../../cli/render/results.js';
 
 export default class ClientCreate extends BaseCommand<typeof ClientCreate> {
+  static override storeUse = 'create' as const;
   static override summary = 'Register a client and print its client_id and, this once, its client_secret';
-  static override description = `A confidential client gets a generated password (or the one given with --secret); a public client (spec part 5 scenario II, PKCE) has none. Only a salted hash of the password is stored: it is shown here once and never again (a lost secret is replaced with "client rotate-secret").`;
+  static override description = `A confidential client gets a generated password (or the one given with --secret); a public client (an app that cannot keep a secret, e.g. a mobile app using PKCE) has none. The secret can be chosen with --secret - (read from stdin, or a prompt without echo at a terminal) rather than typed on the command line. Only a salted hash of the password is stored: it is shown here once and never again (a lost secret is replaced with "client rotate-secret").`;
 
   static override examples = [
     { description: 'A confidential client limited to two scopes', command: '<%= config.bin %> <%= command.id %> --name "Web shop" --scope "read write"' },
@@ -17,12 +19,12 @@ export default class ClientCreate extends BaseCommand<typeof ClientCreate> {
   static override flags = {
     name: Flags.string({ char: 'n', description: 'Human name of the client, for operators', required: true }),
     public: Flags.boolean({ description: 'A public client (PKCE): no password', default: false, exclusive: ['secret'] }),
-    secret: Flags.string({ description: 'Use this password instead of generating one (at least the engine minimum length)' }),
+    secret: Flags.string({ description: 'Use this password instead of generating one; - reads it from stdin (a prompt without echo at a terminal), keeping it out of ps and shell history' }),
     scope: Flags.string({ description: 'Space-separated scopes the client may be granted [default: any]' }),
     org: Flags.string({ description: 'Organisation identifier, returned as org_id' }),
     audience: Flags.string({ description: 'Audience of its tokens, returned as aud' }),
-    'access-ttl': durationFlag({ description: 'Lifetime of its access tokens, e.g. 15m [default: 1h]' }),
-    'refresh-ttl': durationFlag({ description: 'Lifetime of its refresh tokens, e.g. 30d [default: 30d]' }),
+    'access-ttl': lifetimeFlag({ description: 'Lifetime of its access tokens, e.g. 15m [default: 1h]' }),
+    'refresh-ttl': lifetimeFlag({ description: 'Lifetime of its refresh tokens, e.g. 30d [default: 30d]' }),
   };
 
   async run(): Promise<ClientCreateResult> {
@@ -32,7 +34,7 @@ export default class ClientCreate extends BaseCommand<typeof ClientCreate> {
       {
         name: f.name,
         public: f.public,
-        secret: f.secret,
+        secret: await resolveSecret(f.secret, 'Client secret'),
         scope: f.scope,
         orgId: f.org,
         audience: f.audience,

@@ -9,6 +9,7 @@ import type { TokenState, TokenType } from '../../store/store.js';
 const DEFAULT_LIMIT = 100;
 
 export default class TokenList extends BaseCommand<typeof TokenList> {
+  static override storeUse = 'read' as const;
   static override summary = 'List tokens: jti, type, client, user, state and expiry, never the token';
   static override description = `Newest first. Operators act on a token by its jti (revoke --jti, introspect --jti) without ever holding the token itself.`;
 

@@ -190,10 +190,11 @@ export class MemoryStore implements TokenStore {
     return 'rotated';
   }
 
-  async purgeBatch(before: number, batchSize: number): Promise<number> {
+  async purgeBatch(before: number, batchSize: number, audit?: AuditEntry): Promise<number> {
     this.check();
     const victims = [...this.tokens.values()].filter((t) => this.purgeable(t, before)).slice(0, batchSize);
     for (const t of victims) this.remove(t);
+    if (audit && victims.length > 0) this.auditLog.push({ ...audit, count: victims.length, id: this.auditLog.length + 1 });
     return victims.length;
   }
 

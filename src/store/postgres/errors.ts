@@ -33,7 +33,7 @@ const UNAVAILABLE_SQLSTATES: Record<string, string> = {
   '57P03': 'the server is not accepting connections yet',
   '57014': 'the statement timed out',
   '53300': 'too many connections',
-  '28000': 'the server refused the connection (pg_hba.conf)',
+  '28000': 'the server refused the connection',
   '28P01': 'authentication failed',
   '3D000': 'the database does not exist',
 };
@@ -54,11 +54,18 @@ export function errorCode(error: unknown): string | undefined {
   return Array.isArray(inner) ? errorCode(inner[0]) : undefined;
 }
 
+function serverMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** Why the server is unavailable, or undefined when `error` is something else. */
 function unavailableReason(error: unknown): string | undefined {
   const code = errorCode(error);
   if (code !== undefined) {
     if (code in SOCKET_ERRORS) return SOCKET_ERRORS[code];
+    // 28000 covers both a pg_hba.conf refusal and a role that does not exist: the server's own
+    // message (which never holds the password) says which.
+    if (code.startsWith('28') || code === '3D000') return `${UNAVAILABLE_SQLSTATES[code] ?? 'authentication failed'} (${serverMessage(error)})`;
     if (code in UNAVAILABLE_SQLSTATES) return UNAVAILABLE_SQLSTATES[code];
     // The server's (or a pooler's) own words, e.g. PgBouncer's "unsupported startup parameter: options".
     if (code.startsWith('08')) return error instanceof Error && error.message ? `connection failure: ${error.message}` : 'connection failure';

@@ -1,6 +1,7 @@
 import type { PoolClient } from 'pg';
 import {
   DuplicateClientError,
+  NoStoreError,
   TOKEN_TYPES,
   type AuditEntry,
   type AuditFilter,
@@ -20,7 +21,7 @@ import {
 } from '../store.js';
 import { Database, Rollback, withClient } from './database.js';
 import { isUniqueViolation, mapPgError, redactUrl } from './errors.js';
-import { META_TABLE, migrate } from './migrations.js';
+import { identify, META_TABLE, migrate } from './migrations.js';
 import { DEFAULT_POOL_SIZE, checkSchemaName, createPool, schemaFromUrl } from './pool.js';
 import {
   bulkGrantBatch,
@@ -55,6 +56,11 @@ export interface PostgresStoreOptions {
   connectionTimeoutMs?: number;
   /** Longest a statement may run (default 30 s). */
   statementTimeoutMs?: number;
+  /**
+   * Create the schema and tables when missing (default true). False: a schema without
+   * tokenctl's tables is refused with NoStoreError, and nothing is created.
+   */
+  create?: boolean;
 }
 
 /**
@@ -92,7 +98,13 @@ export class PostgresStore implements TokenStore {
       statementTimeoutMs,
     });
     try {
-      await withClient(pool, async (db) => migrate(db, schema ?? (await currentSchema(db, location)), location));
+      await withClient(pool, async (db) => {
+        const target = schema ?? (await currentSchema(db, location));
+        if (options.create === false && (await identify(db, target, location)) === 0) {
+          throw new NoStoreError(location, `schema "${target}" holds no tokenctl tables (check the database name and ?schema= in the URL)`);
+        }
+        await migrate(db, target, location);
+      });
       return new PostgresStore(new Database(pool, location, { schema, statementTimeoutMs }), location);
     } catch (error) {
       await pool.end().catch(() => undefined);
@@ -308,8 +320,17 @@ export class PostgresStore implements TokenStore {
     });
   }
 
-  async purgeBatch(before: number, batchSize: number): Promise<number> {
-    return (await this.db.query(PURGE_BATCH, [before, Math.max(0, batchSize)])).rowCount ?? 0;
+  async purgeBatch(before: number, batchSize: number, audit?: AuditEntry): Promise<number> {
+    if (!audit) return (await this.db.query(PURGE_BATCH, [before, Math.max(0, batchSize)])).rowCount ?? 0;
+    // One statement: the audit row is written with the deletion, or neither is.
+    const { rows } = await this.db.query<{ n: number }>(
+      `WITH deleted AS (${PURGE_BATCH} RETURNING 1),
+        logged AS (INSERT INTO audit (at, actor, action, target, count, detail)
+          SELECT $3, $4, $5, $6, count(*), $7 FROM deleted HAVING count(*) > 0)
+      SELECT count(*)::int AS n FROM deleted`,
+      [before, Math.max(0, batchSize), audit.at, audit.actor, audit.action, audit.target, audit.detail],
+    );
+    return rows[0]?.n ?? 0;
   }
 
   async countPurgeable(before: number): Promise<number> {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import {
   DuplicateClientError,
+  NoStoreError,
   NotAStoreError,
   StoreLocationError,
   StoreUnavailableError,
@@ -167,22 +168,38 @@ export class SqliteStore implements TokenStore {
    * readable by its owner only; SQLite gives the -wal and -shm files the same mode. Nothing is
    * written to a file before it is known to be empty or a tokenctl store.
    */
-  static async open(file: string, options: { create?: boolean } = {}): Promise<SqliteStore> {
+  static async open(file: string, options: SqliteOpenOptions = {}): Promise<SqliteStore> {
     const location = path.resolve(file);
     const dir = path.dirname(location);
+    const create = options.create ?? true;
     if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
-      throw new StoreLocationError(`cannot open the store ${location}: the directory ${dir} does not exist; create it first (mkdir -p ${dir})`);
+      if (!create) throw new NoStoreError(location, `the directory ${dir} does not exist`);
+      throw new StoreLocationError(`cannot open the store ${location}: the directory ${dir} does not exist`, `create it first (mkdir -p ${dir}), or check --db (or TOKENCTL_DB)`);
     }
     if (!fs.existsSync(location)) {
-      if (options.create === false) throw new StoreLocationError(`no tokenctl store at ${location}: the file does not exist`);
+      if (!create) throw new NoStoreError(location, 'the file does not exist');
       createPrivateFile(location);
     }
     checkHeader(location);
+    // A store the user may read but not write (a 0444 file, or one in a directory they cannot
+    // write, where SQLite cannot make its -wal and -shm files) is opened read-only for reading.
+    const readonly = options.readOnly === true && !writable(location);
+    if (!readonly && !canWrite(location)) {
+      throw new StoreLocationError(`the store ${location} is read-only for this user, and this command writes to it: run it as the store's owner`);
+    }
     let db: Database.Database | undefined;
     try {
-      db = new Database(location, { fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
+      db = readonly ? openReadOnly(location) : new Database(location, { fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
       // Identified before the first write below, so that a foreign file stays untouched.
       const version = identify(db, location);
+      if (version === 0 && !create) throw new NoStoreError(location, 'the file is empty');
+      if (readonly) {
+        if (version < LATEST_SCHEMA_VERSION) {
+          throw new StoreLocationError(`the store ${location} needs an upgrade to schema version ${LATEST_SCHEMA_VERSION}, and this user may not write it: run any writing command (e.g. tokenctl serve) as its owner once`);
+        }
+        db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
+        return new SqliteStore(db, location);
+      }
       if (version === 0) makePrivate(location); // an empty file someone else created
       switchToWal(db, location);
       db.pragma('synchronous = FULL');
@@ -454,8 +471,12 @@ export class SqliteStore implements TokenStore {
     return this.write(() => this.rotateTx(oldJti, issued, at, revokeJti));
   }
 
-  async purgeBatch(before: number, batchSize: number): Promise<number> {
-    return this.write(() => this.st.purge.run({ before, limit: batchSize }).changes);
+  async purgeBatch(before: number, batchSize: number, audit?: AuditEntry): Promise<number> {
+    return this.write(() => {
+      const deleted = this.st.purge.run({ before, limit: batchSize }).changes;
+      if (audit && deleted > 0) this.st.insertAudit.run({ ...audit, count: deleted });
+      return deleted;
+    });
   }
 
   async countPurgeable(before: number): Promise<number> {
@@ -556,6 +577,53 @@ function switchToWal(db: Database.Database, location: string): void {
 }
 
 /** Creates an empty file, mode 0600, unless another process just did. */
+/** Options of {@link SqliteStore.open}. */
+export interface SqliteOpenOptions {
+  /** Create the file (and the tables) if missing (default true); false: throw NoStoreError. */
+  create?: boolean;
+  /** The caller only reads: open a store this user may not write read-only instead of failing. */
+  readOnly?: boolean;
+}
+
+/** Whether this process may write the store file and its directory (for the -wal and -shm files). */
+function writable(location: string): boolean {
+  return canWrite(location) && canWrite(path.dirname(location));
+}
+
+function canWrite(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Opens a store this user may not write. SQLite reads a WAL database through its -shm file, which
+ * it cannot create in a directory the user may not write (SQLITE_READONLY_DIRECTORY). With no
+ * -wal file (or an empty one) every commit is in the main file, and nobody is writing it: its
+ * contents are then read once into memory, as a rollback-journal database, and served from there.
+ */
+function openReadOnly(location: string): Database.Database {
+  const db = new Database(location, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
+  try {
+    db.pragma('schema_version');
+    return db;
+  } catch (error) {
+    db.close();
+    if (!(error instanceof Database.SqliteError && error.code === 'SQLITE_READONLY_DIRECTORY')) throw error;
+  }
+  if ((fs.statSync(`${location}-wal`, { throwIfNoEntry: false })?.size ?? 0) > 0) {
+    throw new StoreLocationError(
+      `cannot read the store ${location}: its latest commits are in ${location}-wal, and SQLite needs to write ${location}-shm to read them, in a directory this user may not write; run the command as the store's owner`,
+    );
+  }
+  const image = fs.readFileSync(location);
+  if (image.length >= 20 && image[18] === 2) image.fill(1, 18, 20); // WAL format → rollback journal, in the copy only
+  return new Database(image, { readonly: true });
+}
+
 function createPrivateFile(location: string): void {
   let fd: number;
   try {

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { MAX_LIFETIME_MS, parseDuration } from '../../src/cli/duration.js';
+import { createClient, tempStore } from '../helpers/cli.js';
+
+describe('durations', () => {
+  it('m is minutes; M is refused as ambiguous, other capitals as not lower case', () => {
+    expect(parseDuration('1m')).toBe(60_000);
+    expect(() => parseDuration('1M')).toThrow(/M could mean minutes or months: write m for minutes/);
+    expect(() => parseDuration('2H')).toThrow(/units are lower case \(h\)/);
+  });
+
+  it('a lifetime is at most 366d; any duration at most 100 years', () => {
+    expect(parseDuration('366d', MAX_LIFETIME_MS)).toBe(MAX_LIFETIME_MS);
+    expect(() => parseDuration('367d', MAX_LIFETIME_MS)).toThrow(/the longest accepted is 366d/);
+    expect(() => parseDuration('99999999d')).toThrow(/the longest accepted is 36525d/);
+  });
+
+  it('the CLI refuses --access-ttl 1M and --refresh-ttl 99999999d with exit 2', async () => {
+    const store = tempStore();
+    try {
+      const { id } = await createClient(store);
+      const [month, huge] = await Promise.all([
+        store.run(['token', 'issue', '--client', id, '--user', 'u', '--access-ttl', '1M']),
+        store.run(['token', 'issue', '--client', id, '--user', 'u', '--refresh-ttl', '99999999d']),
+      ]);
+      expect(month.code).toBe(2);
+      expect(month.stderr).toMatch(/--access-ttl: "1M" is not accepted as a duration: M could mean minutes or months/);
+      expect(huge.code).toBe(2);
+      expect(huge.stderr).toMatch(/the longest accepted is 366d/);
+    } finally {
+      store.cleanup();
+    }
+  });
+});

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { tokenctl } from '../helpers/cli.js';
+
+/** Unknown commands: "did you mean", in the README's error format and with --json; version. */
+describe('unknown commands and the version', () => {
+  it.each([
+    [['revok'], 'revok is not a tokenctl command', 'tokenctl revoke'],
+    [['instrospect', 'X'], 'instrospect is not a tokenctl command', 'tokenctl introspect'],
+    [['client', 'crate', '--name', 'x'], 'client crate is not a tokenctl command', 'tokenctl client create'],
+    [['tokn', 'list'], 'tokn is not a tokenctl command', 'tokenctl token list'],
+  ])('%j: Error and Hint lines, exit 2', async (args, message, suggestion) => {
+    const r = await tokenctl(args);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(`Error: ${message}\nHint: did you mean ${suggestion}? (tokenctl --help lists every command)\n`);
+  });
+
+  it('with --json: one JSON error on stderr', async () => {
+    const r = await tokenctl(['revok', '--user', 'x', '--json']);
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stderr)).toEqual({
+      error: { code: 'unknown_command', message: 'revok is not a tokenctl command', hint: 'did you mean tokenctl revoke? (tokenctl --help lists every command)' },
+    });
+  });
+
+  it('tokenctl version, -v and --version', async () => {
+    const [cmd, json, short, long] = await Promise.all([tokenctl(['version']), tokenctl(['version', '--json']), tokenctl(['-v']), tokenctl(['--version'])]);
+    expect(cmd.code).toBe(0);
+    expect(cmd.stdout).toMatch(/^tokenctl \d+\.\d+\.\d+ \(Node\.js v\d+/);
+    expect(json.json()).toMatchObject({ version: expect.stringMatching(/^\d+\.\d+\.\d+/), node: process.version });
+    expect(short.code).toBe(0);
+    expect(short.stdout).toMatch(/^tokenctl\/\d+\.\d+\.\d+/);
+    expect(long.stdout).toBe(short.stdout);
+  });
+});

@@ -1,0 +1,140 @@
+import { spawn } from 'node:child_process';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { BIN, createClient, hasScript, sleep, stripAnsi, tempStore, tokenctlInTerminal, type TempStore } from '../helpers/cli.js';
+import { makeToken, T0 } from '../helpers/records.js';
+
+const TOTAL = 30_000;
+
+/** A store whose client holds TOTAL tokens that expired long ago. */
+async function storeWithExpired(): Promise<TempStore> {
+  const store = tempStore();
+  const { id } = await createClient(store);
+  const db = await SqliteStore.open(store.db, { create: false });
+  try {
+    for (let i = 0; i < TOTAL; i += 5000) {
+      await db.insertTokens(Array.from({ length: 5000 }, () => makeToken({ clientId: id, issuedAt: T0, notBefore: T0, expiresAt: T0 + 1000 })));
+    }
+  } finally {
+    await db.close();
+  }
+  return store;
+}
+
+function trail(file: string): { purged: number; batches: number; interrupted: { count: number; detail: string } | undefined; left: number } {
+  const db = new Database(file, { readonly: true });
+  try {
+    const purge = db.prepare("SELECT coalesce(sum(count), 0) AS n, count(*) AS batches FROM audit WHERE action = 'purge'").get() as { n: number; batches: number };
+    const interrupted = db.prepare("SELECT count, detail FROM audit WHERE action = 'purge.interrupted'").get() as { count: number; detail: string } | undefined;
+    const left = (db.prepare('SELECT count(*) AS n FROM tokens').get() as { n: number }).n;
+    return { purged: purge.n, batches: purge.batches, interrupted, left };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Ctrl-C or SIGTERM during purge: it stops at a batch boundary, prints and audits exactly what
+ * was done, and exits 130.
+ */
+describe('interrupting a purge', () => {
+  let store: TempStore;
+  beforeEach(async () => {
+    store = await storeWithExpired();
+  });
+  afterEach(() => store.cleanup());
+
+  it.skipIf(!hasScript())('Ctrl-C at a terminal: "Purge interrupted: N of 30,000 deleted", exit 130, the trail says N', async () => {
+    const run = await tokenctlInTerminal(['purge', '--yes', '--batch-size', '50', '--db', store.db], {
+      answers: [{ when: /\d+\/30000 deleted/, send: '\x03' }],
+      timeoutMs: 60_000,
+    });
+    const output = stripAnsi(run.output);
+    expect(run.code, output).toBe(130);
+    const m = /Purge interrupted: ([\d,]+) of 30,000 deleted/.exec(output);
+    expect(m, output).not.toBeNull();
+    const deleted = Number(m![1]!.replace(/,/g, ''));
+    expect(deleted).toBeGreaterThan(0);
+    expect(deleted).toBeLessThan(TOTAL);
+    expect(deleted % 50).toBe(0); // a batch boundary
+    const t = trail(store.db);
+    expect(t.left).toBe(TOTAL - deleted);
+    expect(t.purged).toBe(deleted);
+    expect(t.interrupted).toEqual({ count: deleted, detail: `interrupted: ${deleted} of ${TOTAL} deleted` });
+  });
+
+  it('SIGTERM without a terminal: the same, in --json', async () => {
+    const child = spawn(process.execPath, [BIN, 'purge', '--yes', '--batch-size', '50', '--json', '--db', store.db], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+    // Wait until the first batch is committed (its audit line is in the trail), then SIGTERM.
+    const deadline = Date.now() + 20_000;
+    while (trail(store.db).batches === 0) {
+      if (Date.now() > deadline) throw new Error('the purge did not start');
+      await sleep(10);
+    }
+    child.kill('SIGTERM');
+    expect(await exited).toBe(130);
+    const result = JSON.parse(stdout) as { deleted: number; purgeable: number; interrupted: boolean };
+    expect(result).toMatchObject({ purgeable: TOTAL, interrupted: true });
+    expect(result.deleted).toBeLessThan(TOTAL);
+    const t = trail(store.db);
+    expect(t.left).toBe(TOTAL - result.deleted);
+    expect(t.purged).toBe(result.deleted);
+    expect(t.interrupted?.count).toBe(result.deleted);
+  });
+});
+
+describe('interrupting a migration', () => {
+  let store: TempStore;
+  beforeEach(async () => {
+    store = await storeWithExpired();
+  });
+  afterEach(() => store.cleanup());
+
+  it('SIGTERM: stops between batches, says how far it got, audits it in the target, exit 130; --merge finishes it', async () => {
+    const target = `${store.dir}/target.db`;
+    const args = ['migrate', '--from', store.db, '--to', target, '--yes', '--batch-size', '100'];
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+    const copied = () => {
+      try {
+        const db = new Database(target, { readonly: true, fileMustExist: true });
+        try {
+          return (db.prepare('SELECT count(*) AS n FROM tokens').get() as { n: number }).n;
+        } finally {
+          db.close();
+        }
+      } catch {
+        return 0;
+      }
+    };
+    const deadline = Date.now() + 20_000;
+    while (copied() === 0) {
+      if (Date.now() > deadline) throw new Error('the migration did not start');
+      await sleep(10);
+    }
+    child.kill('SIGTERM');
+    expect(await exited).toBe(130);
+    const m = /Migration interrupted: ([\d,]+) of 30,000 tokens handled, ([\d,]+) copied/.exec(stdout);
+    expect(m, stdout).not.toBeNull();
+    const n = Number(m![2]!.replace(/,/g, ''));
+    expect(n).toBeLessThan(TOTAL);
+    expect(copied()).toBe(n);
+    const db = new Database(target, { readonly: true });
+    const line = db.prepare("SELECT count, detail FROM audit WHERE action = 'store.migrate.interrupted'").get() as { count: number; detail: string };
+    db.close();
+    expect(line.detail).toContain(`${n} of ${TOTAL} tokens copied`);
+    expect(stdout).toContain('--merge');
+
+    const finish = spawn(process.execPath, [BIN, ...args, '--merge', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    finish.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    expect(await new Promise((r) => finish.on('close', r))).toBe(0);
+    expect(JSON.parse(out).tokens).toMatchObject({ source: TOTAL, copied: TOTAL - n, already_present: n });
+  });
+});
