@@ -96,3 +96,15 @@ export class InvalidInputError extends TokenctlError {
 export class ServiceUnavailableError extends TokenctlError {
   readonly code = 'temporarily_unavailable';
 }
+
+/**
+ * Too many failed client authentications from this source address, or for this client id from a
+ * source that has failed for it (RFC 6749 §2.3.1 asks for brute-force protection). Refused before
+ * any password hash; `retryAfterSeconds` says when a new attempt will be looked at.
+ */
+export class TooManyAttemptsError extends TokenctlError {
+  readonly code = 'temporarily_unavailable';
+  constructor(readonly retryAfterSeconds: number) {
+    super(`Too many failed client authentications from this address; try again in ${retryAfterSeconds} s`);
+  }
+}

@@ -39,6 +39,10 @@ function classify(err: unknown): Classified | null {
   }
   if (err instanceof engine.UnsupportedTokenTypeError) return { status: 400, code: err.code, message: err.message };
   if (err instanceof engine.InvalidInputError) return { status: 400, code: 'invalid_request', message: err.message };
+  // Brute-force budget (RFC 6749 §2.3.1): refused before any hash; retry when the budget allows.
+  if (err instanceof engine.TooManyAttemptsError) {
+    return { status: 429, code: err.code, message: err.message, headers: { 'retry-after': String(err.retryAfterSeconds) } };
+  }
   if (err instanceof engine.ServiceUnavailableError) {
     return { status: 503, code: err.code, message: err.message, headers: { 'retry-after': RETRY_AFTER } };
   }

@@ -71,7 +71,7 @@ export function createFastPath(options: FastPathOptions): (req: IncomingMessage,
 
   async function respond(req: IncomingMessage, res: ServerResponse, path: string, endpoint: Endpoint, body: Buffer, started: number): Promise<void> {
     const id = options.nextId();
-    const note: Note = { clientId: null, jti: null, errorCode: null };
+    const note: Note = { clientId: null, jti: null, errorCode: null, ip: req.socket.remoteAddress };
     let payload: string;
     try {
       const form = formBodyParser(req.headers['content-type'], body);
