@@ -42,6 +42,7 @@ Plain HTTP is allowed on a loopback address only (with a warning) or with --inse
     demo: Flags.boolean({ description: 'Create (or re-key) the client demo-client, issue it a token pair and print curl commands for every endpoint; HTTPS with a development certificate unless a TLS flag says otherwise' }),
     'pool-size': Flags.integer({ description: 'PostgreSQL: connections per process (each worker has its own pool)', default: 10, min: 1, max: 1000, helpGroup: 'STORE' }),
     'db-timeout': durationFlag({ description: 'PostgreSQL: the longest a request waits on the database before it answers 503 [default: 5s]', helpGroup: 'STORE' }),
+    'max-connections': Flags.integer({ description: 'Open connections at once, per process; past it new ones are closed and idle keep-alive ones make room', default: 1000, min: 1, max: 1_000_000 }),
     workers: Flags.integer({ description: 'Processes serving the port (node:cluster), each with its own store connection; use the cores of a bigger machine', default: 1, min: 1, max: 64 }),
     'log-level': Flags.string({ description: 'Request logs at info; warn or error keeps only problems', options: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], default: 'info' }),
   };
@@ -75,6 +76,7 @@ Plain HTTP is allowed on a loopback address only (with a warning) or with --inse
         workers: f.workers,
         storeLocation: this.storeLocation(),
         storeOptions: this.storeOptions(),
+        maxConnections: f['max-connections'],
       },
       (options) => this.engine(options),
       { line: (text) => this.log(text), warn: (text) => this.warn(text), note: (text) => this.logToStderr(text) },

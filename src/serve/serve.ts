@@ -27,6 +27,8 @@ export interface ServeSettings extends TransportFlags {
   storeLocation?: string;
   /** How workers open the store (pool size, timeout), as the primary did. */
   storeOptions?: OpenStoreOptions;
+  /** `--max-connections`: open connections at once, per process. */
+  maxConnections?: number;
 }
 
 /** How `serve` talks to its operator: stdout lines, warnings and notes on stderr. */
@@ -79,6 +81,7 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
         tls: transport.tls && { key: transport.tls.key, cert: transport.tls.cert },
         issuerFromUrl: settings.issuer === undefined,
         logLevel: settings.logLevel,
+        maxConnections: settings.maxConnections,
       },
       (message) => fatal(message),
     );
@@ -99,6 +102,7 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
     tls: transport.tls,
     issuerFromUrl: settings.issuer === undefined,
     logger: { level: settings.logLevel, stream: process.stderr },
+    connections: { maxConnections: settings.maxConnections },
   });
   force = () => server.app.server.closeAllConnections();
 
