@@ -9,6 +9,7 @@ import { createFastPath } from './fast-path.js';
 import { BODY_LIMIT, FORM_MEDIA_TYPE, formBodyParser } from './form.js';
 import { logRequest } from './logging.js';
 import { healthRoute } from './routes/health.js';
+import { StoreFaults } from './store-faults.js';
 import { introspectionRoute } from './routes/introspection.js';
 import { metadataRoute } from './routes/metadata.js';
 import { revocationRoute } from './routes/revocation.js';
@@ -70,7 +71,8 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
   for (const [name, value] of Object.entries(options.connections ?? {}) as [keyof ConnectionLimits, number | undefined][]) {
     if (value !== undefined) limits[name] = value;
   }
-  const fastPath = createFastPath({ engine: options.engine, log: () => app.log, logRequests: () => logRequests, nextId });
+  const storeFaults = new StoreFaults();
+  const fastPath = createFastPath({ engine: options.engine, log: () => app.log, logRequests: () => logRequests, nextId, storeFaults });
   app = fastify({
     logger: options.logger ?? false,
     genReqId: nextId,
@@ -121,6 +123,7 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
   app.decorateRequest('jti', null);
   app.decorateRequest('errorCode', null);
   installErrorHandlers(app);
+  app.addHook('onError', async (_request, _reply, err) => storeFaults.note(err));
   logRequests = INFO_OR_FINER.has(app.log.level);
   if (logRequests) app.addHook('onResponse', logRequest);
 
@@ -129,7 +132,7 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
   revocationRoute(app, deps);
   introspectionRoute(app, deps);
   metadataRoute(app, deps);
-  healthRoute(app, deps);
+  healthRoute(app, { ...deps, storeFaults });
   return app;
 }
 

@@ -4,6 +4,7 @@ import { startWorkers } from './cluster.js';
 import { demoInstructions, prepareDemo } from './demo.js';
 import { waitForShutdownSignal } from './shutdown.js';
 import { startServer } from './start.js';
+import { checkStoreWritable, watchStoreFile } from './store-watch.js';
 import { chooseTransport, type TransportFlags } from './transport-choice.js';
 import type { OpenStoreOptions } from '../store/open-store.js';
 
@@ -54,7 +55,10 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
     refreshTtlMs: settings.refreshTtlMs,
   };
   const engine = await openEngine(engineOptions);
+  await checkStoreWritable(engine);
   if (transport.warning) out.warn(transport.warning);
+  // A store file deleted or replaced under the server: stop, with the reason (issue 19).
+  const storeWatch = watchStoreFile(settings.storeLocation ?? engine.store.location);
 
   // Before anything is printed: whoever reads "listening on" may signal at once.
   let force = (): void => process.exit(130);
@@ -88,10 +92,15 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
     force = () => workers.force();
     if (demo) out.line(demoInstructions(demo, workers.url, certFile));
     out.line(`listening on ${workers.url}`);
-    const stop = await Promise.race([stopSignal.then((signal) => ({ signal })), failed.then((message) => ({ message }))]);
+    const stop = await Promise.race([
+      stopSignal.then((signal) => ({ signal })),
+      failed.then((message) => ({ message, code: 'worker_failed' })),
+      storeWatch.changed.then((message) => ({ message, code: 'store_replaced' })),
+    ]);
+    storeWatch.stop();
     if ('signal' in stop) out.note(`${stop.signal}: finishing requests in flight in ${workerCount} workers, then stopping`);
     await workers.stop();
-    if ('message' in stop) throw new CliError(stop.message, EXIT.failure, 'worker_failed');
+    if ('message' in stop) throw storeError(stop.message, stop.code);
     return;
   }
 
@@ -113,9 +122,17 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
   }
   out.line(`listening on ${server.url}`);
 
-  const signal = await stopSignal;
-  out.note(`${signal}: finishing requests in flight, then stopping`);
+  const stop = await Promise.race([stopSignal.then((signal) => ({ signal })), storeWatch.changed.then((message) => ({ message }))]);
+  storeWatch.stop();
+  if ('signal' in stop) out.note(`${stop.signal}: finishing requests in flight, then stopping`);
   await server.close();
+  if ('message' in stop) throw storeError(stop.message, 'store_replaced');
+}
+
+function storeError(message: string, code: string): CliError {
+  return code === 'store_replaced'
+    ? new CliError(`${message}: stopped, so that no answer comes from a file other commands no longer see`, EXIT.failure, code, 'start serve again on the store you mean')
+    : new CliError(message, EXIT.failure, code);
 }
 
 async function warnWithoutClients(engine: Engine, settings: ServeSettings, certFile: string | undefined, out: ServeOutput): Promise<void> {

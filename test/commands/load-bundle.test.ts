@@ -80,14 +80,14 @@ describe('the CLI bundle loader (V8 code cache)', () => {
     for (const at of [0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9]) {
       const damaged = Buffer.from(good);
       const offset = 44 + Math.floor((damaged.length - 52) * at);
-      for (let i = 0; i < 8; i++) damaged[offset + i] ^= 0xff;
+      for (let i = 0; i < 8; i++) damaged[offset + i] = damaged[offset + i]! ^ 0xff;
       writeFileSync(`${bundle}.cache`, damaged);
       expect(load()).toEqual({ answer: expected, cacheWritten: true });
       expect(readFileSync(`${bundle}.cache`).subarray(44).equals(damaged.subarray(44))).toBe(false);
     }
     // A digest that does not match its data (or a header of another format): the same.
     const forged = Buffer.from(good);
-    forged[20] ^= 0x01;
+    forged[20] = forged[20]! ^ 0x01;
     writeFileSync(`${bundle}.cache`, forged);
     expect(load()).toEqual({ answer: expected, cacheWritten: true });
   });
