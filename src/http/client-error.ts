@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { ConnectionError, FastifyBaseLogger } from 'fastify';
 import { errorAnswer, pathOfUrl } from './errors.js';
 import { MalformedRequestError } from './http-errors.js';
@@ -187,4 +187,27 @@ function messageOf(status: number, err: ClientError): string {
   // llhttp's reasons are fixed texts, never an echo of the request.
   const reason = typeof err.reason === 'string' && err.reason.length <= 100 ? `: ${err.reason}` : '';
   return `The request is not valid HTTP/1.1${reason}`;
+}
+
+/**
+ * The answers Node would otherwise write itself, bare (no error record, no `no-store`), to requests
+ * it parsed but will not route: an `Expect` other than 100-continue (417, RFC 9110 §10.1.1), and an
+ * HTTP/1.1 request without `Host` (400, RFC 9112 §3.2). The same record and headers as every other
+ * refusal, one request log line, and the connection closed.
+ */
+export function createRefusal(options: ClientErrorOptions): (req: IncomingMessage, res: ServerResponse, status: 400 | 417) => void {
+  return (req, res, status) => {
+    const path = pathOfUrl(req.url ?? '');
+    const message = status === 417 ? 'The Expect header is not supported: only 100-continue is' : 'The request has no Host header (RFC 9112 section 3.2), which is required since HTTP/1.1';
+    const a = errorAnswer(new MalformedRequestError(status, message), path);
+    const payload = JSON.stringify(a.body);
+    res.shouldKeepAlive = false;
+    res.writeHead(a.status, ['cache-control', 'no-store', 'pragma', 'no-cache', 'content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(payload)), 'connection', 'close']);
+    res.end(payload);
+    // The body, if any, is not read: the connection closes after the answer.
+    req.resume();
+    if (options.logRequests()) {
+      options.log().info({ reqId: options.nextId(), method: req.method, path: loggedPath(path), status: a.status, ip: req.socket.remoteAddress, error: a.code }, 'request');
+    }
+  };
 }

@@ -53,6 +53,11 @@ function classify(err: unknown): Classified | null {
   if (err instanceof engine.TokenctlError) return { status: 400, code: 'invalid_request', message: err.message };
   if (err instanceof MethodNotAllowedError) return { status: 405, code: 'invalid_request', message: err.message, headers: { allow: err.allow } };
   if (err instanceof HttpTransportError) return { status: err.status, code: err.status === 404 ? 'not_found' : 'invalid_request', message: err.message };
+  // The client closed the connection before its body was complete (Node's 'aborted'): nobody
+  // will read the answer, and nothing unexpected happened.
+  if (err instanceof Error && err.message === 'aborted' && (err as NodeJS.ErrnoException).code === 'ECONNRESET') {
+    return { status: 400, code: 'invalid_request', message: 'The request body was not received: the client closed the connection' };
+  }
   return classifyFastify(err as FastifyError);
 }
 

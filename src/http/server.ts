@@ -3,7 +3,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Engine } from '../engine/engine.js';
-import { createClientErrorHandler } from './client-error.js';
+import { createClientErrorHandler, createRefusal } from './client-error.js';
 import { installErrorHandlers, sendError } from './errors.js';
 import { createFastPath } from './fast-path.js';
 import { BODY_LIMIT, FORM_MEDIA_TYPE, formBodyParser } from './form.js';
@@ -72,6 +72,7 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
     if (value !== undefined) limits[name] = value;
   }
   const storeFaults = new StoreFaults();
+  const refuse = createRefusal({ log: () => app.log, logRequests: () => logRequests, nextId });
   const fastPath = createFastPath({ engine: options.engine, log: () => app.log, logRequests: () => logRequests, nextId, storeFaults });
   app = fastify({
     logger: options.logger ?? false,
@@ -79,7 +80,8 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
     // The three POST endpoints' common requests skip fastify (see fast-path.ts); all else is fastify's.
     serverFactory: (handler) => {
       const listener = function (this: Server, req: IncomingMessage, res: ServerResponse): void {
-        if (!fastPath(req, res, this.listening)) handler(req, res);
+        if (req.headers.host === undefined && req.httpVersion === '1.1') refuse(req, res, 400);
+        else if (!fastPath(req, res, this.listening)) handler(req, res);
       };
       const timeouts = {
         headersTimeout: limits.headersTimeoutMs,
@@ -88,11 +90,14 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
         // How often Node looks for connections past those timeouts (default 30 s, which made a
         // 30 s request timeout up to 60 s): a tenth of the shortest, within 0.1 s to 1 s.
         connectionsCheckingInterval: Math.min(1000, Math.max(100, Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 10)),
+        // Refused by the listener instead, in the endpoints' record (Node's own 400 has no body).
+        requireHostHeader: false,
       };
       const server: Server = options.https
         ? createHttpsServer({ ...options.https, ...timeouts, handshakeTimeout: limits.handshakeTimeoutMs }, listener)
         : createHttpServer(timeouts, listener);
       limitConnections(server, limits.maxConnections);
+      server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => refuse(req, res, 417));
       return server;
     },
     // One line per request from logRequest instead of fastify's two, with client_id and jti.
