@@ -7,7 +7,8 @@
  * Other commands share most of what it compiled (oclif, flags, the store) and compile the rest.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +34,12 @@ try {
   const answer = tokenctl('introspect', issued.access_token);
   if (answer.active !== true) throw new Error('introspect did not find the token it was given active');
   if (!existsSync(cacheFile)) throw new Error(`no code cache was written to ${cacheFile}`);
+  // The loader's own check (bin/load-bundle.cjs): header "tkc2", then the SHA-256 of V8's data.
+  const cache = readFileSync(cacheFile);
+  const digest = createHash('sha256').update(cache.subarray(44)).digest();
+  if (cache.readUInt32LE(0) !== 0x32636b74 || !digest.equals(cache.subarray(12, 44))) {
+    throw new Error(`the code cache written to ${cacheFile} does not pass the loader's integrity check`);
+  }
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -95,9 +95,12 @@ export class Engine {
   rotateClientSecret(id: string, actor: string, secret?: string): Promise<clients.ClientWithSecret> {
     return clients.rotateClientSecret(this.ctx, id, actor, secret);
   }
-  /** Spec part 5: returns the client the credentials prove, or throws InvalidClientError. */
-  authenticate(credentials: PresentedCredentials): Promise<ClientRecord> {
-    return this.authenticator.authenticate(credentials);
+  /**
+   * Spec part 5: returns the client the credentials prove, or throws InvalidClientError.
+   * `source` is the caller's network address, for the brute-force budgets (none from the CLI).
+   */
+  authenticate(credentials: PresentedCredentials, source?: string): Promise<ClientRecord> {
+    return this.authenticator.authenticate(credentials, source);
   }
   /**
    * Spec part 5 for an endpoint that acts on a presented token: authenticates the client and
@@ -105,9 +108,9 @@ export class Engine {
    * {@link authenticate} does. Hand the result to {@link introspectAuthenticated},
    * {@link revokeAuthenticated} or {@link refreshAuthenticated}.
    */
-  async authenticateWithToken(credentials: PresentedCredentials, token: string): Promise<Authenticated> {
+  async authenticateWithToken(credentials: PresentedCredentials, token: string, source?: string): Promise<Authenticated> {
     const presentedAt = this.ctx.clock.now();
-    const { client, token: record } = await this.authenticator.authenticateAndFind(credentials, presentedDigest(token));
+    const { client, token: record } = await this.authenticator.authenticateAndFind(credentials, presentedDigest(token), source);
     return { client, token, record, presentedAt };
   }
   /**

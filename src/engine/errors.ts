@@ -128,3 +128,15 @@ export class RefreshLimitError extends TokenctlError {
     super(`This refresh token was used ${max} times in the last minute, the most allowed; try again in ${retryAfterSeconds} s`);
   }
 }
+
+/**
+ * Too many failed client authentications from this source address, or for this client id from a
+ * source that has failed for it (RFC 6749 §2.3.1 asks for brute-force protection). Refused before
+ * any password hash; `retryAfterSeconds` says when a new attempt will be looked at.
+ */
+export class TooManyAttemptsError extends TokenctlError {
+  readonly code = 'temporarily_unavailable';
+  constructor(readonly retryAfterSeconds: number) {
+    super(`Too many failed client authentications from this address; try again in ${retryAfterSeconds} s`);
+  }
+}

@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
-import { STATUS_CODES } from 'node:http';
+import { TLSSocket } from 'node:tls';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { ConnectionError, FastifyBaseLogger } from 'fastify';
 import { errorAnswer, pathOfUrl } from './errors.js';
 import { MalformedRequestError } from './http-errors.js';
@@ -98,15 +99,29 @@ export function createClientErrorHandler(options: ClientErrorOptions): (err: Con
   }
 
   return function onClientError(err: ClientError, socket) {
+    // A TLS error, or a handshake not finished (timed out): there is no HTTP to answer in, and a
+    // write in clear text would never finish and hold the socket. Closed at once.
+    if (notSecureYet(err, socket)) {
+      socket.destroy();
+      return;
+    }
     // A reset connection is gone. Once answered (or about to be), the parser repeats its error
     // for every further chunk: the first answer stands.
     if (err.code === 'ECONNRESET' || socket.destroyed || socket.writableEnded || waiting.has(socket)) return;
     const inFlight = (socket as Socket & { _httpMessage?: InFlight | null })._httpMessage;
     if (inFlight && !inFlight.writableFinished) {
       if (inFlight.req?.complete) {
-        // A bad request pipelined behind a good one: the good one's answer first, then the refusal.
+        // A bad request pipelined behind good ones: their answers first, each in turn (Node hands
+        // the socket to the next queued answer when one finishes), then the refusal.
         waiting.add(socket);
-        inFlight.once('finish', () => answer(err, socket, requestLine(err)));
+        const line = requestLine(err);
+        // Looked at on the next turn: Node assigns the next answer in its own 'finish' listener.
+        const afterAnswers = (): void => {
+          const next = (socket as Socket & { _httpMessage?: InFlight | null })._httpMessage;
+          if (next && !next.writableFinished && !socket.destroyed) next.once('finish', () => setImmediate(afterAnswers));
+          else answer(err, socket, line);
+        };
+        inFlight.once('finish', () => setImmediate(afterAnswers));
         return;
       }
       // The request in flight is the one that failed (its body ended short, or came too slowly):
@@ -117,6 +132,12 @@ export function createClientErrorHandler(options: ClientErrorOptions): (err: Con
     }
     answer(err, socket, requestLine(err));
   };
+}
+
+/** A TLS-layer error, or a TLS socket whose handshake has not completed (Node's own flag). */
+function notSecureYet(err: ClientError, socket: Socket): boolean {
+  if (typeof err.code === 'string' && /^ERR_(?:TLS|SSL)_/.test(err.code)) return true;
+  return socket instanceof TLSSocket && (socket as TLSSocket & { _secureEstablished?: boolean })._secureEstablished === false;
 }
 
 /**
@@ -166,4 +187,27 @@ function messageOf(status: number, err: ClientError): string {
   // llhttp's reasons are fixed texts, never an echo of the request.
   const reason = typeof err.reason === 'string' && err.reason.length <= 100 ? `: ${err.reason}` : '';
   return `The request is not valid HTTP/1.1${reason}`;
+}
+
+/**
+ * The answers Node would otherwise write itself, bare (no error record, no `no-store`), to requests
+ * it parsed but will not route: an `Expect` other than 100-continue (417, RFC 9110 §10.1.1), and an
+ * HTTP/1.1 request without `Host` (400, RFC 9112 §3.2). The same record and headers as every other
+ * refusal, one request log line, and the connection closed.
+ */
+export function createRefusal(options: ClientErrorOptions): (req: IncomingMessage, res: ServerResponse, status: 400 | 417) => void {
+  return (req, res, status) => {
+    const path = pathOfUrl(req.url ?? '');
+    const message = status === 417 ? 'The Expect header is not supported: only 100-continue is' : 'The request has no Host header (RFC 9112 section 3.2), which is required since HTTP/1.1';
+    const a = errorAnswer(new MalformedRequestError(status, message), path);
+    const payload = JSON.stringify(a.body);
+    res.shouldKeepAlive = false;
+    res.writeHead(a.status, ['cache-control', 'no-store', 'pragma', 'no-cache', 'content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(payload)), 'connection', 'close']);
+    res.end(payload);
+    // The body, if any, is not read: the connection closes after the answer.
+    req.resume();
+    if (options.logRequests()) {
+      options.log().info({ reqId: options.nextId(), method: req.method, path: loggedPath(path), status: a.status, ip: req.socket.remoteAddress, error: a.code }, 'request');
+    }
+  };
 }

@@ -44,6 +44,11 @@ function classify(err: unknown): Classified | null {
   }
   if (err instanceof engine.UnsupportedTokenTypeError) return { status: 400, code: err.code, message: err.message };
   if (err instanceof engine.InvalidInputError) return { status: 400, code: 'invalid_request', message: err.message };
+  // Brute-force budget (RFC 6749 §2.3.1): refused before any hash; retry when the budget allows.
+  // Likewise a refresh token past its refreshes per minute (issue 19): nothing was minted.
+  if (err instanceof engine.TooManyAttemptsError || err instanceof engine.RefreshLimitError) {
+    return { status: 429, code: err.code, message: err.message, headers: { 'retry-after': String(err.retryAfterSeconds) } };
+  }
   if (err instanceof engine.ServiceUnavailableError) {
     return { status: 503, code: err.code, message: err.message, headers: { 'retry-after': RETRY_AFTER } };
   }
@@ -54,6 +59,11 @@ function classify(err: unknown): Classified | null {
   if (err instanceof engine.TokenctlError) return { status: 400, code: 'invalid_request', message: err.message };
   if (err instanceof MethodNotAllowedError) return { status: 405, code: 'invalid_request', message: err.message, headers: { allow: err.allow } };
   if (err instanceof HttpTransportError) return { status: err.status, code: err.status === 404 ? 'not_found' : 'invalid_request', message: err.message };
+  // The client closed the connection before its body was complete (Node's 'aborted'): nobody
+  // will read the answer, and nothing unexpected happened.
+  if (err instanceof Error && err.message === 'aborted' && (err as NodeJS.ErrnoException).code === 'ECONNRESET') {
+    return { status: 400, code: 'invalid_request', message: 'The request body was not received: the client closed the connection' };
+  }
   return classifyFastify(err as FastifyError);
 }
 

@@ -8,6 +8,7 @@ import { INTROSPECTION_PATH, REVOCATION_PATH, TOKEN_PATH } from './paths.js';
 import { introspection } from './routes/introspection.js';
 import { revocation } from './routes/revocation.js';
 import { tokenGrant } from './routes/token.js';
+import type { StoreFaults } from './store-faults.js';
 import type { RequestNote } from './types.js';
 
 /** One of the three endpoints, as both the fastify routes and this path call it. */
@@ -31,6 +32,8 @@ export interface FastPathOptions {
   logRequests: () => boolean;
   /** The request id, from the counter fastify's own requests use too. */
   nextId: () => string;
+  /** Where storage faults are noted for /healthz, as fastify's routes note theirs. */
+  storeFaults: StoreFaults;
 }
 
 /**
@@ -71,12 +74,13 @@ export function createFastPath(options: FastPathOptions): (req: IncomingMessage,
 
   async function respond(req: IncomingMessage, res: ServerResponse, path: string, endpoint: Endpoint, body: Buffer, started: number): Promise<void> {
     const id = options.nextId();
-    const note: Note = { clientId: null, jti: null, errorCode: null };
+    const note: Note = { clientId: null, jti: null, errorCode: null, ip: req.socket.remoteAddress };
     let payload: string;
     try {
       const form = formBodyParser(req.headers['content-type'], body);
       payload = JSON.stringify(await endpoint(engine, form, req.headers.authorization, note));
     } catch (err) {
+      options.storeFaults.note(err);
       const a = errorAnswer(err, path, req.headers.authorization);
       if (a.unexpected) options.log().error({ reqId: id, err }, 'unexpected error');
       note.errorCode = a.code;

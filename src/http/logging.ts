@@ -23,7 +23,8 @@ export async function logRequest(request: FastifyRequest, reply: FastifyReply): 
   );
 }
 
-const TOKEN_LIKE = /tc[ar]_[A-Za-z0-9_-]{20,}/g;
+/** Access and refresh tokens, and generated client passwords (`tcs_`). */
+const TOKEN_LIKE = /tc[ars]_[A-Za-z0-9_-]{20,}/g;
 
 /** A path no route matched is whatever the client sent: cut short, and any token in it masked. */
 function unroutedPath(request: FastifyRequest): string {

@@ -1,13 +1,15 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
 import fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Engine } from '../engine/engine.js';
-import { createClientErrorHandler } from './client-error.js';
+import { createClientErrorHandler, createRefusal } from './client-error.js';
 import { installErrorHandlers, sendError } from './errors.js';
 import { createFastPath } from './fast-path.js';
 import { BODY_LIMIT, FORM_MEDIA_TYPE, formBodyParser } from './form.js';
 import { logRequest } from './logging.js';
 import { healthRoute } from './routes/health.js';
+import { StoreFaults } from './store-faults.js';
 import { introspectionRoute } from './routes/introspection.js';
 import { metadataRoute } from './routes/metadata.js';
 import { revocationRoute } from './routes/revocation.js';
@@ -20,12 +22,37 @@ export interface BuildServerOptions {
   logger?: FastifyServerOptions['logger'];
   /** PEM key and certificate: the app serves HTTPS once listened. */
   https?: { key: string | Buffer; cert: string | Buffer };
+  /** Connection limits; each defaults to {@link DEFAULT_CONNECTION_LIMITS}. */
+  connections?: Partial<ConnectionLimits>;
 }
 
+/**
+ * What one connection may hold of the server, and for how long (SECURITY.md, "Connections").
+ * Passed to `createServer`, where Node honours them, never set afterwards.
+ */
+export interface ConnectionLimits {
+  /** HTTPS: the TLS handshake must be done within this, or the socket is closed. */
+  handshakeTimeoutMs: number;
+  /** A request's headers must have arrived within this of its first byte (or of the connection). */
+  headersTimeoutMs: number;
+  /** A whole request (headers and body) must have arrived within this. */
+  requestTimeoutMs: number;
+  /** A keep-alive connection idle this long after its last answer is closed. */
+  keepAliveTimeoutMs: number;
+  /** Open connections at once (per process); past it new ones are closed, idle ones first. */
+  maxConnections: number;
+}
+
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
+  handshakeTimeoutMs: 10_000,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  // fastify's default: longer than the idle timeouts of common load balancers.
+  keepAliveTimeoutMs: 72_000,
+  maxConnections: 1000,
+};
+
 const INFO_OR_FINER = new Set(['info', 'debug', 'trace']);
-const REQUEST_TIMEOUT_MS = 30_000;
-/** fastify's default: longer than the idle timeouts of common load balancers. */
-const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 /** The app as the rest of tokenctl sees it, whether it serves HTTP or HTTPS. */
 export type TokenctlApp = FastifyInstance;
@@ -40,20 +67,37 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
   // eslint-disable-next-line prefer-const -- the server is made inside fastify(), the app after it
   let app: FastifyInstance;
   let logRequests = false;
-  const fastPath = createFastPath({ engine: options.engine, log: () => app.log, logRequests: () => logRequests, nextId });
+  const limits: ConnectionLimits = { ...DEFAULT_CONNECTION_LIMITS };
+  for (const [name, value] of Object.entries(options.connections ?? {}) as [keyof ConnectionLimits, number | undefined][]) {
+    if (value !== undefined) limits[name] = value;
+  }
+  const storeFaults = new StoreFaults();
+  const refuse = createRefusal({ log: () => app.log, logRequests: () => logRequests, nextId });
+  const fastPath = createFastPath({ engine: options.engine, log: () => app.log, logRequests: () => logRequests, nextId, storeFaults });
   app = fastify({
     logger: options.logger ?? false,
     genReqId: nextId,
     // The three POST endpoints' common requests skip fastify (see fast-path.ts); all else is fastify's.
     serverFactory: (handler) => {
       const listener = function (this: Server, req: IncomingMessage, res: ServerResponse): void {
-        if (!fastPath(req, res, this.listening)) handler(req, res);
+        if (req.headers.host === undefined && req.httpVersion === '1.1') refuse(req, res, 400);
+        else if (!fastPath(req, res, this.listening)) handler(req, res);
       };
-      const server: Server = options.https ? createHttpsServer(options.https, listener) : createHttpServer(listener);
-      // What fastify sets on a server it makes itself (its defaults, and requestTimeout below).
-      server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-      server.requestTimeout = REQUEST_TIMEOUT_MS;
-      server.setTimeout(0);
+      const timeouts = {
+        headersTimeout: limits.headersTimeoutMs,
+        requestTimeout: limits.requestTimeoutMs,
+        keepAliveTimeout: limits.keepAliveTimeoutMs,
+        // How often Node looks for connections past those timeouts (default 30 s, which made a
+        // 30 s request timeout up to 60 s): a tenth of the shortest, within 0.1 s to 1 s.
+        connectionsCheckingInterval: Math.min(1000, Math.max(100, Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 10)),
+        // Refused by the listener instead, in the endpoints' record (Node's own 400 has no body).
+        requireHostHeader: false,
+      };
+      const server: Server = options.https
+        ? createHttpsServer({ ...options.https, ...timeouts, handshakeTimeout: limits.handshakeTimeoutMs }, listener)
+        : createHttpServer(timeouts, listener);
+      limitConnections(server, limits.maxConnections);
+      server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => refuse(req, res, 417));
       return server;
     },
     // One line per request from logRequest instead of fastify's two, with client_id and jti.
@@ -64,8 +108,8 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
     clientErrorHandler: createClientErrorHandler({ log: () => app.log, logRequests: () => logRequests, nextId }),
     bodyLimit: BODY_LIMIT,
     exposeHeadRoutes: false,
-    requestTimeout: REQUEST_TIMEOUT_MS,
-    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
     ...(options.https ? { https: options.https } : {}),
   }) as unknown as FastifyInstance;
 
@@ -84,6 +128,7 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
   app.decorateRequest('jti', null);
   app.decorateRequest('errorCode', null);
   installErrorHandlers(app);
+  app.addHook('onError', async (_request, _reply, err) => storeFaults.note(err));
   logRequests = INFO_OR_FINER.has(app.log.level);
   if (logRequests) app.addHook('onResponse', logRequest);
 
@@ -92,6 +137,23 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
   revocationRoute(app, deps);
   introspectionRoute(app, deps);
   metadataRoute(app, deps);
-  healthRoute(app, deps);
+  healthRoute(app, { ...deps, storeFaults });
   return app;
+}
+
+/**
+ * Caps the connections open at once. Past the cap Node closes each new connection as it comes
+ * ('drop'). Once the cap is reached, idle keep-alive connections are closed, so that the next
+ * client with a request to send finds room rather than sockets that hold nothing; a connection
+ * that has sent nothing yet, or is still in its TLS handshake, counts until its timeout closes it.
+ */
+function limitConnections(server: Server, max: number): void {
+  server.maxConnections = max;
+  let open = 0;
+  server.on('connection', (socket: Socket) => {
+    open++;
+    socket.once('close', () => open--);
+    if (open >= max) server.closeIdleConnections();
+  });
+  server.on('drop', () => server.closeIdleConnections());
 }

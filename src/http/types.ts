@@ -21,4 +21,6 @@ export interface RouteDeps {
 export interface RequestNote {
   clientId: string | null;
   jti: string | null;
+  /** The peer's address, for the engine's brute-force budgets (a FastifyRequest's `ip`). */
+  readonly ip?: string;
 }

@@ -5,6 +5,7 @@ import { startWorkers } from './cluster.js';
 import { demoInstructions, prepareDemo } from './demo.js';
 import { waitForShutdownSignal } from './shutdown.js';
 import { startServer } from './start.js';
+import { checkStoreWritable, watchStoreFile } from './store-watch.js';
 import { chooseTransport, type TransportFlags } from './transport-choice.js';
 import { connectionBudgetWarning, type OpenStoreOptions } from '../store/open-store.js';
 
@@ -17,6 +18,8 @@ export interface ServeSettings extends TransportFlags {
   node: string;
   rotateRefreshTokens?: boolean;
   refreshGraceMs?: number;
+  /** `--max-refreshes-per-minute` (EngineConfig.maxRefreshesPerMinute). */
+  maxRefreshesPerMinute?: number;
   accessTtlMs?: number;
   refreshTtlMs?: number;
   logLevel: string;
@@ -28,6 +31,8 @@ export interface ServeSettings extends TransportFlags {
   storeLocation?: string;
   /** How workers open the store (pool size, timeout), as the primary did. */
   storeOptions?: OpenStoreOptions;
+  /** `--max-connections`: open connections at once, per process. */
+  maxConnections?: number;
 }
 
 /** How `serve` talks to its operator: stdout lines, warnings and notes on stderr. */
@@ -49,15 +54,19 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
     node: settings.node,
     rotateRefreshTokens: settings.rotateRefreshTokens,
     refreshGraceMs: settings.refreshGraceMs,
+    maxRefreshesPerMinute: settings.maxRefreshesPerMinute,
     accessTtlMs: settings.accessTtlMs,
     refreshTtlMs: settings.refreshTtlMs,
   };
   const engine = await openEngine(engineOptions);
+  await checkStoreWritable(engine);
   if (transport.warning) out.warn(transport.warning);
   if (settings.storeLocation !== undefined) {
     const budget = await connectionBudgetWarning(settings.storeLocation, settings.storeOptions?.poolSize, settings.workers ?? 1);
     if (budget) out.warn(budget);
   }
+  // A store file deleted or replaced under the server: stop, with the reason (issue 19).
+  const storeWatch = watchStoreFile(settings.storeLocation ?? engine.store.location);
 
   // Before anything is printed: whoever reads "listening on" may signal at once.
   let force = (): void => process.exit(130);
@@ -84,16 +93,22 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
         tls: transport.tls && { key: transport.tls.key, cert: transport.tls.cert },
         issuerFromUrl: settings.issuer === undefined,
         logLevel: settings.logLevel,
+        maxConnections: settings.maxConnections,
       },
       (message) => fatal(message),
     );
     force = () => workers.force();
     if (demo) out.line(demoInstructions(demo, workers.url, certFile));
     out.line(`listening on ${workers.url}`);
-    const stop = await Promise.race([stopSignal.then((signal) => ({ signal })), failed.then((message) => ({ message }))]);
+    const stop = await Promise.race([
+      stopSignal.then((signal) => ({ signal })),
+      failed.then((message) => ({ message, code: 'worker_failed' })),
+      storeWatch.changed.then((message) => ({ message, code: 'store_replaced' })),
+    ]);
+    storeWatch.stop();
     if ('signal' in stop) out.note(`${stop.signal}: finishing requests in flight in ${workerCount} workers, then stopping`);
     await workers.stop();
-    if ('message' in stop) throw new CliError(stop.message, EXIT.failure, 'worker_failed');
+    if ('message' in stop) throw storeError(stop.message, stop.code);
     return;
   }
 
@@ -104,6 +119,7 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
     tls: transport.tls,
     issuerFromUrl: settings.issuer === undefined,
     logger: { level: settings.logLevel, stream: serveLogStream() },
+    connections: { maxConnections: settings.maxConnections },
   });
   force = () => server.app.server.closeAllConnections();
 
@@ -114,9 +130,17 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
   }
   out.line(`listening on ${server.url}`);
 
-  const signal = await stopSignal;
-  out.note(`${signal}: finishing requests in flight, then stopping`);
+  const stop = await Promise.race([stopSignal.then((signal) => ({ signal })), storeWatch.changed.then((message) => ({ message }))]);
+  storeWatch.stop();
+  if ('signal' in stop) out.note(`${stop.signal}: finishing requests in flight, then stopping`);
   await server.close();
+  if ('message' in stop) throw storeError(stop.message, 'store_replaced');
+}
+
+function storeError(message: string, code: string): CliError {
+  return code === 'store_replaced'
+    ? new CliError(`${message}: stopped, so that no answer comes from a file other commands no longer see`, EXIT.failure, code, 'start serve again on the store you mean')
+    : new CliError(message, EXIT.failure, code);
 }
 
 async function warnWithoutClients(engine: Engine, settings: ServeSettings, certFile: string | undefined, out: ServeOutput): Promise<void> {

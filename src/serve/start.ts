@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyServerOptions } from 'fastify';
 import { CliError, EXIT } from '../cli/errors.js';
 import type { Engine } from '../engine/engine.js';
-import { buildServer, type TokenctlApp } from '../http/server.js';
+import { buildServer, type ConnectionLimits, type TokenctlApp } from '../http/server.js';
 import type { TlsMaterial } from './tls.js';
 import { baseUrl } from './transport.js';
 
@@ -16,6 +16,8 @@ export interface StartOptions {
   logger?: FastifyServerOptions['logger'];
   /** Make the engine's issuer (`iss`, RFC 8414 `issuer`) the URL the server listens on. */
   issuerFromUrl: boolean;
+  /** Connection limits (`--max-connections`); the defaults of `http/server.ts` otherwise. */
+  connections?: Partial<ConnectionLimits>;
   /** How long in-flight requests may take to finish on shutdown; default 10 s. */
   shutdownGraceMs?: number;
 }
@@ -31,7 +33,7 @@ export interface RunningServer {
 /** Builds the app (`http/server.ts`) and listens. The store stays open: its owner closes it. */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { engine, host, port, tls } = options;
-  const app = buildServer({ engine, logger: options.logger, ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}) });
+  const app = buildServer({ engine, logger: options.logger, connections: options.connections, ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}) });
   try {
     await app.listen({ host, port, listenTextResolver: (address) => `server listening at ${address}` });
   } catch (err) {

@@ -14,6 +14,7 @@ export interface WorkerSettings {
   tls?: TlsMaterial;
   issuerFromUrl: boolean;
   logLevel: string;
+  maxConnections?: number;
 }
 
 /** Messages from a worker to the primary. */
@@ -41,6 +42,7 @@ async function runWorker(settings: WorkerSettings): Promise<void> {
     tls: settings.tls,
     issuerFromUrl: settings.issuerFromUrl,
     logger: { level: settings.logLevel, stream: process.stderr },
+    connections: { maxConnections: settings.maxConnections },
   });
   report({ type: 'listening', url: server.url });
 

@@ -2,19 +2,32 @@ import type { FastifyInstance } from 'fastify';
 import { ServiceUnavailableError } from '../../engine/errors.js';
 import { HEALTH_PATH } from '../paths.js';
 import { noStore } from '../reply.js';
+import type { StoreFaults } from '../store-faults.js';
 import type { RouteDeps } from '../types.js';
 
-/** GET /healthz (contract 3): 200 when the store answers, else 503. */
-export function healthRoute(app: FastifyInstance, { engine }: RouteDeps): void {
+/** A grant id no token has (ids are UUIDs): revoking it is a write transaction that changes nothing. */
+const NO_GRANT = 'tokenctl-healthz-write-check';
+
+/**
+ * GET /healthz (contract 3): 200 when the store answers a read and a write, else 503 with
+ * Retry-After. The write revokes a grant that does not exist: it takes the store's write lock
+ * (a read-only store, a lost connection, a failed disk refuse it) and changes nothing. A storage
+ * fault that requests met in the last seconds (a full disk, which a write changing nothing does
+ * not meet) is reported too.
+ */
+export function healthRoute(app: FastifyInstance, { engine, storeFaults }: RouteDeps & { storeFaults: StoreFaults }): void {
   app.route({
     method: ['GET', 'HEAD'],
     url: HEALTH_PATH,
     handler: async (_request, reply) => {
       try {
         await engine.store.ping();
+        await engine.store.revokeGrant(NO_GRANT, Date.now());
       } catch (err) {
-        throw new ServiceUnavailableError('The token store does not answer', { cause: err });
+        throw new ServiceUnavailableError('The token store cannot be read or written; try again shortly', { cause: err });
       }
+      const fault = storeFaults.recent();
+      if (fault !== null) throw new ServiceUnavailableError('The token store failed a request in the last seconds; try again shortly');
       return noStore(reply).send({ status: 'ok' });
     },
   });

@@ -11,7 +11,7 @@ import type { RequestNote, RouteDeps } from '../types.js';
 export async function introspection(engine: Engine, form: Form, authorization: string | undefined, note: RequestNote): Promise<IntrospectionResult> {
   const token = required(form, 'token');
   tokenTypeHint(form); // optional and checked (contract 3), but only a hint: the token is found whatever its type
-  const authenticated = await engine.authenticateWithToken(endpointCredentials(authorization, form), token);
+  const authenticated = await engine.authenticateWithToken(endpointCredentials(authorization, form), token, note.ip);
   note.clientId = authenticated.client.id;
   const result = engine.introspectAuthenticated(authenticated);
   if (result.active) note.jti = result.jti;

@@ -11,7 +11,7 @@ import type { RequestNote, RouteDeps } from '../types.js';
 export async function revocation(engine: Engine, form: Form, authorization: string | undefined, note: RequestNote): Promise<RevocationResult> {
   const token = required(form, 'token');
   tokenTypeHint(form); // optional and checked (contract 3), but only a hint: the token is found whatever its type
-  const authenticated = await engine.authenticateWithToken(endpointCredentials(authorization, form), token);
+  const authenticated = await engine.authenticateWithToken(endpointCredentials(authorization, form), token, note.ip);
   note.clientId = authenticated.client.id;
   const { result, jti } = await engine.revokeAuthenticated(authenticated);
   // The log line carries the jti the engine acted on; the answer is the spec 2.2 record alone.

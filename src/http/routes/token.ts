@@ -15,7 +15,7 @@ export async function tokenGrant(engine: Engine, form: Form, authorization: stri
   if (grantType !== 'refresh_token') throw new UnsupportedGrantTypeError(grantType);
   const refreshToken = required(form, 'refresh_token');
   const scope = optional(form, 'scope');
-  const authenticated = await engine.authenticateWithToken(tokenEndpointCredentials(authorization, form), refreshToken);
+  const authenticated = await engine.authenticateWithToken(tokenEndpointCredentials(authorization, form), refreshToken, note.ip);
   note.clientId = authenticated.client.id;
   const response = await engine.refreshAuthenticated(authenticated, scope);
   note.jti = response.jti;
