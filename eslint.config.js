@@ -17,6 +17,11 @@ export default tseslint.config(
     rules: { 'no-console': 'off' },
   },
   {
+    // The race tests count outcomes across concurrent rounds: `count += await …` would lose counts.
+    files: ['test/race/**'],
+    rules: { 'require-atomic-updates': 'error' },
+  },
+  {
     // CommonJS (bin/load-bundle.cjs): require and module are its way of importing and exporting.
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable' } },

@@ -3,6 +3,12 @@ import { ROTATION_RACE_WINDOW_MS } from '../../src/engine/context.js';
 import { tokenctl } from '../helpers/cli.js';
 import { activeOf, inWaves, introspectAt, isolationOf, post, refreshAt, revokeAt, roundsOf, startCluster, Tally, type Backend, type Cluster } from './cluster.js';
 
+/*
+ * Counters are added to only after an await has resolved (`const n = await …; count += n`):
+ * `count += await …` reads `count` before the await, so concurrent rounds would lose each other's
+ * additions and under-count the survivors (eslint: require-atomic-updates).
+ */
+
 /**
  * Contract 3, "a revocation is final", raced for real: three `serve` processes on one store, the
  * test process beside them with its own connection, and (for `revoke --user`) the real CLI. Each
@@ -51,7 +57,8 @@ export function describeRevocationIsFinal(backend: Backend, pgUrl: string | unde
           );
           if (revocation!.body.code !== 'token_revoke_success') return;
           acknowledged++;
-          survivors += await activeOf(c, user);
+          const active = await activeOf(c, user);
+          survivors += active;
           for (const r of refreshes) {
             if (r.status !== 200) continue;
             minted++;
@@ -75,14 +82,41 @@ export function describeRevocationIsFinal(backend: Backend, pgUrl: string | unde
           const refreshing = Promise.all(grants.flatMap((g, k) => [refreshAt(c, i + k, g.refresh_token), refreshAt(c, i + k + 1, g.refresh_token)]).map((p) => p.then((r) => tally.add(r))));
           const done = await c.engine.revokeBulk({ username: user }, 'cli:race');
           revoked += done.revoked;
-          survivorsAtAck += await activeOf(c, user); // nothing of the user active once it returned
+          const activeAtAck = await activeOf(c, user); // nothing of the user active once it returned
+          survivorsAtAck += activeAtAck;
           await refreshing;
-          survivors += await activeOf(c, user); // and nothing minted since, by a refresh that began before it
+          const activeAfter = await activeOf(c, user); // and nothing minted since, by a refresh that began before it
+          survivors += activeAfter;
         });
         line(`${backend} bulk/refresh`, { rounds: ROUNDS, revoked, survivors_at_ack: survivorsAtAck, survivors, statuses: tally.toString() });
         expect(tally.count(500) + tally.count(0)).toBe(0);
         expect(revoked).toBeGreaterThanOrEqual(ROUNDS * 4);
         expect(survivorsAtAck).toBe(0);
+        expect(survivors).toBe(0);
+      });
+
+      it(`revoke --jti of a refresh token while the nodes refresh it: nothing of its grant active once it returned (${Math.round(ROUNDS / 3)} races)`, async () => {
+        const rounds = Math.round(ROUNDS / 3);
+        const tally = new Tally();
+        let survivors = 0;
+        let revoked = 0;
+        await inWaves(rounds, WAVE, async (i) => {
+          const user = `jti-${i}`;
+          const g = await c.engine.issue({ clientId: c.clientId, username: user });
+          const jti = (await c.store.listTokens({ username: user, type: 'refresh_token' }))[0]!.jti;
+          const refreshing = Promise.all([refreshAt(c, i, g.refresh_token), refreshAt(c, i + 1, g.refresh_token)].map((p) => p.then((r) => tally.add(r))));
+          const revokedNow = (await c.engine.revokeBulk({ jti }, 'cli:race')).revoked;
+          revoked += revokedNow;
+          const atAck = await activeOf(c, user);
+          for (const r of await refreshing) {
+            if (r.status === 200 && (await introspectAt(c, i, r.body.access_token as string)).body.active !== false) survivors++;
+          }
+          const activeNow = atAck + (await activeOf(c, user));
+          survivors += activeNow;
+        });
+        line(`${backend} jti/refresh`, { rounds, revoked, survivors, statuses: tally.toString() });
+        expect(tally.count(500) + tally.count(0)).toBe(0);
+        expect(revoked).toBeGreaterThanOrEqual(rounds * 2);
         expect(survivors).toBe(0);
       });
 
@@ -105,7 +139,8 @@ export function describeRevocationIsFinal(backend: Backend, pgUrl: string | unde
           const atExit = await activeOf(c, user);
           stop = true;
           await refreshing;
-          survivors += atExit + (await activeOf(c, user));
+          const activeNow = atExit + (await activeOf(c, user));
+          survivors += activeNow;
         });
         line(`${backend} cli-bulk/refresh`, { rounds, exited0, survivors, statuses: tally.toString() });
         expect(tally.count(500) + tally.count(0)).toBe(0);
@@ -131,7 +166,8 @@ export function describeRevocationIsFinal(backend: Backend, pgUrl: string | unde
             minted++;
             if ((await introspectAt(c, i, r.body.access_token as string)).body.active !== false) survivors++;
           }
-          survivors += (await c.store.listTokens({ clientId: client.client_id, state: 'active', now: Date.now() })).length;
+          const activeNow = (await c.store.listTokens({ clientId: client.client_id, state: 'active', now: Date.now() })).length;
+          survivors += activeNow;
         });
         line(`${backend} delete-client/refresh`, { rounds, minted_in_race: minted, survivors, statuses: tally.toString() });
         expect(tally.count(500) + tally.count(0)).toBe(0);
@@ -160,7 +196,8 @@ export function describeRevocationIsFinal(backend: Backend, pgUrl: string | unde
           rotated += refreshes.filter((r) => r.status === 200).length;
           if (revocation!.body.code !== 'token_revoke_success') return;
           acknowledged++;
-          survivors += await activeOf(c, user);
+          const active = await activeOf(c, user);
+          survivors += active;
         });
         line(`${backend} revoke/rotate`, { rounds: ROUNDS, acknowledged, rotated_in_race: rotated, survivors, statuses: tally.toString() });
         expect(tally.count(500) + tally.count(0)).toBe(0);
@@ -188,7 +225,8 @@ export function describeRevocationIsFinal(backend: Backend, pgUrl: string | unde
           const [reuse] = await Promise.all([refreshAt(c, i, rt1), refreshAt(c, i + 1, rt2), refreshAt(c, i + 2, rt2)].map((p) => p.then((r) => tally.add(r))));
           if (reuse!.status !== 401) return;
           detected++;
-          survivors += (await activeOf(c, user)) > 0 ? 1 : 0;
+          const alive = (await activeOf(c, user)) > 0 ? 1 : 0;
+          survivors += alive;
         });
         const audit = await c.engine.audit({});
         line(`${backend} reuse/rotate`, { rounds: ROUNDS, detected, reuse_audited: audit.filter((e) => e.action === 'token.reuse_detected').length, grants_alive_after_detection: survivors, statuses: tally.toString() });
