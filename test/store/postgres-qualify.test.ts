@@ -53,7 +53,7 @@ describe('qualifyTables', () => {
 
   it('qualifies each reference of the store’s shared statements', () => {
     expect(qualified(INSERT_TOKENS)).toBe(2); // the grants it creates, the tokens
-    expect(qualified(MINT_ACCESS)).toBe(3); // the grant lock, the refresh token, the insert
+    expect(qualified(MINT_ACCESS)).toBe(4); // the grant lock, the refresh token, the grant's recent tokens, the insert
     expect(qualified(ROTATE)).toBe(3);
     expect(qualified(LOCK_REVOKED_GRANT)).toBe(1);
     expect(qualified(bulkGrantBatch({ username: 'alice' }, 1, 10).sql)).toBe(2);
