@@ -144,7 +144,7 @@ describe.skipIf(!canDropToNobody)('a read-only store', () => {
     expect(JSON.parse(status.stdout).clients).toBe(1);
     const tokens = asNobody(['token', 'list', '--json']);
     expect(tokens.code).toBe(0);
-    expect(JSON.parse(tokens.stdout).map((t: { username: string }) => t.username)).toEqual(['alice', 'alice']);
+    expect(JSON.parse(tokens.stdout).tokens.map((t: { username: string }) => t.username)).toEqual(['alice', 'alice']);
     expect(asNobody(['client', 'list']).stdout).toContain(clientId);
   });
 
