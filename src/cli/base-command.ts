@@ -58,7 +58,12 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** Where the store is: `--db`, TOKENCTL_DB, or the default file in the data directory. */
   protected storeLocation(): string {
     const db = (this.flags as { db?: string }).db;
-    if (db) return db;
+    if (db) {
+      if (process.argv.includes(db) && /^postgres(ql)?:\/\/[^/@:?#]*:[^/@?#]+@/i.test(db)) {
+        process.stderr.write('Warning: the password in --db is visible to other users (ps) and stays in shell history: use PGPASSWORD or ~/.pgpass instead (see docs/cli.md)\n');
+      }
+      return db;
+    }
     if (this.storeUse() === 'create') mkdirSync(this.config.dataDir, { recursive: true, mode: 0o700 });
     return this.defaultStore();
   }

@@ -9,7 +9,7 @@ import { clientView, DAY_MS, HOUR_MS, MAX_REFRESH_GRACE_MS, MAX_REFRESHES_PER_MI
 import { InvalidInputError } from './errors.js';
 import { inspect, introspect, introspectionOf } from './introspect.js';
 import { issueGrants, issueTokens, type IssueInput } from './issue.js';
-import { countPurgeable, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
+import { countPurgeable, countTokens, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
 import { refresh, refreshAsOperator, type RefreshInput } from './refresh.js';
 import type { ClientView, Inspection, IntrospectionResult, Revocation, RevocationResult, TokenResponse, TokenView } from './results.js';
 import { countBulk, revokeAsClient, revokeAsOperator, revokeBulk, revokeFound, type BulkOptions, type BulkRevocation, type RevokeInput } from './revoke.js';
@@ -175,6 +175,9 @@ export class Engine {
   // ---- maintenance ------------------------------------------------------------------------------
   listTokens(filter: Omit<TokenFilter, 'now'>): Promise<TokenView[]> {
     return listTokens(this.ctx, filter);
+  }
+  countTokens(filter: Omit<TokenFilter, 'now'>): Promise<number> {
+    return countTokens(this.ctx, filter);
   }
   countPurgeable(olderThanMs: number): Promise<number> {
     return countPurgeable(this.ctx, olderThanMs);

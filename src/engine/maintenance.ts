@@ -62,6 +62,11 @@ export function countPurgeable(ctx: EngineContext, olderThanMs: number): Promise
   return ctx.store.countPurgeable(ctx.clock.now() - olderThanMs);
 }
 
+/** How many tokens match the filter (limit and cursor aside), judged now. */
+export function countTokens(ctx: EngineContext, filter: Omit<TokenFilter, 'now'>): Promise<number> {
+  return ctx.store.countTokens({ ...filter, now: ctx.clock.now() });
+}
+
 export async function listTokens(ctx: EngineContext, filter: Omit<TokenFilter, 'now'>): Promise<TokenView[]> {
   const now = ctx.clock.now();
   const records = await ctx.store.listTokens({ ...filter, now });

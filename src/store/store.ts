@@ -87,6 +87,11 @@ export interface TokenFilter {
   now?: number;
   /** At most this many, newest first. */
   limit?: number;
+  /**
+   * Only tokens after this one in the listing order (newest first, ties by jti): the next page
+   * of a listing whose last token this was. A keyset cursor: stable while tokens are added.
+   */
+  after?: { issuedAt: number; jti: string };
 }
 
 /** The states of spec part 3. A replaced refresh token counts as revoked. */
@@ -219,6 +224,9 @@ export interface TokenStore {
   findTokensByJti(jtis: readonly string[]): Promise<TokenRecord[]>;
   /** Counts exactly the tokens {@link revokeBulk}, repeated to the end, would revoke at `now`. */
   countRevocable(selector: BulkSelector, now: number): Promise<number>;
+
+  /** How many tokens {@link listTokens} would list for the filter without `limit` and `after`. */
+  countTokens(filter: TokenFilter): Promise<number>;
 
   /**
    * Revokes one token if it is not revoked yet. Returns true if this call revoked it

@@ -12,7 +12,7 @@ describe('revoke', () => {
   });
   afterAll(() => store.cleanup());
 
-  const activeOf = async (args: string[]) => (await store.json<unknown[]>(['token', 'list', '--state', 'active', ...args])).length;
+  const activeOf = async (args: string[]) => (await store.json<{ tokens: unknown[] }>(['token', 'list', '--state', 'active', ...args])).tokens.length;
 
   it('revokes one token and prints the spec 2.2 result; a second time says already revoked', async () => {
     const t = await issue(store, web.id, 'alice');

@@ -144,7 +144,7 @@ describe.skipIf(!canDropToNobody)('a read-only store', () => {
     expect(JSON.parse(status.stdout).clients).toBe(1);
     const tokens = asNobody(['token', 'list', '--json']);
     expect(tokens.code).toBe(0);
-    expect(JSON.parse(tokens.stdout).map((t: { username: string }) => t.username)).toEqual(['alice', 'alice']);
+    expect(JSON.parse(tokens.stdout).tokens.map((t: { username: string }) => t.username)).toEqual(['alice', 'alice']);
     expect(asNobody(['client', 'list']).stdout).toContain(clientId);
   });
 
@@ -180,5 +180,17 @@ describe.skipIf(!PG_URL)('the store rule on PostgreSQL', () => {
     const r = await tokenctl(['status', '--db', url.href]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/role "no_such_role_tokenctl" does not exist/);
+  });
+});
+
+describe.skipIf(!PG_URL)('the PostgreSQL password off the command line', () => {
+  it('a password in --db is warned about; PGPASSWORD is read by the driver', async () => {
+    const url = new URL(PG_URL!);
+    url.password = 'not-needed-with-trust';
+    const warned = await tokenctl(['status', '--db', `${url.href}${url.search ? '&' : '?'}schema=tokenctl_none`]);
+    expect(warned.stderr).toMatch(/Warning: the password in --db is visible to other users \(ps\)/);
+    expect(warned.stderr).not.toContain('not-needed-with-trust');
+    const viaEnv = await tokenctl(['status', '--db', PG_URL!], { env: { PGPASSWORD: 'not-needed-with-trust' } });
+    expect(viaEnv.stderr).not.toMatch(/Warning: the password/);
   });
 });

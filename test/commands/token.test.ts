@@ -58,26 +58,49 @@ describe('token issue, token list, refresh', () => {
   });
 
   it('token list filters by client, user, type and state, and limits', async () => {
-    const all = await store.json<Record<string, unknown>[]>(['token', 'list']);
+    const list = <T>(args: string[]) => store.json<{ tokens: T[]; total: number; next_cursor: string | null }>(['token', 'list', ...args]);
+    const all = (await list<Record<string, unknown>>([])).tokens;
     expect(Object.keys(all[0]!).sort()).toEqual(TOKEN_VIEW_KEYS);
     const [mine, refreshOnly, limited, byClient] = await Promise.all([
-      store.json<{ username: string }[]>(['token', 'list', '--user', 'alice']),
-      store.json<{ type: string; client_id: string }[]>(['token', 'list', '--client', web.id, '--type', 'refresh_token']),
-      store.json<unknown[]>(['token', 'list', '--limit', '1']),
-      store.json<{ client_id: string }[]>(['token', 'list', '--client', other.id, '--state', 'active']),
+      list<{ username: string }>(['--user', 'alice']),
+      list<{ type: string; client_id: string }>(['--client', web.id, '--type', 'refresh_token']),
+      list<unknown>(['--limit', '1']),
+      list<{ client_id: string }>(['--client', other.id, '--state', 'active']),
     ]);
-    expect(mine.map((t) => t.username)).toEqual(['alice', 'alice']);
-    expect(refreshOnly.length).toBeGreaterThan(0);
-    expect(refreshOnly.every((t) => t.type === 'refresh_token' && t.client_id === web.id)).toBe(true);
-    expect(limited).toHaveLength(1);
-    expect(byClient.every((t) => t.client_id === other.id)).toBe(true);
+    expect(mine.tokens.map((t) => t.username)).toEqual(['alice', 'alice']);
+    expect(mine).toMatchObject({ total: 2, next_cursor: null });
+    expect(refreshOnly.tokens.length).toBeGreaterThan(0);
+    expect(refreshOnly.tokens.every((t) => t.type === 'refresh_token' && t.client_id === web.id)).toBe(true);
+    expect(limited.tokens).toHaveLength(1);
+    expect(limited.total).toBe(all.length);
+    expect(byClient.tokens.every((t) => t.client_id === other.id)).toBe(true);
+  });
+
+  it('token list pages with --cursor: every token once, and the total on each page', async () => {
+    const seen: string[] = [];
+    const all = await store.json<{ tokens: { jti: string }[]; total: number }>(['token', 'list', '--limit', '1000']);
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page: { tokens: { jti: string }[]; total: number; next_cursor: string | null } = await store.json(['token', 'list', '--limit', '3', ...(cursor ? ['--cursor', cursor] : [])]);
+      expect(page.total).toBe(all.total);
+      seen.push(...page.tokens.map((t) => t.jti));
+      cursor = page.next_cursor;
+      pages++;
+    } while (cursor && pages < 100);
+    expect(seen).toEqual(all.tokens.map((t) => t.jti));
+    const human = await store.run(['token', 'list', '--limit', '1']);
+    expect(human.stderr).toMatch(new RegExp(`Showing 1 of ${all.total}; next page: --cursor \\S+`));
+    const bad = await store.run(['token', 'list', '--cursor', 'nonsense']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/is not a cursor that token list printed/);
   });
 
   it('token list shows expired tokens in their state', async () => {
     // Expired (1 s TTL) over a second ago, so that the listing says "N s ago", not "now",
     // however quickly the commands below run.
     await sleep(Math.max(0, (shortLived.stime as number) + 2100 - Date.now()));
-    const expired = await store.json<{ username: string; state: string }[]>(['token', 'list', '--user', 'dave', '--state', 'expired']);
+    const expired = (await store.json<{ tokens: { username: string; state: string }[] }>(['token', 'list', '--user', 'dave', '--state', 'expired'])).tokens;
     expect(expired.map((t) => t.state)).toEqual(['expired', 'expired']);
     const human = await store.run(['token', 'list', '--user', 'dave']);
     expect(human.stdout).toMatch(/^JTI\s+TYPE\s+CLIENT\s+USER\s+STATE\s+EXPIRES$/m);

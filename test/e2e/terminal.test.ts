@@ -15,7 +15,7 @@ describe.skipIf(!hasScript())('at a terminal', () => {
   });
   afterAll(() => store.cleanup());
 
-  const activeOfAlice = async () => (await store.json<unknown[]>(['token', 'list', '--user', 'alice', '--state', 'active'])).length;
+  const activeOfAlice = async () => (await store.json<{ tokens: unknown[] }>(['token', 'list', '--user', 'alice', '--state', 'active'])).tokens.length;
   const question = /Revoke 4 active tokens \(user alice\)\? \(y\/N\)/;
 
   it('answering "no" to the bulk revocation prompt changes nothing and exits 5', async () => {

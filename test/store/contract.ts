@@ -173,6 +173,36 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(await store.listTokens({ limit: 0 })).toEqual([]);
       });
 
+      it('pages with a cursor (the last token of a page), ties by jti, and counts what the filter matches', async () => {
+        // Five tokens, two of them issued at the same instant: the tie is broken by jti.
+        const made = await insert(
+          tok({ issuedAt: T0, username: 'p' }),
+          tok({ issuedAt: T0 + 1, username: 'p' }),
+          tok({ issuedAt: T0 + 1, username: 'p' }),
+          tok({ issuedAt: T0 + 2, username: 'p' }),
+          tok({ issuedAt: T0 + 3, username: 'other' }),
+        );
+        const all = (await store.listTokens({ username: 'p' })).map((t) => t.jti);
+        expect(all).toHaveLength(4);
+        const pages: string[][] = [];
+        let after: { issuedAt: number; jti: string } | undefined;
+        for (;;) {
+          const page = await store.listTokens({ username: 'p', limit: 2, after });
+          if (page.length === 0) break;
+          pages.push(page.map((t) => t.jti));
+          const last = page[page.length - 1]!;
+          after = { issuedAt: last.issuedAt, jti: last.jti };
+        }
+        expect(pages).toHaveLength(2);
+        expect(pages.flat()).toEqual(all);
+        expect(await store.countTokens({ username: 'p' })).toBe(4);
+        expect(await store.countTokens({ username: 'p', limit: 1, after: { issuedAt: T0 + 2, jti: made[3]!.jti } })).toBe(4);
+        expect(await store.countTokens({})).toBe(5);
+        expect(await store.countTokens({ state: 'active', now: T0 + 30 * MINUTE })).toBe(5);
+        expect(await store.countTokens({ state: 'expired', now: T0 + 2 * HOUR })).toBe(5);
+        expect(await store.countTokens({ clientId: 'nobody' })).toBe(0);
+      });
+
       it('finds a client and a token in one read', async () => {
         const [t] = await insert(tok({ clientId: 'client-2', revokedAt: T0 }));
         expect(await store.findClientAndToken('client-1', t!.digest)).toEqual({ client, token: t });

@@ -115,8 +115,13 @@ export class MemoryStore implements TokenStore {
       .filter((t) => filter.username === undefined || t.username === filter.username)
       .filter((t) => filter.type === undefined || t.type === filter.type)
       .filter((t) => filter.state === undefined || tokenState(t, now) === filter.state)
-      .sort((a, b) => b.issuedAt - a.issuedAt || compare(a.jti, b.jti));
+      .sort((a, b) => b.issuedAt - a.issuedAt || compare(a.jti, b.jti))
+      .filter((t) => !filter.after || t.issuedAt < filter.after.issuedAt || (t.issuedAt === filter.after.issuedAt && compare(t.jti, filter.after.jti) > 0));
     return (filter.limit === undefined ? out : out.slice(0, filter.limit)).map((t) => ({ ...t }));
+  }
+
+  async countTokens(filter: TokenFilter): Promise<number> {
+    return (await this.listTokens({ ...filter, limit: undefined, after: undefined })).length;
   }
 
   async countRevocable(selector: BulkSelector, now: number): Promise<number> {

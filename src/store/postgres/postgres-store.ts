@@ -39,6 +39,7 @@ import {
   REVOKE_GRANT,
   STATS,
   TOKEN_COLUMNS,
+  countTokensQuery,
   listTokensQuery,
   revocableQuery,
   tokenColumns,
@@ -200,6 +201,11 @@ export class PostgresStore implements TokenStore {
   async listTokens(filter: TokenFilter): Promise<TokenRecord[]> {
     const { sql, params } = listTokensQuery(filter);
     return (await this.db.query<TokenRecord>(sql, params)).rows;
+  }
+
+  async countTokens(filter: TokenFilter): Promise<number> {
+    const { sql, params } = countTokensQuery(filter);
+    return (await this.db.query<{ n: number }>(sql, params)).rows[0]?.n ?? 0;
   }
 
   async countRevocable(selector: BulkSelector, now: number): Promise<number> {

@@ -202,13 +202,29 @@ function selectorWhere(selector: BulkSelector, initial: unknown[]): Where {
   return w.build();
 }
 
-/** listTokens: every filter field narrows; newest first, ties by jti in byte order (as SQLite). */
-export function listTokensQuery(filter: TokenFilter): Where {
+/** countTokens: the conditions of listTokens, without limit and cursor. */
+export function countTokensQuery(filter: TokenFilter): Where {
+  const w = tokenConditions(filter);
+  const where = w.build();
+  return { sql: `SELECT count(*)::int AS n FROM tokens WHERE ${where.sql}`, params: w.params };
+}
+
+function tokenConditions(filter: TokenFilter): WhereBuilder {
   const w = new WhereBuilder();
   if (filter.clientId !== undefined) w.add(`client_id = ${w.param(filter.clientId)}`);
   if (filter.username !== undefined) w.add(`username = ${w.param(filter.username)}`);
   if (filter.type !== undefined) w.add(`type = ${w.param(filter.type)}`);
   if (filter.state !== undefined) w.add(stateCondition(filter.state, () => w.param(filter.now ?? Date.now())));
+  return w;
+}
+
+/** listTokens: every filter field narrows; newest first, ties by jti in byte order (as SQLite). */
+export function listTokensQuery(filter: TokenFilter): Where {
+  const w = tokenConditions(filter);
+  if (filter.after !== undefined) {
+    const at = w.param(filter.after.issuedAt);
+    w.add(`(issued_at < ${at} OR (issued_at = ${at} AND jti COLLATE "C" > ${w.param(filter.after.jti)}))`);
+  }
   const where = w.build();
   const limit = w.param(filter.limit ?? null);
   return {

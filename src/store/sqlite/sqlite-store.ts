@@ -26,7 +26,7 @@ import {
 } from '../store.js';
 import { GroupCommit } from './group-commit.js';
 import { identify, LATEST_SCHEMA_VERSION, migrate } from './migrations.js';
-import { listTokensSql, prepareStatements, selectorKind, tokenFromRow, type Statement } from './statements.js';
+import { countTokensSql, listTokensSql, prepareStatements, selectorKind, tokenFromRow, type Statement } from './statements.js';
 
 /** How long a write waits for another process (a running server, a CLI command) to finish its own. */
 const BUSY_TIMEOUT_MS = 5000;
@@ -421,7 +421,20 @@ export class SqliteStore implements TokenStore {
       const sql = listTokensSql(filter);
       let stmt = this.listing.get(sql);
       if (!stmt) this.listing.set(sql, (stmt = this.db.prepare(sql)));
-      return stmt.all({ ...filter, now: filter.now ?? Date.now(), limit: filter.limit ?? -1 }) as TokenRecord[];
+      const { after, ...rest } = filter;
+      const params = { ...rest, now: filter.now ?? Date.now(), limit: filter.limit ?? -1, ...(after ? { afterAt: after.issuedAt, afterJti: after.jti } : {}) };
+      return stmt.all(params) as TokenRecord[];
+    });
+  }
+
+  async countTokens(filter: TokenFilter): Promise<number> {
+    return this.run(() => {
+      const sql = countTokensSql(filter);
+      let stmt = this.listing.get(sql);
+      if (!stmt) this.listing.set(sql, (stmt = this.db.prepare(sql)));
+      const { clientId, username, type, state } = filter;
+      const params = Object.fromEntries(Object.entries({ clientId, username, type, state }).filter(([, v]) => v !== undefined));
+      return (stmt.get({ ...params, ...(state !== undefined ? { now: filter.now ?? Date.now() } : {}) }) as { n: number }).n;
     });
   }
 

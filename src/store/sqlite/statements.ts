@@ -141,10 +141,21 @@ export function prepareStatements(db: Database.Database) {
 
 /** listTokens' query for the filter's shape: only the conditions it uses, so that indexes apply. */
 export function listTokensSql(filter: TokenFilter): string {
+  const where = tokenConditions(filter);
+  if (filter.after !== undefined) where.push('(issued_at < @afterAt OR (issued_at = @afterAt AND jti > @afterJti))');
+  return `SELECT ${TOKEN_COLUMNS} FROM tokens WHERE ${where.join(' AND ')} ORDER BY issued_at DESC, jti LIMIT @limit`;
+}
+
+/** countTokens' query for the filter's shape (limit and after do not apply). */
+export function countTokensSql(filter: TokenFilter): string {
+  return `SELECT count(*) AS n FROM tokens WHERE ${tokenConditions(filter).join(' AND ')}`;
+}
+
+function tokenConditions(filter: TokenFilter): string[] {
   const where = ['1'];
   if (filter.clientId !== undefined) where.push('client_id = @clientId');
   if (filter.username !== undefined) where.push('username = @username');
   if (filter.type !== undefined) where.push('type = @type');
   if (filter.state !== undefined) where.push(`${STATE_SQL} = @state`);
-  return `SELECT ${TOKEN_COLUMNS} FROM tokens WHERE ${where.join(' AND ')} ORDER BY issued_at DESC, jti LIMIT @limit`;
+  return where;
 }
