@@ -5,6 +5,8 @@ import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock } from '../../src/engine/clock.js';
+import { Engine } from '../../src/engine/engine.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { BIN, ROOT } from './cli.js';
 
 /**
@@ -385,5 +387,35 @@ export function processGone(pid: number): boolean {
     return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
   } catch {
     return false;
+  }
+}
+
+/**
+ * `tokenctl serve --log-level warn` on a new SQLite store holding one confidential client,
+ * `victim`, with `secret` (made through the engine before the server starts). `stop` ends the
+ * server and any child left, and removes the store.
+ */
+export async function serveOneClient(prefix: string, secret: string): Promise<{ server: ServeProcess; stop: () => Promise<void> }> {
+  const tmp = tempDir(prefix);
+  try {
+    const db = join(tmp.dir, 'tokens.db');
+    const store = await SqliteStore.open(db);
+    try {
+      await new Engine({ store, clock: new SystemTimeClock() }).createClient({ id: 'victim', name: 'victim', secret }, 'cli:test');
+    } finally {
+      await store.close();
+    }
+    const server = await startServe(['--db', db, '--log-level', 'warn']);
+    return {
+      server,
+      stop: async () => {
+        await server.kill('SIGTERM');
+        await killAllChildren();
+        tmp.cleanup();
+      },
+    };
+  } catch (error) {
+    tmp.cleanup();
+    throw error;
   }
 }

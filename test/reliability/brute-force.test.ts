@@ -1,11 +1,8 @@
 import { spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Engine } from '../../src/engine/engine.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { killAllChildren, startServe, SystemTimeClock, tempDir, type ServeProcess } from '../helpers/load.js';
+import { serveOneClient, type ServeProcess } from '../helpers/load.js';
 
 /**
  * Issue 19, item 1: brute force of one client's password does not lock its owner out.
@@ -53,23 +50,14 @@ function p99(values: number[]): number {
 }
 
 describe('a flood of wrong passwords for one client id', { timeout: 60_000 }, () => {
-  const tmp = tempDir('tokenctl-brute-');
-  const db = join(tmp.dir, 'tokens.db');
   let server: ServeProcess;
+  let stop: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
-    const store = await SqliteStore.open(db);
-    try {
-      await new Engine({ store, clock: new SystemTimeClock() }).createClient({ id: 'victim', name: 'victim', secret: SECRET }, 'cli:test');
-    } finally {
-      await store.close();
-    }
-    server = await startServe(['--db', db, '--log-level', 'warn']);
+    ({ server, stop } = await serveOneClient('tokenctl-brute-', SECRET));
   }, 60_000);
   afterAll(async () => {
-    await server?.kill('SIGTERM');
-    await killAllChildren();
-    tmp.cleanup();
+    await stop?.();
   });
 
   /**

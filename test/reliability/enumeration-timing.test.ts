@@ -1,11 +1,8 @@
 import { scrypt } from 'node:crypto';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildSpecAuthorization } from '../../src/engine/client-auth.js';
-import { Engine } from '../../src/engine/engine.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { killAllChildren, median, post, startServe, SystemTimeClock, tempDir, type ServeProcess } from '../helpers/load.js';
+import { median, post, serveOneClient, type ServeProcess } from '../helpers/load.js';
 import { createClient, startTestServer, type Client, type TestServer } from '../helpers/server.js';
 
 /**
@@ -108,24 +105,15 @@ describe('scrypt work of a refused request: unknown client = known client', () =
 });
 
 describe('refusal time on the real server: unknown client ≈ known client', { timeout: 60_000 }, () => {
-  const tmp = tempDir('tokenctl-timing-');
-  const db = join(tmp.dir, 'tokens.db');
   const SECRET = 'timing-client-password-0123456789';
   let server: ServeProcess;
+  let stop: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
-    const store = await SqliteStore.open(db);
-    try {
-      await new Engine({ store, clock: new SystemTimeClock() }).createClient({ id: 'victim', name: 'victim', secret: SECRET }, 'cli:test');
-    } finally {
-      await store.close();
-    }
-    server = await startServe(['--db', db, '--log-level', 'warn']);
+    ({ server, stop } = await serveOneClient('tokenctl-timing-', SECRET));
   }, 60_000);
   afterAll(async () => {
-    await server?.kill('SIGTERM');
-    await killAllChildren();
-    tmp.cleanup();
+    await stop?.();
   });
 
   async function timed(send: () => Promise<{ status: number }>, status: number): Promise<number> {
