@@ -23,8 +23,9 @@ export interface RefreshInput {
  * - Expired: `invalid_token` with spec 7.1's description (the token is echoed, as 7.1 says).
  * - Without rotation the refresh token stays as issued and is returned again (spec part 3).
  * - With rotation a new refresh token replaces it. A replaced token presented again is, in turn:
- *   a lost race, when the presentation arrived before the replacement was made (within the
- *   rotation race window, which allows for clock skew between nodes): refused, nothing revoked;
+ *   a lost race, when the presentation arrived at most the rotation race window after the
+ *   replacement was made (the window allows for clock skew between nodes and for a request that
+ *   waited in a busy server): refused, nothing revoked;
  *   the grace period (the immediately previous token, whose replacement is unused); or reuse,
  *   which revokes the whole grant (RFC 9700 §4.14.2).
  *
@@ -72,8 +73,8 @@ export async function refresh(ctx: EngineContext, input: RefreshInput, found?: T
   if (outcome === 'conflict') {
     // Lost the race to a concurrent refresh of the same token (not reuse, just too late), or to
     // a revocation of its grant: read again, so that the answer says which.
-    const now = await ctx.store.findTokenByJti(token.jti);
-    throw new InvalidTokenError(now === null || now.revokedAt !== null ? 'revoked' : 'replaced', refreshToken);
+    const current = await ctx.store.findTokenByJti(token.jti);
+    throw new InvalidTokenError(current === null || current.revokedAt !== null ? 'revoked' : 'replaced', refreshToken);
   }
   return tokenResponse(ctx, access, next.token, client);
 }
