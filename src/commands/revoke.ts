@@ -68,7 +68,10 @@ With --url (or --profile) the single revocation goes to a server (POST /oauth/re
 
   private async revokeBulk(): Promise<RevokeBulkResult> {
     const f = this.flags;
-    if (isRemote(f)) throw new CliError('--url revokes one TOKEN: bulk revocation works on a store (--db)', EXIT.usage, 'usage');
+    if (isRemote(f)) {
+      const via = f.url !== undefined ? '--url' : `the profile ${f.profile} (--profile or TOKENCTL_PROFILE)`;
+      throw new CliError(`with ${via} revoke sends one TOKEN to a server: bulk revocation works on a store (--db)`, EXIT.usage, 'usage', f.url === undefined ? 'unset TOKENCTL_PROFILE to work on the store' : undefined);
+    }
     const selector: BulkSelector =
       f.jti !== undefined ? { jti: f.jti } : f.user !== undefined ? { username: f.user, clientId: f.client } : { clientId: f.client! };
     const engine = await this.engine();
