@@ -37,6 +37,7 @@ With --url (or --profile) the single revocation goes to a server (POST /oauth/re
     client: Flags.string({ char: 'c', description: 'Revoke every active token of this client', helpGroup: 'BULK' }),
     yes: yesFlag,
     'dry-run': dryRunFlag,
+    'batch-size': Flags.integer({ description: 'Bulk: tokens (SQLite) or grants (PostgreSQL) revoked per store transaction', default: 5000, min: 1, max: 100_000, helpValue: '<n>', helpGroup: 'BULK' }),
     ...remoteFlags({ clientIdNeedsUrl: true }),
   };
 
@@ -83,7 +84,7 @@ With --url (or --profile) the single revocation goes to a server (POST /oauth/re
       await confirmOrStop(bulkQuestion(base.selector, matched), { yes: f.yes, declined: 'Nothing revoked' });
       const interrupt = onInterrupt();
       try {
-        const done = await engine.revokeBulk(selector, this.actor(), { signal: interrupt.signal });
+        const done = await engine.revokeBulk(selector, this.actor(), { signal: interrupt.signal, batchSize: f['batch-size'] });
         result = { ...base, revoked: done.revoked, elapsed_ms: done.elapsed_ms, interrupted: done.interrupted };
       } finally {
         interrupt.dispose();

@@ -107,6 +107,8 @@ export const BULK_BATCH = 5_000;
 export interface BulkOptions {
   /** Stops at the next batch boundary once aborted (Ctrl-C): what was done stays done, and is said. */
   signal?: AbortSignal;
+  /** Tokens (SQLite, memory) or grants (PostgreSQL) per batch; default {@link BULK_BATCH}. */
+  batchSize?: number;
 }
 
 export interface BulkRevocation {
@@ -138,7 +140,7 @@ export async function revokeBulk(ctx: EngineContext, selector: BulkSelector, act
     const at = ctx.clock.now();
     try {
       const trail = { at, actor, action: 'token.revoke_bulk', target, count: 0, detail: describeSelector(selector) };
-      const batch = await ctx.store.revokeBulk(selector, at, BULK_BATCH, trail, resume);
+      const batch = await ctx.store.revokeBulk(selector, at, options.batchSize ?? BULK_BATCH, trail, resume);
       revoked += batch.revoked;
       more = batch.more;
       resume = batch.resume;

@@ -138,3 +138,64 @@ describe('interrupting a migration', () => {
     expect(JSON.parse(out).tokens).toMatchObject({ source: TOTAL, copied: TOTAL - n, already_present: n });
   });
 });
+
+describe('interrupting a bulk revocation', () => {
+  let store: TempStore;
+  let clientId: string;
+  beforeEach(async () => {
+    store = tempStore();
+    ({ id: clientId } = await createClient(store));
+    const db = await SqliteStore.open(store.db, { create: false });
+    try {
+      for (let i = 0; i < TOTAL; i += 5000) {
+        await db.insertTokens(Array.from({ length: 5000 }, () => makeToken({ clientId, issuedAt: Date.now(), notBefore: Date.now(), expiresAt: Date.now() + 3_600_000 })));
+      }
+    } finally {
+      await db.close();
+    }
+  });
+  afterEach(() => store.cleanup());
+
+  const revokedByTrail = (file: string) => {
+    const db = new Database(file, { readonly: true });
+    try {
+      const batches = db.prepare("SELECT coalesce(sum(count), 0) AS n, count(*) AS k FROM audit WHERE action = 'token.revoke_bulk'").get() as { n: number; k: number };
+      const revoked = (db.prepare('SELECT count(*) AS n FROM tokens WHERE revoked_at IS NOT NULL').get() as { n: number }).n;
+      const interrupted = db.prepare("SELECT count FROM audit WHERE action = 'token.revoke_bulk_interrupted'").get() as { count: number } | undefined;
+      return { audited: batches.n, batches: batches.k, revoked, interrupted };
+    } finally {
+      db.close();
+    }
+  };
+
+  it('SIGTERM: stops between batches, says how many were revoked, the trail says the same, exit 130; a second run revokes the rest', async () => {
+    const child = spawn(process.execPath, [BIN, 'revoke', '--client', clientId, '--yes', '--batch-size', '50', '--json', '--db', store.db], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NO_COLOR: '1' },
+    });
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+    // Wait until the first batch is committed (its audit line is in the trail), then SIGTERM.
+    const deadline = Date.now() + 20_000;
+    while (revokedByTrail(store.db).batches === 0) {
+      if (Date.now() > deadline) throw new Error('the revocation did not start');
+      await sleep(10);
+    }
+    child.kill('SIGTERM');
+    expect(await exited).toBe(130);
+    const result = JSON.parse(stdout) as { revoked: number; matched: number; interrupted: boolean };
+    expect(result).toMatchObject({ matched: TOTAL, interrupted: true });
+    expect(result.revoked).toBeGreaterThan(0);
+    expect(result.revoked).toBeLessThan(TOTAL);
+    expect(result.revoked % 50).toBe(0); // whole batches
+    const t = revokedByTrail(store.db);
+    expect(t.revoked).toBe(result.revoked);
+    expect(t.audited).toBe(result.revoked);
+    expect(t.interrupted?.count).toBe(result.revoked);
+
+    const rest = await store.run(['revoke', '--client', clientId, '--yes', '--json']);
+    expect(rest.code, rest.stderr).toBe(0);
+    expect(rest.json()).toMatchObject({ revoked: TOTAL - result.revoked });
+  });
+});
