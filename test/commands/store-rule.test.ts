@@ -148,10 +148,10 @@ describe.skipIf(!canDropToNobody)('a read-only store', () => {
     expect(asNobody(['client', 'list']).stdout).toContain(clientId);
   });
 
-  it('a writing command says the store is read-only for this user', () => {
+  it('a writing command says the store cannot be written by this user', () => {
     const r = asNobody(['token', 'issue', '--client', clientId, '--user', 'bob']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/read-only for this user/);
+    expect(r.stderr).toMatch(/cannot be written by this user/);
     expect(r.stderr).not.toMatch(/unexpected error/);
   });
 });

@@ -185,7 +185,9 @@ export class SqliteStore implements TokenStore {
     // write, where SQLite cannot make its -wal and -shm files) is opened read-only for reading.
     const readonly = options.readOnly === true && !writable(location);
     if (!readonly && !canWrite(location)) {
-      throw new StoreLocationError(`the store ${location} is read-only for this user, and this command writes to it: run it as the store's owner`);
+      throw new StoreLocationError(
+        `the store ${location} cannot be written by this user (its mode, its directory's, a read-only file system or an immutable file), and this command writes to it: run it as a user who may write it, or make it writable`,
+      );
     }
     let db: Database.Database | undefined;
     try {
