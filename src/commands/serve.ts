@@ -50,7 +50,7 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
   };
 
   protected override storeOptions(): OpenStoreOptions {
-    return { ...super.storeOptions(), poolSize: this.flags['pool-size'], statementTimeoutMs: this.flags['db-timeout'] ?? 5000 };
+    return { ...super.storeOptions(), poolSize: this.flags['pool-size'], statementTimeoutMs: this.flags['db-timeout'] ?? 5000, backgroundCheckpoints: true };
   }
 
   async run(): Promise<void> {

@@ -12,6 +12,8 @@ export interface OpenStoreOptions {
   create?: boolean;
   /** The caller only reads: a SQLite store this user may not write is opened read-only. */
   readOnly?: boolean;
+  /** SQLite, a long-running server: WAL checkpoints on a thread of their own, off the event loop. */
+  backgroundCheckpoints?: boolean;
 }
 
 export function isPostgresUrl(location: string): boolean {
@@ -28,7 +30,7 @@ export async function openStore(location: string, options: OpenStoreOptions = {}
     return PostgresStore.open(location, { poolSize: options.poolSize, statementTimeoutMs: options.statementTimeoutMs, create: options.create ?? true });
   }
   const { SqliteStore } = await import('./sqlite/sqlite-store.js');
-  return SqliteStore.open(location, { create: options.create ?? true, readOnly: options.readOnly ?? false });
+  return SqliteStore.open(location, { create: options.create ?? true, readOnly: options.readOnly ?? false, backgroundCheckpoints: options.backgroundCheckpoints ?? false });
 }
 
 /**

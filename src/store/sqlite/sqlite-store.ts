@@ -24,6 +24,7 @@ import {
   type TokenStore,
   type TokenType,
 } from '../store.js';
+import { BackgroundCheckpointer } from './checkpointer.js';
 import { GroupCommit } from './group-commit.js';
 import { identify, LATEST_SCHEMA_VERSION, migrate } from './migrations.js';
 import { countTokensSql, listTokensSql, prepareStatements, selectorKind, tokenFromRow, type Statement } from './statements.js';
@@ -103,6 +104,8 @@ export class SqliteStore implements TokenStore {
   private readonly rotateTx: Database.Transaction<(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string) => RotateOutcome>;
   /** Every write goes through here: writes that arrive together share one commit. */
   private readonly writes: GroupCommit;
+  /** With `backgroundCheckpoints`: the thread that checkpoints the WAL (checkpointer.ts). */
+  private checkpointer: BackgroundCheckpointer | undefined;
 
   private constructor(
     private readonly db: Database.Database,
@@ -217,7 +220,9 @@ export class SqliteStore implements TokenStore {
       // Only a store behind takes the write lock to migrate: a current one opens without it, so a
       // command does not wait behind a busy server's commit just to start.
       if (version < LATEST_SCHEMA_VERSION) migrate(db, location);
-      return new SqliteStore(db, location);
+      const store = new SqliteStore(db, location);
+      if (options.backgroundCheckpoints) store.checkpointInBackground();
+      return store;
     } catch (error) {
       db?.close();
       throw mapError(error, location);
@@ -520,7 +525,19 @@ export class SqliteStore implements TokenStore {
     this.writes.flush(); // acknowledge nothing that is not committed
     this.flushReads();
     this.closed = true;
-    this.db.close();
+    await this.checkpointer?.stop();
+    this.db.close(); // the last connection to close checkpoints what is left
+  }
+
+  /**
+   * Leaves WAL checkpoints to a thread of their own (checkpointer.ts) instead of a commit on the
+   * event loop. Should the thread fail, SQLite checkpoints automatically again.
+   */
+  private checkpointInBackground(): void {
+    this.db.pragma('wal_autocheckpoint = 0');
+    this.checkpointer = new BackgroundCheckpointer(this.location, () => {
+      if (!this.closed) this.db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
+    });
   }
 
   /**
@@ -613,6 +630,8 @@ export interface SqliteOpenOptions {
   create?: boolean;
   /** The caller only reads: open a store this user may not write read-only instead of failing. */
   readOnly?: boolean;
+  /** A long-running server: checkpoint the WAL on a thread of its own (checkpointer.ts). */
+  backgroundCheckpoints?: boolean;
 }
 
 /** Whether this process may write the store file and its directory (for the -wal and -shm files). */
