@@ -23,14 +23,14 @@ describe('SqliteStore with backgroundCheckpoints', () => {
     const plain = join(dir, 'plain.db');
     const background = join(dir, 'background.db');
     const a = await SqliteStore.open(plain);
-    const b = await SqliteStore.open(background, { backgroundCheckpoints: true });
+    const b = await SqliteStore.open(background, { backgroundCheckpoints: true }); // at least every 5 s
     try {
       // 2,000 tokens are far fewer WAL pages than SQLite's automatic checkpoint waits for (10,000).
       expect((await written(a, plain, 2_000)).db).toBe(0);
       await written(b, background, 2_000);
-      const deadline = Date.now() + 10_000;
+      const deadline = Date.now() + 15_000;
       while (statSync(background).size <= statSync(plain).size) {
-        if (Date.now() > deadline) throw new Error('no checkpoint within 10 s');
+        if (Date.now() > deadline) throw new Error('no checkpoint within 15 s');
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       // And the store is whole: every token is there.
@@ -43,7 +43,7 @@ describe('SqliteStore with backgroundCheckpoints', () => {
 
   it('a thread that cannot do its work says so once (the store then lets SQLite checkpoint again)', async () => {
     const failures: unknown[] = [];
-    const checkpointer = new BackgroundCheckpointer(join(dir, 'no-such-directory', 'x.db'), (error) => failures.push(error));
+    const checkpointer = new BackgroundCheckpointer(join(dir, 'no-such-directory', 'x.db'), (error) => failures.push(error), { frames: 10_000 });
     const deadline = Date.now() + 10_000;
     while (failures.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(failures).toHaveLength(1);

@@ -7,29 +7,44 @@ import { Worker } from 'node:worker_threads';
  * checkpoints), it blocks the event loop for tens of milliseconds every few thousand pages, and
  * every request waiting meanwhile waits that much longer: measured, it made refresh's p99 72 ms
  * where it is 21 ms without it (bench/PERF-LOG.md 18). Here a worker thread, with a connection of
- * its own, runs a PASSIVE checkpoint every `intervalMs`: it never waits for the server's writer or
+ * its own, runs a PASSIVE checkpoint whenever the WAL holds `frames` pages (what SQLite's automatic
+ * checkpoint waits for) or `maxIntervalMs` has passed: it never waits for the server's writer or
  * readers, copies what they no longer need, and the server's next commit restarts the WAL from
  * the start once it has all been copied. Durability is unchanged: a commit is synced to the WAL
  * before it is acknowledged, whenever it is checkpointed.
  */
 const WORKER_SOURCE = `
+const fs = require('node:fs');
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.module);
 const db = new Database(workerData.file, { fileMustExist: true, timeout: 0 });
 db.pragma('cache_size = -512'); // a checkpoint reads WAL frames and writes pages: no cache needed
 db.pragma('wal_autocheckpoint = 0');
+// The WAL's last valid frame (mxFrame), from the wal-index header at the start of the -shm file
+// (https://sqlite.org/walformat.html: a u32 at byte 16, in the machine's byte order).
+const shm = fs.openSync(workerData.file + '-shm', 'r');
+const header = Buffer.alloc(4);
+const frames = () => (fs.readSync(shm, header, 0, 4, 16) === 4 ? header.readUInt32LE(0) : Infinity);
 let timer;
+let last = Date.now();
 const tick = () => {
-  try {
-    db.pragma('wal_checkpoint(PASSIVE)');
-  } catch (error) {
-    // Busy (another process checkpoints, or the file is being recovered): next time.
-    if (!/^SQLITE_BUSY|^SQLITE_LOCKED/.test(String(error && error.code))) throw error;
+  // As SQLite's own automatic checkpoint would, once the WAL holds workerData.frames pages (so that
+  // a page written again and again is copied once per checkpoint, not once per second), and at
+  // least every workerData.maxIntervalMs.
+  if (frames() >= workerData.frames || Date.now() - last >= workerData.maxIntervalMs) {
+    try {
+      db.pragma('wal_checkpoint(PASSIVE)');
+    } catch (error) {
+      // Busy (another process checkpoints, or the file is being recovered): next time.
+      if (!/^SQLITE_BUSY|^SQLITE_LOCKED/.test(String(error && error.code))) throw error;
+    }
+    last = Date.now();
   }
   timer = setTimeout(tick, workerData.intervalMs);
 };
 parentPort.on('message', () => {
   clearTimeout(timer);
+  fs.closeSync(shm);
   db.close();
   parentPort.close();
 });
@@ -47,10 +62,11 @@ export class BackgroundCheckpointer {
    * the file, or a checkpoint fails otherwise than busy): the caller should then let SQLite
    * checkpoint automatically again, so that the WAL cannot grow without bound.
    */
-  constructor(file: string, onFailure: (error: unknown) => void, intervalMs = 1000) {
+  constructor(file: string, onFailure: (error: unknown) => void, options: { frames: number; intervalMs?: number; maxIntervalMs?: number }) {
     // Resolved here, where the module resolution of the sources or of the bundle applies.
     const module = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { module, file, intervalMs } });
+    const workerData = { module, file, frames: options.frames, intervalMs: options.intervalMs ?? 100, maxIntervalMs: options.maxIntervalMs ?? 5_000 };
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData });
     this.worker.unref(); // never what keeps a process alive
     this.exited = new Promise((resolve) => this.worker.once('exit', () => resolve()));
     let failed = false;

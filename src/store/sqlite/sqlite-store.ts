@@ -535,9 +535,13 @@ export class SqliteStore implements TokenStore {
    */
   private checkpointInBackground(): void {
     this.db.pragma('wal_autocheckpoint = 0');
-    this.checkpointer = new BackgroundCheckpointer(this.location, () => {
-      if (!this.closed) this.db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
-    });
+    this.checkpointer = new BackgroundCheckpointer(
+      this.location,
+      () => {
+        if (!this.closed) this.db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
+      },
+      { frames: WAL_AUTOCHECKPOINT_PAGES },
+    );
   }
 
   /**
