@@ -80,7 +80,9 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** How to open the store; `serve` sets the PostgreSQL pool size and timeout. */
   protected storeOptions(): OpenStoreOptions {
     const use = this.storeUse();
-    return { create: use === 'create', readOnly: use === 'read' };
+    // An operator's command (an emergency `revoke --user` while the nodes are busy) would rather
+    // retry serialization failures for up to 30 s than give up after a request's 2 s.
+    return { create: use === 'create', readOnly: use === 'read', retryBudgetMs: 30_000 };
   }
 
   /** Opens the store (once). */

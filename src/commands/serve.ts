@@ -50,7 +50,8 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
   };
 
   protected override storeOptions(): OpenStoreOptions {
-    return { ...super.storeOptions(), poolSize: this.flags['pool-size'], statementTimeoutMs: this.flags['db-timeout'] ?? 5000, backgroundCheckpoints: true };
+    // retryBudgetMs: a request's 2 s (the store's default), not the CLI's 30 s.
+    return { ...super.storeOptions(), poolSize: this.flags['pool-size'], statementTimeoutMs: this.flags['db-timeout'] ?? 5000, backgroundCheckpoints: true, retryBudgetMs: undefined };
   }
 
   async run(): Promise<void> {

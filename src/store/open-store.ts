@@ -14,6 +14,8 @@ export interface OpenStoreOptions {
   readOnly?: boolean;
   /** SQLite, a long-running server: WAL checkpoints on a thread of their own, off the event loop. */
   backgroundCheckpoints?: boolean;
+  /** PostgreSQL: how long serialization failures are retried (default 2 s, a request's budget). */
+  retryBudgetMs?: number;
 }
 
 export function isPostgresUrl(location: string): boolean {
@@ -27,7 +29,12 @@ export function isPostgresUrl(location: string): boolean {
 export async function openStore(location: string, options: OpenStoreOptions = {}): Promise<TokenStore> {
   if (isPostgresUrl(location)) {
     const { PostgresStore } = await import('./postgres/postgres-store.js');
-    return PostgresStore.open(location, { poolSize: options.poolSize, statementTimeoutMs: options.statementTimeoutMs, create: options.create ?? true });
+    return PostgresStore.open(location, {
+      poolSize: options.poolSize,
+      statementTimeoutMs: options.statementTimeoutMs,
+      retryBudgetMs: options.retryBudgetMs,
+      create: options.create ?? true,
+    });
   }
   const { SqliteStore } = await import('./sqlite/sqlite-store.js');
   return SqliteStore.open(location, { create: options.create ?? true, readOnly: options.readOnly ?? false, backgroundCheckpoints: options.backgroundCheckpoints ?? false });

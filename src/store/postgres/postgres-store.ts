@@ -58,6 +58,11 @@ export interface PostgresStoreOptions {
   /** Longest a statement may run (default 30 s). */
   statementTimeoutMs?: number;
   /**
+   * How long serialization failures and deadlocks are retried before the store counts as
+   * unavailable (default 2 s: a request's budget). An operator's command may wait longer.
+   */
+  retryBudgetMs?: number;
+  /**
    * Create the schema and tables when missing (default true). False: a schema without
    * tokenctl's tables is refused with NoStoreError, and nothing is created.
    */
@@ -106,7 +111,7 @@ export class PostgresStore implements TokenStore {
         }
         await migrate(db, target, location);
       });
-      return new PostgresStore(new Database(pool, location, { schema, statementTimeoutMs }), location);
+      return new PostgresStore(new Database(pool, location, { schema, statementTimeoutMs, retryBudgetMs: options.retryBudgetMs }), location);
     } catch (error) {
       await pool.end().catch(() => undefined);
       throw mapPgError(error, location);
