@@ -35,6 +35,27 @@ function trail(file: string): { purged: number; batches: number; interrupted: { 
 }
 
 /**
+ * Runs `tokenctl ARGS` without a terminal, waits until `started()` says its first batch is
+ * committed (its audit line is in the trail), then sends SIGTERM; its exit code and stdout.
+ */
+async function sigtermAfterFirstBatch(args: string[], started: () => boolean): Promise<{ code: number | null; stdout: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+  let stdout = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+  const deadline = Date.now() + 20_000;
+  while (!started()) {
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`tokenctl ${args[0]} did not start within 20 s`);
+    }
+    await sleep(10);
+  }
+  child.kill('SIGTERM');
+  return { code: await exited, stdout };
+}
+
+/**
  * Ctrl-C or SIGTERM during purge: it stops at a batch boundary, prints and audits exactly what
  * was done, and exits 130.
  */
@@ -65,18 +86,8 @@ describe('interrupting a purge', () => {
   });
 
   it('SIGTERM without a terminal: the same, in --json', async () => {
-    const child = spawn(process.execPath, [BIN, 'purge', '--yes', '--batch-size', '50', '--json', '--db', store.db], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
-    let stdout = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
-    // Wait until the first batch is committed (its audit line is in the trail), then SIGTERM.
-    const deadline = Date.now() + 20_000;
-    while (trail(store.db).batches === 0) {
-      if (Date.now() > deadline) throw new Error('the purge did not start');
-      await sleep(10);
-    }
-    child.kill('SIGTERM');
-    expect(await exited).toBe(130);
+    const { code, stdout } = await sigtermAfterFirstBatch(['purge', '--yes', '--batch-size', '50', '--json', '--db', store.db], () => trail(store.db).batches > 0);
+    expect(code).toBe(130);
     const result = JSON.parse(stdout) as { deleted: number; purgeable: number; interrupted: boolean };
     expect(result).toMatchObject({ purgeable: TOTAL, interrupted: true });
     expect(result.deleted).toBeLessThan(TOTAL);
@@ -169,21 +180,9 @@ describe('interrupting a bulk revocation', () => {
   };
 
   it('SIGTERM: stops between batches, says how many were revoked, the trail says the same, exit 130; a second run revokes the rest', async () => {
-    const child = spawn(process.execPath, [BIN, 'revoke', '--client', clientId, '--yes', '--batch-size', '50', '--json', '--db', store.db], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, NO_COLOR: '1' },
-    });
-    let stdout = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
-    // Wait until the first batch is committed (its audit line is in the trail), then SIGTERM.
-    const deadline = Date.now() + 20_000;
-    while (revokedByTrail(store.db).batches === 0) {
-      if (Date.now() > deadline) throw new Error('the revocation did not start');
-      await sleep(10);
-    }
-    child.kill('SIGTERM');
-    expect(await exited).toBe(130);
+    const args = ['revoke', '--client', clientId, '--yes', '--batch-size', '50', '--json', '--db', store.db];
+    const { code, stdout } = await sigtermAfterFirstBatch(args, () => revokedByTrail(store.db).batches > 0);
+    expect(code).toBe(130);
     const result = JSON.parse(stdout) as { revoked: number; matched: number; interrupted: boolean };
     expect(result).toMatchObject({ matched: TOTAL, interrupted: true });
     expect(result.revoked).toBeGreaterThan(0);
