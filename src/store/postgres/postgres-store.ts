@@ -30,6 +30,7 @@ import {
   INSERT_TOKENS,
   LOCK_LIVE_GRANT_TX,
   LOCK_REVOKED_GRANT,
+  LOCK_REVOKED_GRANT_OF_TOKEN,
   MINT_ACCESS,
   REVOKE_GRANTS_LIVE,
   ROTATE,
@@ -229,10 +230,10 @@ export class PostgresStore implements TokenStore {
       );
       return rows[0]?.revoked === true;
     }
-    const grantId = (await this.db.query<{ grantId: string }>('SELECT grant_id AS "grantId" FROM tokens WHERE jti = $1', [jti])).rows[0]?.grantId;
-    if (grantId === undefined) return false;
     return this.db.transaction(async (db) => {
-      await db.query(LOCK_REVOKED_GRANT, [at, grantId]); // the grant lock first, as every grant revocation
+      // The grant lock first, as every grant revocation; the token names its grant.
+      const grantId = (await db.query<{ grantId: string }>(LOCK_REVOKED_GRANT_OF_TOKEN, [at, jti])).rows[0]?.grantId;
+      if (grantId === undefined) return new Rollback(false);
       // The row lock taken here makes this call the one that revoked it, or not.
       if ((await db.query(revokeOne, [at, jti])).rowCount !== 1) return new Rollback(false);
       await db.query(REVOKE_GRANT, [at, grantId]);

@@ -76,6 +76,10 @@ export const INSERT_GRANT_TOKENS = `INSERT INTO tokens (${TOKEN_INSERT_COLUMNS})
  */
 export const LOCK_REVOKED_GRANT = 'UPDATE grants SET revoked_at = coalesce(revoked_at, $1) WHERE grant_id = $2';
 
+/** {@link LOCK_REVOKED_GRANT} for the grant of the token $2, whose id it returns as "grantId". */
+export const LOCK_REVOKED_GRANT_OF_TOKEN = `UPDATE grants SET revoked_at = coalesce(revoked_at, $1)
+  WHERE grant_id = (SELECT grant_id FROM tokens WHERE jti = $2) RETURNING grant_id AS "grantId"`;
+
 /** The parameters of {@link INSERT_TOKENS}: column by column. */
 export function tokenColumns(tokens: readonly TokenRecord[]): unknown[][] {
   const column = <K extends keyof TokenRecord>(key: K) => tokens.map((t) => t[key]);
