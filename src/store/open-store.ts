@@ -1,4 +1,4 @@
-import type { TokenStore } from './store.js';
+import type { StoreObserver, TokenStore } from './store.js';
 
 export interface OpenStoreOptions {
   /** PostgreSQL: connections in the pool. */
@@ -16,6 +16,8 @@ export interface OpenStoreOptions {
   backgroundCheckpoints?: boolean;
   /** PostgreSQL: how long serialization failures are retried (default 2 s, a request's budget). */
   retryBudgetMs?: number;
+  /** Told of commit batches and row-cache hits (metrics); see StoreObserver. */
+  observer?: StoreObserver;
 }
 
 export function isPostgresUrl(location: string): boolean {

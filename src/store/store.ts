@@ -328,6 +328,33 @@ export interface TokenStore {
 
   /** Releases files and connections. The store is unusable afterwards. */
   close(): Promise<void>;
+
+  /**
+   * A pooled store only (PostgreSQL): its connections now, for metrics. Cheap and synchronous;
+   * a store without a pool leaves it undefined.
+   */
+  poolState?(): PoolState;
+}
+
+/** Connections of a pooled store at one moment. */
+export interface PoolState {
+  /** Connections open (idle or in use). */
+  total: number;
+  /** Connections open and idle. */
+  idle: number;
+  /** Callers waiting for a connection. */
+  waiting: number;
+}
+
+/**
+ * What a store tells whoever watches it (metrics), passed when the store is opened. Every method
+ * is optional and must be cheap: it is called on the request path. Nothing here names a token.
+ */
+export interface StoreObserver {
+  /** A commit wrote `size` writes (transactions) that arrived together: the group-commit batch. */
+  commitBatch?(size: number): void;
+  /** The row cache answered a read (`hit` true) or the read went to the database (false). */
+  rowCache?(hit: boolean): void;
 }
 
 /** A client with this id exists already. */
