@@ -37,7 +37,7 @@ async function dist(rel) {
  */
 export async function setupStore(o) {
   const started = Date.now();
-  const { SqliteStore } = await dist('store/sqlite/sqlite-store.js');
+  const { SqliteStore } = await dist('store/sqlite/index.js');
   const { Engine } = await dist('engine/engine.js');
   const { digestToken, newJti } = await dist('engine/tokens.js');
   for (const suffix of ['', '-wal', '-shm']) rmSync(o.db + suffix, { force: true });
@@ -183,7 +183,7 @@ async function rawLoader(file) {
  * @param {string} file
  */
 export async function schemaFingerprint(file) {
-  const { SqliteStore } = await dist('store/sqlite/sqlite-store.js');
+  const { SqliteStore } = await dist('store/sqlite/index.js');
   const { TOKEN_PREFIX } = await dist('engine/tokens.js');
   for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
   const store = await SqliteStore.open(file);

@@ -29,17 +29,8 @@ export function isPostgresUrl(location: string): boolean {
  * store. Drivers are imported here, lazily, so a command loads only the one it uses.
  */
 export async function openStore(location: string, options: OpenStoreOptions = {}): Promise<TokenStore> {
-  if (isPostgresUrl(location)) {
-    const { PostgresStore } = await import('./postgres/postgres-store.js');
-    return PostgresStore.open(location, {
-      poolSize: options.poolSize,
-      statementTimeoutMs: options.statementTimeoutMs,
-      retryBudgetMs: options.retryBudgetMs,
-      create: options.create ?? true,
-    });
-  }
-  const { SqliteStore } = await import('./sqlite/sqlite-store.js');
-  return SqliteStore.open(location, { create: options.create ?? true, readOnly: options.readOnly ?? false, backgroundCheckpoints: options.backgroundCheckpoints ?? false });
+  const { open } = isPostgresUrl(location) ? await import('./postgres/index.js') : await import('./sqlite/index.js');
+  return open(location, options);
 }
 
 /**
@@ -49,8 +40,7 @@ export async function openStore(location: string, options: OpenStoreOptions = {}
  */
 export async function connectionBudgetWarning(location: string, poolSize: number | undefined, processes: number): Promise<string | undefined> {
   if (!isPostgresUrl(location)) return undefined;
-  const { budgetWarning, readConnectionBudget } = await import('./postgres/budget.js');
-  const { DEFAULT_POOL_SIZE } = await import('./postgres/pool.js');
+  const { budgetWarning, readConnectionBudget, DEFAULT_POOL_SIZE } = await import('./postgres/index.js');
   try {
     return budgetWarning(await readConnectionBudget(location), (poolSize ?? DEFAULT_POOL_SIZE) * processes, location);
   } catch (error) {

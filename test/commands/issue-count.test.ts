@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { MemoryStore } from '../../src/store/memory/index.js';
 import { Engine } from '../../src/engine/engine.js';
 import { createClient, tempStore, type TempStore } from '../helpers/cli.js';
 

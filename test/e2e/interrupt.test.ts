@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { BIN, createClient, hasScript, sleep, stripAnsi, tempStore, tokenctlInTerminal, type TempStore } from '../helpers/cli.js';
 import { makeToken, T0 } from '../helpers/records.js';
 

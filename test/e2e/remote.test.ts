@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine } from '../../src/engine/engine.js';
 import { buildServer, type TokenctlApp } from '../../src/http/server.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { TokenStore } from '../../src/store/store.js';
 import { createClient, issue, sleep, startTokenctl, tempStore, type IssuedTokens, type TempStore } from '../helpers/cli.js';
 

@@ -3,7 +3,7 @@ import { copyFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Engine } from '../../src/engine/engine.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { BIN } from '../helpers/cli.js';
 import { killAllChildren, startServe, SystemTimeClock, tempDir } from '../helpers/load.js';
 

@@ -2,7 +2,7 @@ import { scrypt } from 'node:crypto';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildSpecAuthorization, parseBasicAuthorization } from '../../src/engine/client-auth.js';
 import { InvalidClientError } from '../../src/engine/errors.js';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { MemoryStore } from '../../src/store/memory/index.js';
 import { makeEngine } from '../helpers/engine.js';
 
 // Count every scrypt the engine runs (hashing at creation and verification), and still run it.

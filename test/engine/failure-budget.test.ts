@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ClientAuthenticator } from '../../src/engine/authenticator.js';
 import { InvalidClientError, TooManyAttemptsError } from '../../src/engine/errors.js';
 import { FailureBudget, sourceKey } from '../../src/engine/failure-budget.js';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { MemoryStore } from '../../src/store/memory/index.js';
 import { makeEngine } from '../helpers/engine.js';
 
 describe('FailureBudget', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { MemoryStore } from '../../src/store/memory/index.js';
 import type { TokenRecord } from '../../src/store/store.js';
 import { addClient, deferred, flush, issueFor, makeEngine, settle } from '../helpers/engine.js';
 

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/engine.js';
 import { ROTATION_RACE_WINDOW_MS } from '../../src/engine/context.js';
 import { InvalidTokenError } from '../../src/engine/errors.js';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { MemoryStore } from '../../src/store/memory/index.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { ClientRecord, TokenStore, TokenType } from '../../src/store/store.js';
 import { addClient, makeEngine, MINUTE, settle } from '../helpers/engine.js';
 

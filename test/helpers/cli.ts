@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll } from 'vitest';
-import { migrate } from '../../src/store/sqlite/migrations.js';
+import { migrate } from '../../src/store/sqlite/index.js';
 
 /** The repository root, and the real launcher every test runs. */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -170,7 +170,7 @@ export async function issueInThePast(
   ttl: { accessTtlMs?: number; refreshTtlMs?: number } = {},
 ): Promise<IssuedTokens> {
   const [{ SqliteStore }, { Engine }, { ManualClock }] = await Promise.all([
-    import('../../src/store/sqlite/sqlite-store.js'),
+    import('../../src/store/sqlite/index.js'),
     import('../../src/engine/engine.js'),
     import('../../src/engine/clock.js'),
   ]);

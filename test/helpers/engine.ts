@@ -3,7 +3,7 @@ import { Engine, type EngineOptions } from '../../src/engine/engine.js';
 import type { IssueInput } from '../../src/engine/issue.js';
 import type { TokenResponse } from '../../src/engine/results.js';
 import { digestToken } from '../../src/engine/tokens.js';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { MemoryStore } from '../../src/store/memory/index.js';
 import type { ClientRecord, TokenRecord, TokenStore } from '../../src/store/store.js';
 
 /**

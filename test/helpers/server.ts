@@ -7,7 +7,7 @@ import { ManualClock } from '../../src/engine/clock.js';
 import { Engine, type EngineOptions } from '../../src/engine/engine.js';
 import type { TokenResponse } from '../../src/engine/results.js';
 import { buildServer, type BuildServerOptions, type TokenctlApp } from '../../src/http/server.js';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { MemoryStore } from '../../src/store/memory/index.js';
 import type { TokenStore } from '../../src/store/store.js';
 
 /**

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { StoreUnavailableError, type TokenStore } from '../../src/store/store.js';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { MemoryStore } from '../../src/store/memory/index.js';
 import {
   answer,
   createClient,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../src/engine/engine.js';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { MemoryStore } from '../../src/store/memory/index.js';
 import { startServer, type RunningServer } from '../../src/serve/start.js';
 import { loadTlsFiles, persistentSelfSigned, selfSignedCertificate } from '../../src/serve/tls.js';
 import { baseUrl, isLoopback, plainHttpWarning } from '../../src/serve/transport.js';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { tempDir } from '../helpers/load.js';
 import { createClient, formAuth, issue, postForm, specBasic, startTestServer, type Client, type TestServer } from '../helpers/server.js';
 

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSpecAuthorization } from '../../src/engine/client-auth.js';
 import type { TokenResponse } from '../../src/engine/results.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { SystemTimeClock, tempDir } from '../helpers/load.js';
 import { rawExchange, type RawAnswer } from '../helpers/raw-http.js';
 import { captureLog, createClient, startTestServer, type Client, type TestServer } from '../helpers/server.js';

@@ -6,7 +6,7 @@ import { buildSpecAuthorization } from '../../src/engine/client-auth.js';
 import { Engine } from '../../src/engine/engine.js';
 import type { TokenResponse } from '../../src/engine/results.js';
 import { digestToken } from '../../src/engine/tokens.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { tokenctl } from '../helpers/cli.js';
 import { bounded, killAllChildren, post, processGone, requestLines, startServe, SystemTimeClock, tempDir, until, type ServeProcess } from '../helpers/load.js';
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSpecAuthorization } from '../../src/engine/client-auth.js';
 import { Engine } from '../../src/engine/engine.js';
 import type { TokenResponse } from '../../src/engine/results.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { tokenctl } from '../helpers/cli.js';
 import { killAllChildren, pinConnections, postOnce, startServe, SystemTimeClock, tempDir, type PinnedConnection, type ServeProcess } from '../helpers/load.js';
 

@@ -4,7 +4,7 @@ import { buildSpecAuthorization } from '../../src/engine/client-auth.js';
 import { Engine } from '../../src/engine/engine.js';
 import type { TokenResponse } from '../../src/engine/results.js';
 import { digestToken } from '../../src/engine/tokens.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { tokenState, type TokenRecord } from '../../src/store/store.js';
 import { tokenctl } from '../helpers/cli.js';
 import { awaitRequestLines, bounded, killAllChildren, post, postOnce, startServe, stopServe, SystemTimeClock, tempDir, type ServeProcess } from '../helpers/load.js';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSpecAuthorization } from '../../src/engine/client-auth.js';
 import { Engine } from '../../src/engine/engine.js';
 import type { TokenResponse } from '../../src/engine/results.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { BIN, tokenctl, type CliResult } from '../helpers/cli.js';
 import { killAllChildren, post, startServe, SystemTimeClock, tempDir, type ServeProcess } from '../helpers/load.js';
 

@@ -1,4 +1,4 @@
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { MemoryStore } from '../../src/store/memory/index.js';
 import { describeStoreContract } from './contract.js';
 
 describeStoreContract('MemoryStore', async () => {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BackgroundCheckpointer } from '../../src/store/sqlite/checkpointer.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { makeClient, makeToken, T0 } from '../helpers/records.js';
 
 /** WAL checkpoints on a thread of their own (serve): bench/PERF-LOG.md 19. */

@@ -6,13 +6,13 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/sqlite/migrations.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { NotAStoreError, SchemaTooNewError, StoreUnavailableError, type TokenRecord } from '../../src/store/store.js';
 import { HOUR, MINUTE, T0, makeClient, makeGrant, makeToken, revokeAllBulk } from '../helpers/records.js';
 import { describeStoreContract } from './contract.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const STORE_MODULE = path.join(ROOT, 'src/store/sqlite/sqlite-store.ts');
+const STORE_MODULE = path.join(ROOT, 'src/store/sqlite/index.ts');
 
 function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'tokenctl-store-'));

@@ -17,6 +17,7 @@ import {
   type MintLimit,
   type MintOutcome,
   type RotateOutcome,
+  type StoreObserver,
   type StoreStats,
   type TokenFilter,
   type TokenRecord,
@@ -636,6 +637,8 @@ export interface SqliteOpenOptions {
   readOnly?: boolean;
   /** A long-running server: checkpoint the WAL on a thread of its own (checkpointer.ts). */
   backgroundCheckpoints?: boolean;
+  /** Told of commit batches and row-cache hits (metrics). */
+  observer?: StoreObserver;
 }
 
 /** Whether this process may write the store file and its directory (for the -wal and -shm files). */
