@@ -1,10 +1,23 @@
 import type Database from 'better-sqlite3';
+import type { StoreObserver } from '../store.js';
 
 interface Pending {
   step: () => unknown;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
+
+/** A committed batch and how each of its steps ended, waiting to be settled. */
+interface Committed {
+  batch: Pending[];
+  outcomes: { ok: boolean; value: unknown }[];
+}
+
+/**
+ * Makes what is committed so far durable, off the event loop (wal-sync.ts), and calls `done`
+ * once it is: with an error if it could not be.
+ */
+export type DeferredSync = (done: (error: unknown) => void) => void;
 
 /**
  * Group commit: write steps queued during one turn of the event loop run in ONE immediate
@@ -13,16 +26,27 @@ interface Pending {
  * Each step runs in its own savepoint: a step that throws rolls back only itself and rejects only
  * its own promise. A failed commit (another process held the lock past the busy timeout) rejects
  * every step of the batch: none of them was acknowledged, none of them happened.
+ *
+ * With a `deferredSync` (a server's connection runs with `synchronous=NORMAL`: the commit itself
+ * does not wait for the disk), a batch is settled only once a sync that started after its commit
+ * has completed: the event loop answers reads and prepares the next batch meanwhile, and the
+ * batches committed during one sync share the next. At most one sync is in flight.
  */
 export class GroupCommit {
   private queue: Pending[] = [];
   private scheduled = false;
+  /** Committed, waiting for the next sync. */
+  private unsynced: Committed[] = [];
+  /** Resolves when the sync in flight has completed and settled its steps; null: none in flight. */
+  private syncing: Promise<void> | null = null;
   private readonly outer: Database.Transaction<(batch: Pending[]) => { ok: boolean; value: unknown }[]>;
   private readonly savepoint: Database.Transaction<(step: () => unknown) => unknown>;
 
   constructor(
     db: Database.Database,
     private readonly mapError: (error: unknown) => unknown,
+    private readonly observer?: StoreObserver,
+    private readonly deferredSync?: DeferredSync,
   ) {
     // Called inside `outer`, better-sqlite3 runs a transaction function as a SAVEPOINT.
     this.savepoint = db.transaction((step: () => unknown) => step());
@@ -48,7 +72,7 @@ export class GroupCommit {
     });
   }
 
-  /** Commits what is queued now. Also called before the database closes. */
+  /** Commits what is queued now. Also called before the database closes (then see {@link synced}). */
   flush(): void {
     const batch = this.queue;
     this.queue = [];
@@ -62,6 +86,37 @@ export class GroupCommit {
       for (const p of batch) p.reject(mapped);
       return;
     }
-    outcomes.forEach((o, i) => (o.ok ? batch[i]!.resolve(o.value) : batch[i]!.reject(this.mapError(o.value))));
+    this.observer?.commitBatch?.(batch.length);
+    if (this.deferredSync === undefined) return this.settle({ batch, outcomes });
+    this.unsynced.push({ batch, outcomes });
+    if (this.syncing === null) this.syncing = this.syncUnsynced();
+  }
+
+  /** Resolves once every step committed so far is settled (its sync completed). */
+  async synced(): Promise<void> {
+    while (this.syncing !== null) await this.syncing;
+  }
+
+  /** Syncs, then settles, the batches committed before the sync started; repeats while more came. */
+  private async syncUnsynced(): Promise<void> {
+    while (this.unsynced.length > 0) {
+      const covered = this.unsynced;
+      this.unsynced = [];
+      const error = await new Promise<unknown>((resolve) => this.deferredSync!(resolve));
+      // On an error: committed, and visible to readers, but not known to be on disk, so not
+      // acknowledged: every step of these batches fails as a storage fault (a revocation retried
+      // is a no-op).
+      for (const committed of covered) this.settle(committed, error ? this.mapError(error) : undefined);
+    }
+    this.syncing = null;
+  }
+
+  /** Resolves or rejects each step of a committed batch; with `failure`, rejects them all with it. */
+  private settle({ batch, outcomes }: Committed, failure?: unknown): void {
+    outcomes.forEach((o, i) => {
+      if (failure !== undefined) batch[i]!.reject(failure);
+      else if (o.ok) batch[i]!.resolve(o.value);
+      else batch[i]!.reject(this.mapError(o.value));
+    });
   }
 }

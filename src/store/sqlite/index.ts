@@ -6,7 +6,7 @@ import type { TokenStore } from '../store.js';
 import { SqliteStore } from './store.js';
 
 export { SqliteStore } from './store.js';
-export type { SqliteOpenOptions } from './store.js';
+export type { SqliteOpenOptions } from './open.js';
 export { LATEST_SCHEMA_VERSION, migrate } from './migrations.js';
 
 /** Opens (with `create`, the default, creates) the store in the file `location`. */
@@ -15,6 +15,7 @@ export async function open(location: string, options: OpenStoreOptions): Promise
     create: options.create ?? true,
     readOnly: options.readOnly ?? false,
     backgroundCheckpoints: options.backgroundCheckpoints ?? false,
+    syncOffLoop: options.backgroundCheckpoints ?? false,
     observer: options.observer,
   });
 }

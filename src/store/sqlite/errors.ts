@@ -1,0 +1,31 @@
+import Database from 'better-sqlite3';
+import { NotAStoreError, StoreUnavailableError } from '../store.js';
+
+/** How long a write waits for another process (a running server, a CLI command) to finish its own. */
+export const BUSY_TIMEOUT_MS = 5000;
+
+/** SQLite's errors as the store's own (store.ts); anything else unchanged. */
+export function mapError(error: unknown, location: string): unknown {
+  if (!(error instanceof Database.SqliteError)) return error;
+  if (/^SQLITE_(BUSY|LOCKED)/.test(error.code)) {
+    return new StoreUnavailableError(`the store ${location} is locked by another process (waited ${BUSY_TIMEOUT_MS} ms)`, { cause: error });
+  }
+  if (error.code === 'SQLITE_NOTADB') return new NotAStoreError(location, 'it is not an SQLite database');
+  // Storage faults: nothing was written, and a retry may succeed once the operator acts.
+  if (error.code === 'SQLITE_FULL') {
+    return new StoreUnavailableError(`the store ${location} cannot grow: the disk (or SQLite's page limit) is full; free space, then retry`, { cause: error });
+  }
+  if (error.code.startsWith('SQLITE_READONLY')) {
+    return new StoreUnavailableError(`the store ${location} is read-only here: check the file's and directory's permissions and the mount`, { cause: error });
+  }
+  if (error.code.startsWith('SQLITE_IOERR') || error.code.startsWith('SQLITE_CANTOPEN')) {
+    return new StoreUnavailableError(`the store ${location} cannot be read or written (${error.code}): check the disk and the file`, { cause: error });
+  }
+  // After SQLITE_FULL or an I/O error inside a group commit's savepoint, SQLite rolls the whole
+  // transaction back by itself; the commit then finds none. Nothing of the batch was written.
+  if (error.code === 'SQLITE_ERROR' && /no transaction is active/.test(error.message)) {
+    return new StoreUnavailableError(`the store ${location} rolled back a write (a full disk or an I/O error): check the disk, then retry`, { cause: error });
+  }
+  return error;
+}
+

@@ -1,0 +1,60 @@
+import type Database from 'better-sqlite3';
+import { TOKEN_TYPES, type AuditEntry, type MintLimit, type MintOutcome, type RotateOutcome, type StoreStats, type TokenRecord, type TokenState, type TokenType } from '../store.js';
+import { tokenFromRow, type prepareStatements } from './statements.js';
+
+type Statements = ReturnType<typeof prepareStatements>;
+
+/**
+ * The store's multi-statement steps, each one better-sqlite3 transaction function. A write step
+ * runs inside the group commit's BEGIN IMMEDIATE (as a savepoint): writers take turns on the
+ * file, whatever process they run in, so nothing commits between a step's check and its write.
+ */
+export function prepareTransactions(db: Database.Database, st: Statements) {
+  return {
+    insertMany: db.transaction((tokens: TokenRecord[]) => {
+      for (const t of tokens) st.insertToken.run(t);
+    }),
+    revoke: db.transaction((jti: string, at: number, cascade: boolean, audit: AuditEntry | undefined): boolean => {
+      if (cascade) {
+        const t = tokenFromRow(st.byJti.get(jti) as unknown[] | undefined);
+        if (!t || st.revokeOne.run(at, jti).changes !== 1) return false;
+        st.revokeGrant.run(at, t.grantId);
+      } else if (st.revokeOne.run(at, jti).changes !== 1) {
+        return false;
+      }
+      if (audit) st.insertAudit.run(audit);
+      return true;
+    }),
+    mint: db.transaction((access: TokenRecord, refreshJti: string, limit: MintLimit | undefined): MintOutcome => {
+      const state = st.currentState.get(refreshJti) as { revoked: number; grantId: string } | undefined;
+      if (state === undefined) return 'unknown';
+      if (state.revoked) return 'revoked';
+      if (limit && (st.recentOfGrant.get({ grantId: state.grantId, since: limit.since, max: limit.max }) as number) >= limit.max) return 'limited';
+      st.insertToken.run(access);
+      return 'inserted';
+    }),
+    rotate: db.transaction((oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): RotateOutcome => {
+      const next = issued.find((t) => t.type === 'refresh_token')?.jti ?? null;
+      if (revokeJti === undefined) {
+        // The conditional update decides the race: only one caller can see changes === 1.
+        if (st.replace.run(at, next, oldJti).changes !== 1) return 'conflict';
+      } else {
+        if (st.revokeLost.run({ at, lost: revokeJti, old: oldJti, next }).changes !== 1) return 'conflict';
+        st.revokeLostAccess.run({ at, lost: revokeJti, old: oldJti });
+        st.repoint.run(at, next, oldJti);
+      }
+      for (const t of issued) st.insertToken.run(t);
+      return 'rotated';
+    }),
+    // Run as a read transaction, so that the counts describe one moment even while others write.
+    stats: db.transaction((now: number, clientId?: string): StoreStats => {
+      const tokens = Object.fromEntries(TOKEN_TYPES.map((type) => [type, { active: 0, expired: 0, revoked: 0 }])) as StoreStats['tokens'];
+      const [byState, oldest] = clientId === undefined ? [st.tokenStats, st.oldestExpired] : [st.clientTokenStats, st.clientOldestExpired];
+      const params = clientId === undefined ? { now } : { now, clientId };
+      for (const row of byState.all(params) as { type: TokenType; state: TokenState; n: number }[]) tokens[row.type][row.state] = row.n;
+      const clients = (st.countClients.get() as { n: number }).n;
+      const oldestExpiredAt = (oldest.get(params) as { at: number | null }).at;
+      return { clients, tokens, oldestExpiredAt };
+    }),
+  };
+}
