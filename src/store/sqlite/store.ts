@@ -18,11 +18,12 @@ import {
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { mapError } from './errors.js';
 import { GroupCommit } from './group-commit.js';
+import { Listing } from './listing.js';
 import { openFile, WAL_AUTOCHECKPOINT_PAGES, type SqliteOpenOptions } from './open.js';
 import { ReadBatcher } from './read-batcher.js';
 import { RowCache } from './row-cache.js';
 import { WalSync } from './wal-sync.js';
-import { countTokensSql, listTokensSql, prepareStatements, selectorKind, tokenFromRow, type Statement } from './statements.js';
+import { prepareStatements, selectorKind, tokenFromRow } from './statements.js';
 import { prepareTransactions } from './transactions.js';
 
 interface ClientAndTokenQuery {
@@ -46,8 +47,7 @@ export class SqliteStore implements TokenStore {
   private closed = false;
   private readonly st: ReturnType<typeof prepareStatements>;
   private readonly tx: ReturnType<typeof prepareTransactions>;
-  /** listTokens statements by filter shape: each shape is prepared once, and can use its index. */
-  private readonly listing = new Map<string, Statement>();
+  private readonly listing: Listing;
   /** The rows handed out without reading them again while nobody commits. */
   private readonly cache: RowCache;
   /** findClientAndToken calls of one event-loop turn, answered in one read transaction. */
@@ -68,6 +68,7 @@ export class SqliteStore implements TokenStore {
   ) {
     this.st = prepareStatements(db);
     this.tx = prepareTransactions(db, this.st);
+    this.listing = new Listing(db);
     this.cache = new RowCache({ observer: options.observer });
     if (options.syncOffLoop) {
       this.walSync = new WalSync(location);
@@ -178,25 +179,11 @@ export class SqliteStore implements TokenStore {
   }
 
   async listTokens(filter: TokenFilter): Promise<TokenRecord[]> {
-    return this.run(() => {
-      const sql = listTokensSql(filter);
-      let stmt = this.listing.get(sql);
-      if (!stmt) this.listing.set(sql, (stmt = this.db.prepare(sql)));
-      const { after, ...rest } = filter;
-      const params = { ...rest, now: filter.now ?? Date.now(), limit: filter.limit ?? -1, ...(after ? { afterAt: after.issuedAt, afterJti: after.jti } : {}) };
-      return stmt.all(params) as TokenRecord[];
-    });
+    return this.run(() => this.listing.list(filter));
   }
 
   async countTokens(filter: TokenFilter): Promise<number> {
-    return this.run(() => {
-      const sql = countTokensSql(filter);
-      let stmt = this.listing.get(sql);
-      if (!stmt) this.listing.set(sql, (stmt = this.db.prepare(sql)));
-      const { clientId, username, type, state } = filter;
-      const params = Object.fromEntries(Object.entries({ clientId, username, type, state }).filter(([, v]) => v !== undefined));
-      return (stmt.get({ ...params, ...(state !== undefined ? { now: filter.now ?? Date.now() } : {}) }) as { n: number }).n;
-    });
+    return this.run(() => this.listing.count(filter));
   }
 
   async countRevocable(selector: BulkSelector, now: number): Promise<number> {
@@ -216,29 +203,11 @@ export class SqliteStore implements TokenStore {
    * this finds its refresh token revoked, and one that committed before is revoked here.
    */
   async revokeGrant(grantId: string, at: number, audit?: AuditEntry): Promise<number> {
-    return this.write(() => this.withAudit(this.st.revokeGrant.run(at, grantId).changes, audit));
+    return this.write(() => this.tx.withAudit(this.st.revokeGrant.run(at, grantId).changes, audit));
   }
 
   async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string): Promise<BulkBatch> {
-    const kind = selectorKind(selector);
-    return this.write(() => {
-      // A jti names one token or one grant: one step. Users and clients go a window of rows at a
-      // time, so that a large revocation never holds the write lock for long (statements.ts).
-      if (kind === 'jti') return { revoked: this.withAudit(this.st.bulk.jti.revoke.run({ ...selector, at }).changes, audit), more: false };
-      const st = this.st.bulk[kind];
-      const batch = Math.max(1, limit);
-      const after = resume === undefined ? 0 : Number(resume);
-      const { n, last } = st.window.get({ ...selector, after, limit: batch }) as { n: number; last: number | null };
-      if (n === 0 || last === null) return { revoked: 0, more: false };
-      const revoked = this.withAudit(st.revokeWindow.run({ ...selector, at, after, last }).changes, audit);
-      return { revoked, more: n === batch, resume: String(last) };
-    });
-  }
-
-  /** Appends `audit` (its count set to `changed`) when anything changed; inside a write step. */
-  private withAudit(changed: number, audit: AuditEntry | undefined): number {
-    if (changed > 0 && audit) this.st.insertAudit.run({ ...audit, count: changed });
-    return changed;
+    return this.write(() => this.tx.revokeBulk(selector, at, limit, audit, resume));
   }
 
   async rotateRefreshToken(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): Promise<RotateOutcome> {
@@ -246,11 +215,7 @@ export class SqliteStore implements TokenStore {
   }
 
   async purgeBatch(before: number, batchSize: number, audit?: AuditEntry): Promise<number> {
-    return this.write(() => {
-      const deleted = this.st.purge.run({ before, limit: batchSize }).changes;
-      if (audit && deleted > 0) this.st.insertAudit.run({ ...audit, count: deleted });
-      return deleted;
-    });
+    return this.write(() => this.tx.withAudit(this.st.purge.run({ before, limit: batchSize }).changes, audit));
   }
 
   async countPurgeable(before: number): Promise<number> {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
-import { TOKEN_TYPES, type AuditEntry, type MintLimit, type MintOutcome, type RotateOutcome, type StoreStats, type TokenRecord, type TokenState, type TokenType } from '../store.js';
-import { tokenFromRow, type prepareStatements } from './statements.js';
+import { TOKEN_TYPES, type AuditEntry, type BulkBatch, type BulkSelector, type MintLimit, type MintOutcome, type RotateOutcome, type StoreStats, type TokenRecord, type TokenState, type TokenType } from '../store.js';
+import { selectorKind, tokenFromRow, type prepareStatements } from './statements.js';
 
 type Statements = ReturnType<typeof prepareStatements>;
 
@@ -10,7 +10,27 @@ type Statements = ReturnType<typeof prepareStatements>;
  * file, whatever process they run in, so nothing commits between a step's check and its write.
  */
 export function prepareTransactions(db: Database.Database, st: Statements) {
+  /** Appends `audit` (its count set to `changed`) when anything changed; inside a write step. */
+  const withAudit = (changed: number, audit: AuditEntry | undefined): number => {
+    if (changed > 0 && audit) st.insertAudit.run({ ...audit, count: changed });
+    return changed;
+  };
   return {
+    withAudit,
+    /** One batch of a bulk revocation (store.ts revokeBulk); a write step. */
+    revokeBulk(selector: BulkSelector, at: number, limit: number, audit: AuditEntry | undefined, resume: string | undefined): BulkBatch {
+      const kind = selectorKind(selector);
+      // A jti names one token or one grant: one step. Users and clients go a window of rows at a
+      // time, so that a large revocation never holds the write lock for long (statements.ts).
+      if (kind === 'jti') return { revoked: withAudit(st.bulk.jti.revoke.run({ ...selector, at }).changes, audit), more: false };
+      const stmts = st.bulk[kind];
+      const batch = Math.max(1, limit);
+      const after = resume === undefined ? 0 : Number(resume);
+      const { n, last } = stmts.window.get({ ...selector, after, limit: batch }) as { n: number; last: number | null };
+      if (n === 0 || last === null) return { revoked: 0, more: false };
+      const revoked = withAudit(stmts.revokeWindow.run({ ...selector, at, after, last }).changes, audit);
+      return { revoked, more: n === batch, resume: String(last) };
+    },
     insertMany: db.transaction((tokens: TokenRecord[]) => {
       for (const t of tokens) st.insertToken.run(t);
     }),
