@@ -1,11 +1,9 @@
 import type Database from 'better-sqlite3';
 import type { StoreObserver } from '../store.js';
+import { TurnBatch, type Queued } from './turn-batch.js';
 
-interface Pending {
-  step: () => unknown;
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
-}
+/** A queued write step. */
+type Pending = Queued<() => unknown, unknown>;
 
 /** A committed batch and how each of its steps ended, waiting to be settled. */
 interface Committed {
@@ -33,8 +31,7 @@ export type DeferredSync = (done: (error: unknown) => void) => void;
  * batches committed during one sync share the next. At most one sync is in flight.
  */
 export class GroupCommit {
-  private queue: Pending[] = [];
-  private scheduled = false;
+  private readonly batch = new TurnBatch<() => unknown, unknown>((steps) => this.commit(steps));
   /** Committed, waiting for the next sync. */
   private unsynced: Committed[] = [];
   /** Resolves when the sync in flight has completed and settled its steps; null: none in flight. */
@@ -51,7 +48,7 @@ export class GroupCommit {
     // Called inside `outer`, better-sqlite3 runs a transaction function as a SAVEPOINT.
     this.savepoint = db.transaction((step: () => unknown) => step());
     this.outer = db.transaction((batch: Pending[]) =>
-      batch.map(({ step }) => {
+      batch.map(({ query: step }) => {
         try {
           return { ok: true, value: this.savepoint(step) };
         } catch (error) {
@@ -63,21 +60,15 @@ export class GroupCommit {
 
   /** Queues a synchronous write step; resolves with its result once the batch is committed. */
   run<T>(step: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ step, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
-    });
+    return this.batch.add(step) as Promise<T>;
   }
 
   /** Commits what is queued now. Also called before the database closes (then see {@link synced}). */
   flush(): void {
-    const batch = this.queue;
-    this.queue = [];
-    this.scheduled = false;
-    if (batch.length === 0) return;
+    this.batch.flush();
+  }
+
+  private commit(batch: Pending[]): void {
     let outcomes: { ok: boolean; value: unknown }[];
     try {
       outcomes = this.outer.immediate(batch);
