@@ -12,7 +12,10 @@ export interface OpenStoreOptions {
   create?: boolean;
   /** The caller only reads: a SQLite store this user may not write is opened read-only. */
   readOnly?: boolean;
-  /** SQLite, a long-running server: WAL checkpoints on a thread of their own, off the event loop. */
+  /**
+   * SQLite, a long-running server: WAL checkpoints on a thread of their own, and each commit synced
+   * to disk on libuv's threads (sqlite/wal-sync.ts): neither on the event loop.
+   */
   backgroundCheckpoints?: boolean;
   /** PostgreSQL: how long serialization failures are retried (default 2 s, a request's budget). */
   retryBudgetMs?: number;

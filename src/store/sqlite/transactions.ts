@@ -5,9 +5,11 @@ import { selectorKind, tokenFromRow, type prepareStatements } from './statements
 type Statements = ReturnType<typeof prepareStatements>;
 
 /**
- * The store's multi-statement steps, each one better-sqlite3 transaction function. A write step
- * runs inside the group commit's BEGIN IMMEDIATE (as a savepoint): writers take turns on the
- * file, whatever process they run in, so nothing commits between a step's check and its write.
+ * The store's multi-statement steps. A write step is a plain function: it only ever runs inside
+ * the group commit's BEGIN IMMEDIATE, in a savepoint of its own (group-commit.ts), which makes it
+ * atomic (a step that throws is rolled back alone) without a second savepoint of its own; writers
+ * take turns on the file, whatever process they run in, so nothing commits between a step's check
+ * and its write. `stats` is a read transaction of its own.
  */
 export function prepareTransactions(db: Database.Database, st: Statements) {
   /** Appends `audit` (its count set to `changed`) when anything changed; inside a write step. */
@@ -31,10 +33,10 @@ export function prepareTransactions(db: Database.Database, st: Statements) {
       const revoked = withAudit(stmts.revokeWindow.run({ ...selector, at, after, last }).changes, audit);
       return { revoked, more: n === batch, resume: String(last) };
     },
-    insertMany: db.transaction((tokens: TokenRecord[]) => {
+    insertMany: (tokens: TokenRecord[]) => {
       for (const t of tokens) st.insertToken.run(t);
-    }),
-    revoke: db.transaction((jti: string, at: number, cascade: boolean, audit: AuditEntry | undefined): boolean => {
+    },
+    revoke: (jti: string, at: number, cascade: boolean, audit: AuditEntry | undefined): boolean => {
       if (cascade) {
         const t = tokenFromRow(st.byJti.get(jti) as unknown[] | undefined);
         if (!t || st.revokeOne.run(at, jti).changes !== 1) return false;
@@ -44,16 +46,16 @@ export function prepareTransactions(db: Database.Database, st: Statements) {
       }
       if (audit) st.insertAudit.run(audit);
       return true;
-    }),
-    mint: db.transaction((access: TokenRecord, refreshJti: string, limit: MintLimit | undefined): MintOutcome => {
+    },
+    mint: (access: TokenRecord, refreshJti: string, limit: MintLimit | undefined): MintOutcome => {
       const state = st.currentState.get(refreshJti) as { revoked: number; grantId: string } | undefined;
       if (state === undefined) return 'unknown';
       if (state.revoked) return 'revoked';
       if (limit && (st.recentOfGrant.get({ grantId: state.grantId, since: limit.since, max: limit.max }) as number) >= limit.max) return 'limited';
       st.insertToken.run(access);
       return 'inserted';
-    }),
-    rotate: db.transaction((oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): RotateOutcome => {
+    },
+    rotate: (oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): RotateOutcome => {
       const next = issued.find((t) => t.type === 'refresh_token')?.jti ?? null;
       if (revokeJti === undefined) {
         // The conditional update decides the race: only one caller can see changes === 1.
@@ -65,7 +67,7 @@ export function prepareTransactions(db: Database.Database, st: Statements) {
       }
       for (const t of issued) st.insertToken.run(t);
       return 'rotated';
-    }),
+    },
     // Run as a read transaction, so that the counts describe one moment even while others write.
     stats: db.transaction((now: number, clientId?: string): StoreStats => {
       const tokens = Object.fromEntries(TOKEN_TYPES.map((type) => [type, { active: 0, expired: 0, revoked: 0 }])) as StoreStats['tokens'];
