@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { openFile } from '../../src/store/sqlite/open.js';
 import { prepareStatements } from '../../src/store/sqlite/statements.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { NotAStoreError, SchemaTooNewError, StoreUnavailableError, type TokenRecord } from '../../src/store/store.js';
@@ -31,8 +32,17 @@ describeStoreContract('SqliteStore', async () => {
   };
 });
 
-/** The store's own connection: pragmas like `synchronous` are per connection. */
+/** The store's own connection, for the one test that must shorten its busy timeout. */
 const connectionOf = (store: SqliteStore) => (store as unknown as { db: Database.Database }).db;
+/** Runs `read` on a connection of its own to `file` (read-only), then closes it. */
+function readFile<T>(file: string, read: (db: Database.Database) => T): T {
+  const db = new Database(file, { readonly: true });
+  try {
+    return read(db);
+  } finally {
+    db.close();
+  }
+}
 const mode = (file: string) => fs.statSync(file).mode & 0o777;
 
 /** Runs a script in a separate Node process that can import the TypeScript sources. */
@@ -74,16 +84,17 @@ describe('SqliteStore on disk', () => {
     }
   });
 
-  it('runs with WAL, synchronous=FULL, a busy timeout and foreign keys', async () => {
-    const store = await SqliteStore.open(file);
-    try {
-      const db = connectionOf(store);
-      expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
-      expect(db.pragma('synchronous', { simple: true })).toBe(2); // FULL
-      expect(db.pragma('busy_timeout', { simple: true })).toBeGreaterThanOrEqual(1000);
-      expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
-    } finally {
-      await store.close();
+  it('opens with WAL, synchronous=FULL (NORMAL for a server, see below), a busy timeout and foreign keys', () => {
+    for (const [syncOffLoop, synchronous] of [[false, 2], [true, 1]] as const) {
+      const { db } = openFile(file, { syncOffLoop });
+      try {
+        expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+        expect(db.pragma('synchronous', { simple: true })).toBe(synchronous); // 2 FULL, 1 NORMAL
+        expect(db.pragma('busy_timeout', { simple: true })).toBeGreaterThanOrEqual(1000);
+        expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+      } finally {
+        db.close();
+      }
     }
   });
 
@@ -91,7 +102,6 @@ describe('SqliteStore on disk', () => {
     const store = await SqliteStore.open(file, { syncOffLoop: true });
     const syncs = vi.spyOn(fs, 'fdatasync');
     try {
-      expect(connectionOf(store).pragma('synchronous', { simple: true })).toBe(1); // NORMAL
       await store.createClient(makeClient({ id: 'client-1' }));
       const grants = Array.from({ length: 20 }, () => makeGrant({ clientId: 'client-1' }));
       await Promise.all(grants.map((g) => store.insertTokens([g.refresh, g.access])));
@@ -142,7 +152,7 @@ describe('SqliteStore on disk', () => {
       expect(await again.schemaVersion()).toBe(LATEST_SCHEMA_VERSION);
       expect(await again.findTokenByDigest(refresh.digest)).toEqual(refresh);
       expect((await again.findTokenByJti(access.jti))?.revokedAt).toBe(T0 + 1);
-      const migrations = connectionOf(again).prepare('SELECT version FROM migrations ORDER BY version').all();
+      const migrations = readFile(file, (db) => db.prepare('SELECT version FROM migrations ORDER BY version').all());
       expect(migrations).toEqual(MIGRATIONS.map((m) => ({ version: m.version })));
     } finally {
       await again.close();
@@ -163,9 +173,10 @@ describe('SqliteStore on disk', () => {
     const again = await SqliteStore.open(file);
     try {
       expect(await again.schemaVersion()).toBe(LATEST_SCHEMA_VERSION);
-      const db = connectionOf(again);
-      expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'audit_target'").all()).toEqual([]);
-      expect(db.prepare('SELECT version FROM migrations ORDER BY version').all()).toEqual(MIGRATIONS.map((m) => ({ version: m.version })));
+      readFile(file, (db) => {
+        expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'audit_target'").all()).toEqual([]);
+        expect(db.prepare('SELECT version FROM migrations ORDER BY version').all()).toEqual(MIGRATIONS.map((m) => ({ version: m.version })));
+      });
       expect(await again.findTokenByJti(t.jti)).toEqual(t);
       expect(await again.listAudit({})).toHaveLength(1);
     } finally {
@@ -332,7 +343,7 @@ describe('SqliteStore on disk', () => {
       expect(results.map((r) => r.stderr.trim())).toEqual(who.map(() => ''));
       const store = await SqliteStore.open(db, { create: false });
       expect((await store.listClients()).map((c) => c.id).sort()).toEqual(who);
-      expect(connectionOf(store).prepare('SELECT count(*) AS n FROM migrations').get()).toEqual({ n: MIGRATIONS.length });
+      expect(readFile(db, (raw) => raw.prepare('SELECT count(*) AS n FROM migrations').get())).toEqual({ n: MIGRATIONS.length });
       expect(mode(db)).toBe(0o600);
       await store.close();
     }
@@ -504,12 +515,17 @@ describe('SqliteStore group commit', () => {
     const file = path.join(dir, 'tokens.db');
     const grants = Array.from({ length: 100 }, (_, i) => makeGrant({ clientId: 'client-1', username: `u${i}` }));
     await store.insertTokens(grants.flatMap((g) => [g.refresh, g.access]));
-    connectionOf(store).pragma('wal_checkpoint(TRUNCATE)');
+    const checkpoint = () => {
+      const raw = new Database(file);
+      raw.pragma('wal_checkpoint(TRUNCATE)');
+      raw.close();
+    };
+    checkpoint();
     const walSize = () => fs.statSync(`${file}-wal`).size;
     // 50 revocations one after another: a commit each, at least one WAL frame (a page) each.
     for (const g of grants.slice(0, 50)) await store.revokeToken(g.access.jti, T0 + HOUR);
     const sequential = walSize();
-    connectionOf(store).pragma('wal_checkpoint(TRUNCATE)');
+    checkpoint();
     // 50 revocations arriving together: one commit.
     const results = await Promise.all(grants.slice(50).map((g) => store.revokeToken(g.access.jti, T0 + HOUR)));
     const grouped = walSize();

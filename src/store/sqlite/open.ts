@@ -106,6 +106,10 @@ export function openFile(file: string, options: SqliteOpenOptions): OpenedFile {
     // Only a store behind takes the write lock to migrate: a current one opens without it, so a
     // command does not wait behind a busy server's commit just to start.
     if (version < LATEST_SCHEMA_VERSION) migrate(db, location);
+    // FULL: SQLite syncs the WAL inside each commit (the migration's too). A server's commits are
+    // synced off the event loop instead (wal-sync.ts), after a NORMAL commit: the same durability
+    // once acknowledged.
+    if (options.syncOffLoop) db.pragma('synchronous = NORMAL');
     return { db, location, readonly };
   } catch (error) {
     db?.close();

@@ -70,10 +70,7 @@ export class SqliteStore implements TokenStore {
     this.tx = prepareTransactions(db, this.st);
     this.listing = new Listing(db);
     this.cache = new RowCache({ observer: options.observer });
-    if (options.syncOffLoop) {
-      this.walSync = new WalSync(location);
-      db.pragma('synchronous = NORMAL'); // the commit's sync is the WalSync's, off the event loop
-    }
+    if (options.syncOffLoop) this.walSync = new WalSync(location); // the connection commits with NORMAL (open.ts)
     this.writes = new GroupCommit(db, (error) => mapError(error, location), options.observer, this.walSync?.sync);
     const readAll = db.transaction((batch: ClientAndTokenQuery[]) => {
       this.cache.sync(this.st.dataVersion.get() as number); // the first read: the snapshot starts here
