@@ -34,14 +34,16 @@ interface ClientAndTokenQuery {
 /**
  * The SQLite {@link TokenStore}: one file, shared safely by a running server and CLI commands.
  *
- * WAL lets readers proceed beside a writer; `synchronous=FULL` makes every acknowledged
- * revocation durable across power loss; the busy timeout makes a second writer wait instead of
+ * WAL lets readers proceed beside a writer; every acknowledged write is on disk, durable across
+ * power loss (`synchronous=FULL`, or for a server a NORMAL commit synced before it is
+ * acknowledged, wal-sync.ts); the busy timeout makes a second writer wait instead of
  * failing, and a wait past it surfaces as {@link StoreUnavailableError}. Every atomic operation
  * is one statement or one transaction, and every write runs inside a BEGIN IMMEDIATE group commit
  * (group-commit.ts; immediate, so that a transaction never has to upgrade a stale read snapshot
  * to a write and fail with SQLITE_BUSY_SNAPSHOT). The seams, each in its own file: opening and
  * pragmas (open.ts), read batching (read-batcher.ts), the rows kept between reads (row-cache.ts),
- * group commit, WAL checkpoints (checkpointer.ts), the SQL (statements.ts, transactions.ts).
+ * group commit (group-commit.ts, wal-sync.ts), WAL checkpoints (checkpointer.ts), the SQL
+ * (statements.ts, transactions.ts, listing.ts). This class: the TokenStore methods over them.
  */
 export class SqliteStore implements TokenStore {
   private closed = false;
