@@ -30,13 +30,7 @@ export function isPostgresUrl(location: string): boolean {
  */
 export async function openStore(location: string, options: OpenStoreOptions = {}): Promise<TokenStore> {
   if (isPostgresUrl(location)) {
-    const { PostgresStore } = await import('./postgres/postgres-store.js');
-    return PostgresStore.open(location, {
-      poolSize: options.poolSize,
-      statementTimeoutMs: options.statementTimeoutMs,
-      retryBudgetMs: options.retryBudgetMs,
-      create: options.create ?? true,
-    });
+    return (await import('./postgres/index.js')).open(location, options);
   }
   const { SqliteStore } = await import('./sqlite/sqlite-store.js');
   return SqliteStore.open(location, { create: options.create ?? true, readOnly: options.readOnly ?? false, backgroundCheckpoints: options.backgroundCheckpoints ?? false });
@@ -49,8 +43,7 @@ export async function openStore(location: string, options: OpenStoreOptions = {}
  */
 export async function connectionBudgetWarning(location: string, poolSize: number | undefined, processes: number): Promise<string | undefined> {
   if (!isPostgresUrl(location)) return undefined;
-  const { budgetWarning, readConnectionBudget } = await import('./postgres/budget.js');
-  const { DEFAULT_POOL_SIZE } = await import('./postgres/pool.js');
+  const { budgetWarning, readConnectionBudget, DEFAULT_POOL_SIZE } = await import('./postgres/index.js');
   try {
     return budgetWarning(await readConnectionBudget(location), (poolSize ?? DEFAULT_POOL_SIZE) * processes, location);
   } catch (error) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Qualifier, STORE_TABLES, qualifyTables } from '../../src/store/postgres/qualify.js';
-import { INSERT_TOKENS, LIST_AUDIT, PURGE_BATCH, REVOKE_GRANT, STATS, listTokensQuery, revocableQuery, MINT_ACCESS, ROTATE, LOCK_REVOKED_GRANT, bulkGrantBatch } from '../../src/store/postgres/queries.js';
+import { INSERT_TOKENS, LIST_AUDIT, PURGE_BATCH, REVOKE_GRANT, STATS, listTokensQuery, revocableQuery, MINT_ACCESS, ROTATE, LOCK_REVOKED_GRANT, bulkGrantBatch } from '../../src/store/postgres/statements.js';
 import { PG_SKIP_MESSAGE, PG_URL, openTestStore } from '../helpers/pg.js';
 import { describeStoreContract } from './contract.js';
 

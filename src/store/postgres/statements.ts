@@ -1,4 +1,4 @@
-import type { BulkSelector, TokenFilter, TokenRecord, TokenState } from '../store.js';
+import type { AuditEntry, BulkSelector, TokenFilter, TokenRecord, TokenState } from '../store.js';
 
 /*
  * The PostgreSQL store's SQL, beside the SQLite store's same statements. Rows come back under the
@@ -236,3 +236,38 @@ export function listTokensQuery(filter: TokenFilter): Where {
     params: w.params,
   };
 }
+
+/** One audit line, $1–$6 from {@link auditParams}. */
+export const INSERT_AUDIT = 'INSERT INTO audit (at, actor, action, target, count, detail) VALUES ($1, $2, $3, $4, $5, $6)';
+
+/** The parameters of {@link INSERT_AUDIT}. */
+export function auditParams(e: AuditEntry): unknown[] {
+  return [e.at, e.actor, e.action, e.target, e.count, e.detail];
+}
+
+/** One token ($2) revoked at $1 if it is not yet. */
+export const REVOKE_ONE = 'UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL';
+
+/**
+ * Single-token revocations that arrived together (revokeToken without cascade), in one statement
+ * and so one commit: $1 the jtis (distinct), $2 their instants, and their audit lines ($3–$8, one
+ * per token; $9 false where there is none). Each token is revoked if it is not yet, and its audit
+ * line written only then; the jtis this statement revoked come back.
+ */
+export const REVOKE_TOKENS = `WITH q AS (
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::bool[])
+      WITH ORDINALITY AS x (jti, at, audit_at, actor, action, target, count, detail, logged, i)),
+  r AS (UPDATE tokens t SET revoked_at = q.at FROM q WHERE t.jti = q.jti AND t.revoked_at IS NULL RETURNING t.jti),
+  a AS (INSERT INTO audit (at, actor, action, target, count, detail)
+    SELECT q.audit_at, q.actor, q.action, q.target, q.count, q.detail FROM q JOIN r ON r.jti = q.jti WHERE q.logged ORDER BY q.i)
+  SELECT jti FROM r`;
+
+/**
+ * findClientAndToken for reads that arrived together, in one statement and one snapshot: $1 the
+ * client ids, $2 the digests (null: no token wanted); one row per pair, in their order, each
+ * record as JSON under its own field names.
+ */
+export const FIND_CLIENTS_AND_TOKENS = `SELECT
+    (SELECT row_to_json(c) FROM (SELECT ${CLIENT_COLUMNS} FROM clients WHERE id = q.client_id) c) AS client,
+    (SELECT row_to_json(t) FROM (SELECT ${TOKEN_COLUMNS} FROM tokens WHERE digest = q.digest) t) AS token
+  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q (client_id, digest, i) ORDER BY q.i`;
