@@ -94,11 +94,27 @@ export function tokenColumns(tokens: readonly TokenRecord[]): unknown[][] {
 export const PURGEABLE_SQL = 'expires_at < $1 OR revoked_at < $1';
 
 /**
- * Deletes by primary key, a batch at a time; SKIP LOCKED lets purges on several nodes share
- * the work, and never waits on a token a request is revoking or rotating right now.
+ * Deletes up to $2 purgeable tokens by primary key; SKIP LOCKED lets purges on several nodes
+ * share the work, and never waits on a token a request is revoking or rotating right now.
+ * Expired ones come from the expiry index; no index covers revoked_at (revocations are HOT
+ * updates, migration 4), so the revoked but unexpired ones are found by a scan of the pages
+ * after the tuple $3 (a TID range scan: each batch goes on where the last stopped, never
+ * re-reading what it has purged). With an audit entry ($4–$8: $4 false for none), it is written
+ * with the deletion. Answers how many were deleted (n), how many the scan was asked for
+ * (wanted) and found (found), and the last tuple it found (last).
  */
-export const PURGE_BATCH = `DELETE FROM tokens WHERE jti IN (
-  SELECT jti FROM tokens WHERE ${PURGEABLE_SQL} LIMIT $2 FOR UPDATE SKIP LOCKED)`;
+export const PURGE_BATCH = `WITH e AS (SELECT jti FROM tokens WHERE expires_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED),
+  want AS (SELECT $2 - count(*) AS n FROM e),
+  r AS (SELECT jti, ctid FROM tokens WHERE ctid > $3::tid AND revoked_at < $1 AND expires_at >= $1
+    LIMIT (SELECT n FROM want) FOR UPDATE SKIP LOCKED),
+  d AS (DELETE FROM tokens WHERE jti IN (SELECT jti FROM e UNION ALL SELECT jti FROM r) RETURNING 1),
+  logged AS (INSERT INTO audit (at, actor, action, target, count, detail)
+    SELECT $5, $6, $7, $8, count(*), $9 FROM d WHERE $4 HAVING count(*) > 0)
+  SELECT (SELECT count(*) FROM d)::int AS n, (SELECT n FROM want)::int AS wanted, (SELECT count(*) FROM r)::int AS found,
+    (SELECT max(ctid) FROM r)::text AS last`;
+
+/** The tuple before every other: a scan after it reads the whole table. */
+export const FIRST_TUPLE = '(0,0)';
 
 /** Every unrevoked token of the grant $2 (after {@link LOCK_REVOKED_GRANT}). */
 export const REVOKE_GRANT = 'UPDATE tokens SET revoked_at = $1 WHERE grant_id = $2 AND revoked_at IS NULL';
@@ -108,16 +124,21 @@ export const REVOKE_GRANTS_LIVE = 'UPDATE tokens SET revoked_at = $1 WHERE grant
 
 /**
  * One batch of a bulk revocation of a user's or a client's grants: up to `limit` unrevoked grants
- * are marked revoked at $1 and locked (in grant_id order, so that two bulk revocations never wait
- * for each other in a cycle); their ids come back as "grantId".
+ * after the grant id `after` (null: from the first) are marked revoked at $1 and locked, in
+ * grant_id order (so that two bulk revocations never wait for each other in a cycle), read in
+ * that order from the (username | client_id, grant_id) index: no sort, and nothing before
+ * `after` read again. Their ids come back as "grantId", and the greatest as "last" on each row.
  */
-export function bulkGrantBatch(selector: Exclude<BulkSelector, { jti: string }>, at: number, limit: number): Where {
+export function bulkGrantBatch(selector: Exclude<BulkSelector, { jti: string }>, at: number, limit: number, after: string | null): Where {
   const where = selectorWhere(selector, [at]);
   const n = `$${where.params.length + 1}`;
+  const from = `$${where.params.length + 2}`;
   return {
-    sql: `WITH s AS (SELECT grant_id FROM grants WHERE revoked_at IS NULL AND ${where.sql} ORDER BY grant_id LIMIT ${n} FOR UPDATE)
-      UPDATE grants g SET revoked_at = $1 FROM s WHERE g.grant_id = s.grant_id RETURNING g.grant_id AS "grantId"`,
-    params: [...where.params, limit],
+    sql: `WITH s AS (SELECT grant_id FROM grants WHERE revoked_at IS NULL AND ${where.sql} AND (${from}::text IS NULL OR grant_id > ${from}::text)
+        ORDER BY grant_id LIMIT ${n} FOR UPDATE),
+      u AS (UPDATE grants g SET revoked_at = $1 FROM s WHERE g.grant_id = s.grant_id RETURNING g.grant_id)
+      SELECT grant_id AS "grantId", (SELECT max(grant_id) FROM s) AS last FROM u`,
+    params: [...where.params, limit, after],
   };
 }
 

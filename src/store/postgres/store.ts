@@ -34,6 +34,7 @@ import {
   INSERT_TOKENS,
   LIST_AUDIT,
   listTokensQuery,
+  FIRST_TUPLE,
   PURGE_BATCH,
   PURGEABLE_SQL,
   revocableQuery,
@@ -83,6 +84,8 @@ export class PostgresStore implements TokenStore {
   /** Reads and single-token revocations that arrive together share a round trip (batching.ts). */
   private readonly reads: Batcher<{ clientId: string; digest: string | null }, ClientAndToken>;
   private readonly revocations: Batcher<Revocation, boolean>;
+  /** Where the next purge batch's scan for revoked tokens starts (PURGE_BATCH). */
+  private purgeFrom = FIRST_TUPLE;
 
   private constructor(
     private readonly db: Database,
@@ -239,8 +242,8 @@ export class PostgresStore implements TokenStore {
     return revokeGrant(this.db, grantId, at, audit);
   }
 
-  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry): Promise<BulkBatch> {
-    return revokeBulk(this.db, selector, at, limit, audit);
+  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string): Promise<BulkBatch> {
+    return revokeBulk(this.db, selector, at, limit, audit, resume);
   }
 
   async rotateRefreshToken(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): Promise<RotateOutcome> {
@@ -248,16 +251,19 @@ export class PostgresStore implements TokenStore {
   }
 
   async purgeBatch(before: number, batchSize: number, audit?: AuditEntry): Promise<number> {
-    if (!audit) return (await this.db.query(PURGE_BATCH, [before, Math.max(0, batchSize)])).rowCount ?? 0;
-    // One statement: the audit row is written with the deletion, or neither is.
-    const { rows } = await this.db.query<{ n: number }>(
-      `WITH deleted AS (${PURGE_BATCH} RETURNING 1),
-        logged AS (INSERT INTO audit (at, actor, action, target, count, detail)
-          SELECT $3, $4, $5, $6, count(*), $7 FROM deleted HAVING count(*) > 0)
-      SELECT count(*)::int AS n FROM deleted`,
-      [before, Math.max(0, batchSize), audit.at, audit.actor, audit.action, audit.target, audit.detail],
-    );
-    return rows[0]?.n ?? 0;
+    // Revoked tokens are found by a scan that goes on where this process's last batch stopped
+    // (statements.ts); 0 is answered only once a scan from the first page has found nothing.
+    for (;;) {
+      const from = this.purgeFrom;
+      const a = audit ?? NO_AUDIT;
+      const { rows } = await this.db.query<{ n: number; wanted: number; found: number; last: string | null }>(PURGE_BATCH, [
+        before, Math.max(0, batchSize), from, audit !== undefined, a.at, a.actor, a.action, a.target, a.detail,
+      ]);
+      const row = rows[0] ?? { n: 0, wanted: 0, found: 0, last: null };
+      // The scan reached the last page: the next one starts again from the first.
+      if (row.wanted > 0) this.purgeFrom = row.found < row.wanted ? FIRST_TUPLE : (row.last ?? FIRST_TUPLE);
+      if (row.n > 0 || from === FIRST_TUPLE || batchSize <= 0) return row.n;
+    }
   }
 
   async countPurgeable(before: number): Promise<number> {
@@ -295,6 +301,8 @@ export class PostgresStore implements TokenStore {
     return this.db.poolState();
   }
 }
+
+const NO_AUDIT: AuditEntry = { at: 0, actor: '', action: '', target: '', count: 0, detail: '' };
 
 /** The schema unqualified names resolve to, when the caller named none. */
 async function currentSchema(db: PoolClient, location: string): Promise<string> {

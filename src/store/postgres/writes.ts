@@ -61,18 +61,24 @@ export async function revokeGrant(db: Database, grantId: string, at: number, aud
   });
 }
 
-/** Needs no `resume`: each batch takes the first unrevoked grants, and those it revokes are no longer. */
-export async function revokeBulk(db: Database, selector: BulkSelector, at: number, limit: number, audit?: AuditEntry): Promise<BulkBatch> {
+/**
+ * A batch of grants in grant_id order, resumed after the last one revoked (`resume`). A batch
+ * that finds fewer than `limit` sends the next back to the first grant: grants created behind the
+ * cursor meanwhile, and ones a concurrent revocation held (FOR UPDATE waits, then skips what it
+ * revoked), are found there. Done only when a batch from the first grant finds none unrevoked.
+ */
+export async function revokeBulk(db: Database, selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string): Promise<BulkBatch> {
   if ('jti' in selector) return { revoked: await revokeJti(db, selector.jti, at, audit), more: false };
+  const max = Math.max(1, limit);
+  const after = resume === undefined || resume === '' ? null : resume;
   return db.transaction(async (tx) => {
-    const batch = bulkGrantBatch(selector, at, Math.max(1, limit));
-    const grants = (await tx.query<{ grantId: string }>(batch.sql, batch.params)).rows.map((r) => r.grantId);
-    if (grants.length === 0) return { revoked: 0, more: false };
-    const revoked = (await tx.query(REVOKE_GRANTS_LIVE, [at, grants])).rowCount ?? 0;
+    const batch = bulkGrantBatch(selector, at, max, after);
+    const rows = (await tx.query<{ grantId: string; last: string }>(batch.sql, batch.params)).rows;
+    if (rows.length === 0) return after === null ? { revoked: 0, more: false } : { revoked: 0, more: true, resume: '' };
+    // A statement of its own, after the grant locks: its snapshot has what mints holding them committed.
+    const revoked = (await tx.query(REVOKE_GRANTS_LIVE, [at, rows.map((r) => r.grantId)])).rowCount ?? 0;
     if (revoked > 0 && audit) await tx.query(INSERT_AUDIT, auditParams({ ...audit, count: revoked }));
-    // Until a batch finds no unrevoked grant: one that a concurrent revocation took from under
-    // this batch's LIMIT must not end the loop while others remain.
-    return { revoked, more: true };
+    return { revoked, more: true, resume: rows.length < max ? '' : rows[0]!.last };
   });
 }
 
