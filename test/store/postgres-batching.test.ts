@@ -85,6 +85,23 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     expect((await store.findTokenByJti(tokens[3]!.jti))?.revokedAt).toBe(T0);
   });
 
+  it('commits the mints of one turn in one transaction, each with its own outcome, and a failing one alone', async () => {
+    const { store } = await open();
+    const grants = Array.from({ length: 6 }, () => makeGrant());
+    await store.insertTokens(grants.map((g) => g.refresh));
+    await store.revokeGrant(grants[1]!.refresh.grantId, T0);
+    const connect = vi.spyOn(poolOf(store), 'connect');
+    const mint = (k: number, access = makeToken({ grantId: grants[k]!.refresh.grantId })) => store.insertMintedAccess(access, grants[k]!.refresh.jti);
+    const outcomes = await Promise.all([mint(0), mint(1), mint(2), store.insertMintedAccess(makeToken({ grantId: grants[3]!.refresh.grantId }), 'no-such-refresh')]);
+    expect(outcomes).toEqual(['inserted', 'revoked', 'inserted', 'unknown']);
+    expect(connect).toHaveBeenCalledTimes(1); // one transaction for the four
+    // An access token whose jti exists already fails the batch's transaction, then alone.
+    const taken = makeToken({ jti: grants[0]!.refresh.jti, grantId: grants[4]!.refresh.grantId });
+    const settled = await Promise.allSettled([mint(4, taken), mint(5)]);
+    expect(settled.map((o) => o.status)).toEqual(['rejected', 'fulfilled']);
+    expect((settled[1] as PromiseFulfilledResult<string>).value).toBe('inserted');
+  });
+
   it('keeps revoked_at out of every index and leaves room on each page, so that a revocation is a HOT update', async () => {
     const { schema } = await open();
     const { indexes, options } = await withPg(url, undefined, async (db) => ({

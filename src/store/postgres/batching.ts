@@ -1,6 +1,7 @@
-import { StoreUnavailableError, type AuditEntry, type ClientAndToken } from '../store.js';
+import { StoreUnavailableError, type AuditEntry, type ClientAndToken, type MintLimit, type MintOutcome, type TokenRecord } from '../store.js';
 import type { Database } from './database.js';
 import { FIND_CLIENTS_AND_TOKENS, REVOKE_ONE, REVOKE_TOKENS } from './statements.js';
+import { mintOutcome } from './writes.js';
 
 /** An answer of a batch's `run` for one item that failed alone: that call is rejected with `error`. */
 export class Failed {
@@ -70,6 +71,8 @@ export class Batcher<I, O> {
 
 /** Batches of reads and of writes: each at most this many calls (bounded statement and arrays). */
 export const MAX_BATCH = 500;
+/** Mints in one transaction at most (each its own statement, the grant locks held to the commit). */
+export const MAX_MINT_BATCH = 50;
 
 /** findClientAndToken for a batch: one statement, one snapshot, one row per pair in order. */
 export function readClientsAndTokens(db: Database): (pairs: { clientId: string; digest: string | null }[]) => Promise<ClientAndToken[]> {
@@ -98,7 +101,7 @@ export function revokeTokens(db: Database): (items: Revocation[]) => Promise<(bo
     const first = new Map<string, Revocation>();
     for (const r of items) if (!first.has(r.jti)) first.set(r.jti, r);
     // In jti order: two batches that share tokens lock them in the same order.
-    const distinct = [...first.values()].sort((a, b) => (a.jti < b.jti ? -1 : a.jti > b.jti ? 1 : 0));
+    const distinct = [...first.values()].sort((a, b) => compare(a.jti, b.jti));
     let revoked: Set<string>;
     try {
       const column = <T>(f: (r: Revocation) => T) => distinct.map(f);
@@ -130,4 +133,40 @@ async function revokeOne(db: Database, r: Revocation): Promise<boolean> {
     [r.at, r.jti, a.at, a.actor, a.action, a.target, a.count, a.detail],
   );
   return rows[0]?.revoked === true;
+}
+
+export interface Mint {
+  access: TokenRecord;
+  refreshJti: string;
+  limit?: MintLimit;
+}
+
+/**
+ * insertMintedAccess for a batch: each mint its own statement (its own snapshot and grant lock,
+ * as alone), all in one transaction, so one commit. The grant locks are taken in grant order and
+ * held to the commit, so a revocation of one of these grants waits for the batch, then revokes
+ * what it minted. If the transaction fails, each mint is run again alone, so that one failing mint
+ * fails alone (unless the store is unavailable).
+ */
+export function insertMints(db: Database): (items: Mint[]) => Promise<(MintOutcome | Failed)[]> {
+  return async (items) => {
+    if (items.length === 1) return [await mintOutcome(db, items[0]!.access, items[0]!.refreshJti, items[0]!.limit)];
+    const order = items.map((_, k) => k).sort((a, b) => compare(items[a]!.access.grantId, items[b]!.access.grantId));
+    try {
+      return await db.transaction(async (tx) => {
+        const outcomes: MintOutcome[] = new Array<MintOutcome>(items.length);
+        for (const k of order) outcomes[k] = await mintOutcome(tx, items[k]!.access, items[k]!.refreshJti, items[k]!.limit);
+        return outcomes;
+      });
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) throw error;
+      const alone: (MintOutcome | Failed)[] = [];
+      for (const m of items) alone.push(await mintOutcome(db, m.access, m.refreshJti, m.limit).catch((e: unknown) => new Failed(e)));
+      return alone;
+    }
+  };
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -21,7 +21,7 @@ import {
   type TokenStore,
   type TokenType,
 } from '../store.js';
-import { Batcher, MAX_BATCH, readClientsAndTokens, revokeTokens, type Revocation } from './batching.js';
+import { Batcher, insertMints, MAX_BATCH, MAX_MINT_BATCH, readClientsAndTokens, revokeTokens, type Mint, type Revocation } from './batching.js';
 import { Database, withClient } from './database.js';
 import { isUniqueViolation, mapPgError, redactUrl } from './errors.js';
 import { identify, META_TABLE, migrate } from './migrations.js';
@@ -42,7 +42,7 @@ import {
   TOKEN_COLUMNS,
   tokenColumns,
 } from './statements.js';
-import { insertMintedAccess, revokeBulk, revokeGrant, revokeWithGrant, rotateRefreshToken } from './writes.js';
+import { revokeBulk, revokeGrant, revokeWithGrant, rotateRefreshToken } from './writes.js';
 
 export interface PostgresStoreOptions {
   /** Connections in the pool (default {@link DEFAULT_POOL_SIZE}: what one CLI command needs; `serve` sets its own). */
@@ -84,6 +84,7 @@ export class PostgresStore implements TokenStore {
   /** Reads and single-token revocations that arrive together share a round trip (batching.ts). */
   private readonly reads: Batcher<{ clientId: string; digest: string | null }, ClientAndToken>;
   private readonly revocations: Batcher<Revocation, boolean>;
+  private readonly mints: Batcher<Mint, MintOutcome>;
   /** Where the next purge batch's scan for revoked tokens starts (PURGE_BATCH). */
   private purgeFrom = FIRST_TUPLE;
 
@@ -96,7 +97,10 @@ export class PostgresStore implements TokenStore {
     // Half the pool each at most, so that neither kind starves the other or the rest.
     const inFlight = Math.max(1, Math.floor(poolSize / 2));
     this.reads = new Batcher(readClientsAndTokens(db), inFlight, MAX_BATCH);
-    this.revocations = new Batcher(revokeTokens(db), inFlight, MAX_BATCH, observer?.commitBatch?.bind(observer));
+    const commitBatch = observer?.commitBatch?.bind(observer);
+    this.revocations = new Batcher(revokeTokens(db), inFlight, MAX_BATCH, commitBatch);
+    // A mint batch holds its grant locks to its commit: small, so that a revocation waits little.
+    this.mints = new Batcher(insertMints(db), inFlight, MAX_MINT_BATCH, commitBatch);
   }
 
   /**
@@ -235,7 +239,7 @@ export class PostgresStore implements TokenStore {
   }
 
   async insertMintedAccess(access: TokenRecord, refreshJti: string, limit?: MintLimit): Promise<MintOutcome> {
-    return insertMintedAccess(this.db, access, refreshJti, limit);
+    return this.mints.add({ access, refreshJti, limit });
   }
 
   async revokeGrant(grantId: string, at: number, audit?: AuditEntry): Promise<number> {

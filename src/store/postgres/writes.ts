@@ -1,5 +1,5 @@
 import type { AuditEntry, BulkBatch, BulkSelector, MintLimit, MintOutcome, RotateOutcome, TokenRecord } from '../store.js';
-import { Rollback, type Database } from './database.js';
+import { Rollback, type Database, type TransactionClient } from './database.js';
 import {
   auditParams,
   bulkGrantBatch,
@@ -37,10 +37,12 @@ export async function revokeWithGrant(db: Database, jti: string, at: number, aud
   });
 }
 
-export async function insertMintedAccess(db: Database, access: TokenRecord, refreshJti: string, limit?: MintLimit): Promise<MintOutcome> {
-  // One statement under the grant lock (MINT_ACCESS): a revocation of the grant either committed
-  // first, and the lock, waited for, shows the grant revoked; or it waits for this insert to
-  // commit, and then revokes the new token too.
+/**
+ * One mint, one statement under the grant lock (MINT_ACCESS): a revocation of the grant either
+ * committed first, and the lock, waited for, shows the grant revoked; or it waits for this insert
+ * to commit, and then revokes the new token too. On the pool, or inside a batch's transaction.
+ */
+export async function mintOutcome(db: Pick<TransactionClient, 'query'>, access: TokenRecord, refreshJti: string, limit?: MintLimit): Promise<MintOutcome> {
   const params = [...tokenColumns([access]), access.grantId, refreshJti, limit?.since ?? null, limit?.max ?? null];
   const { rows } = await db.query<{ inserted: boolean; known: boolean; limited: boolean }>(MINT_ACCESS, params);
   const outcome = rows[0];
