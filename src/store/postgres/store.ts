@@ -35,14 +35,13 @@ import {
   LIST_AUDIT,
   listTokensQuery,
   FIRST_TUPLE,
-  PURGE_BATCH,
   PURGEABLE_SQL,
   revocableQuery,
   STATS,
   TOKEN_COLUMNS,
   tokenColumns,
 } from './statements.js';
-import { revokeBulk, revokeGrant, revokeWithGrant, rotateRefreshToken } from './writes.js';
+import { purgeBatch, revokeBulk, revokeGrant, revokeWithGrant, rotateRefreshToken, type PurgeScan } from './writes.js';
 
 export interface PostgresStoreOptions {
   /** Connections in the pool (default {@link DEFAULT_POOL_SIZE}: what one CLI command needs; `serve` sets its own). */
@@ -85,8 +84,8 @@ export class PostgresStore implements TokenStore {
   private readonly reads: Batcher<{ clientId: string; digest: string | null }, ClientAndToken>;
   private readonly revocations: Batcher<Revocation, boolean>;
   private readonly mints: Batcher<Mint, MintOutcome>;
-  /** Where the next purge batch's scan for revoked tokens starts (PURGE_BATCH). */
-  private purgeFrom = FIRST_TUPLE;
+  /** Where this process's next purge batch scans for revoked tokens from (writes.ts). */
+  private readonly purgeScan: PurgeScan = { from: FIRST_TUPLE };
 
   private constructor(
     private readonly db: Database,
@@ -255,19 +254,7 @@ export class PostgresStore implements TokenStore {
   }
 
   async purgeBatch(before: number, batchSize: number, audit?: AuditEntry): Promise<number> {
-    // Revoked tokens are found by a scan that goes on where this process's last batch stopped
-    // (statements.ts); 0 is answered only once a scan from the first page has found nothing.
-    for (;;) {
-      const from = this.purgeFrom;
-      const a = audit ?? NO_AUDIT;
-      const { rows } = await this.db.query<{ n: number; wanted: number; found: number; last: string | null }>(PURGE_BATCH, [
-        before, Math.max(0, batchSize), from, audit !== undefined, a.at, a.actor, a.action, a.target, a.detail,
-      ]);
-      const row = rows[0] ?? { n: 0, wanted: 0, found: 0, last: null };
-      // The scan reached the last page: the next one starts again from the first.
-      if (row.wanted > 0) this.purgeFrom = row.found < row.wanted ? FIRST_TUPLE : (row.last ?? FIRST_TUPLE);
-      if (row.n > 0 || from === FIRST_TUPLE || batchSize <= 0) return row.n;
-    }
+    return purgeBatch(this.db, this.purgeScan, before, batchSize, audit);
   }
 
   async countPurgeable(before: number): Promise<number> {
@@ -305,8 +292,6 @@ export class PostgresStore implements TokenStore {
     return this.db.poolState();
   }
 }
-
-const NO_AUDIT: AuditEntry = { at: 0, actor: '', action: '', target: '', count: 0, detail: '' };
 
 /** The schema unqualified names resolve to, when the caller named none. */
 async function currentSchema(db: PoolClient, location: string): Promise<string> {

@@ -3,12 +3,14 @@ import { Rollback, type Database, type TransactionClient } from './database.js';
 import {
   auditParams,
   bulkGrantBatch,
+  FIRST_TUPLE,
   INSERT_AUDIT,
   INSERT_GRANT_TOKENS,
   LOCK_LIVE_GRANT_TX,
   LOCK_REVOKED_GRANT,
   LOCK_REVOKED_GRANT_OF_TOKEN,
   MINT_ACCESS,
+  PURGE_BATCH,
   REVOKE_GRANT,
   REVOKE_GRANTS_LIVE,
   REVOKE_ONE,
@@ -20,7 +22,8 @@ import {
 /*
  * The PostgreSQL store's writes that decide races on grants: each one statement or one
  * transaction whose grant lock (grants row) orders it against every other (contract 3, "a
- * revocation is final"). Single-token revocations without a cascade go through batching.ts.
+ * revocation is final"). Single-token revocations without a cascade, and mints, go through
+ * batching.ts. And purge, whose scan goes on where the last batch stopped.
  */
 
 /** revokeToken with the cascade: the token, and its whole grant, under the grant lock. */
@@ -137,4 +140,29 @@ export async function rotateRefreshToken(db: Database, oldJti: string, issued: T
 
 async function grantOf(db: Database, jti: string): Promise<string | undefined> {
   return (await db.query<{ grantId: string }>('SELECT grant_id AS "grantId" FROM tokens WHERE jti = $1', [jti])).rows[0]?.grantId;
+}
+
+/** Where a process's next purge batch scans for revoked tokens from (a tuple id, PURGE_BATCH). */
+export interface PurgeScan {
+  from: string;
+}
+
+const NO_AUDIT: AuditEntry = { at: 0, actor: '', action: '', target: '', count: 0, detail: '' };
+
+/**
+ * One purge batch. Revoked tokens are found by a scan that goes on where this process's last
+ * batch stopped (PURGE_BATCH); 0 is answered only once a scan from the first page found nothing.
+ */
+export async function purgeBatch(db: Database, scan: PurgeScan, before: number, batchSize: number, audit?: AuditEntry): Promise<number> {
+  for (;;) {
+    const from = scan.from;
+    const a = audit ?? NO_AUDIT;
+    const { rows } = await db.query<{ n: number; wanted: number; found: number; last: string | null }>(PURGE_BATCH, [
+      before, Math.max(0, batchSize), from, audit !== undefined, a.at, a.actor, a.action, a.target, a.detail,
+    ]);
+    const row = rows[0] ?? { n: 0, wanted: 0, found: 0, last: null };
+    // The scan reached the last page: the next one starts again from the first.
+    if (row.wanted > 0) scan.from = row.found < row.wanted ? FIRST_TUPLE : (row.last ?? FIRST_TUPLE);
+    if (row.n > 0 || from === FIRST_TUPLE || batchSize <= 0) return row.n;
+  }
 }
