@@ -30,9 +30,17 @@ export class Batcher<I, O> {
     private readonly run: (items: I[]) => Promise<(O | Failed)[]>,
     private readonly maxInFlight: number,
     private readonly maxBatch: number,
-    /** Told the size of every batch sent (StoreObserver.commitBatch, for the writes). */
-    private readonly sent?: (size: number) => void,
+    /** Told the size of every batch done (StoreObserver.commitBatch, for the writes: after its commit). */
+    private readonly done?: (size: number) => void,
   ) {}
+
+  private tell(size: number): void {
+    try {
+      this.done?.(size);
+    } catch {
+      // A watcher's failure must not fail the callers of a committed batch.
+    }
+  }
 
   add(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
@@ -50,15 +58,16 @@ export class Batcher<I, O> {
     while (this.pending.length > 0 && this.inFlight < this.maxInFlight) {
       const batch = this.pending.splice(0, this.maxBatch);
       this.inFlight++;
-      this.sent?.(batch.length);
       this.run(batch.map((w) => w.item))
         .then(
-          (answers) =>
+          (answers) => {
+            this.tell(batch.length);
             batch.forEach((w, k) => {
               const answer = answers[k];
               if (answer instanceof Failed) w.reject(answer.error);
               else w.resolve(answer as O);
-            }),
+            });
+          },
           (error: unknown) => batch.forEach((w) => w.reject(error)),
         )
         .finally(() => {
