@@ -106,28 +106,21 @@ export interface Revocation {
  */
 export function revokeTokens(db: Database): (items: Revocation[]) => Promise<(boolean | Failed)[]> {
   return async (items) => {
-    if (items.length === 1) return [await revokeOne(db, items[0]!)];
     const first = new Map<string, Revocation>();
     for (const r of items) if (!first.has(r.jti)) first.set(r.jti, r);
-    // In jti order: two batches that share tokens lock them in the same order.
-    const distinct = [...first.values()].sort((a, b) => compare(a.jti, b.jti));
-    let revoked: Set<string>;
-    try {
+    const alone = async (r: Revocation) => first.get(r.jti) === r && (await revokeOne(db, r));
+    return togetherOrAlone(items, alone, async () => {
+      // In jti order: two batches that share tokens lock them in the same order.
+      const distinct = [...first.values()].sort((x, y) => compare(x.jti, y.jti));
       const column = <T>(f: (r: Revocation) => T) => distinct.map(f);
       const { rows } = await db.query<{ jti: string }>(REVOKE_TOKENS, [
         column((r) => r.jti), column((r) => r.at), column((r) => r.audit?.at ?? 0), column((r) => r.audit?.actor ?? ''),
         column((r) => r.audit?.action ?? ''), column((r) => r.audit?.target ?? ''), column((r) => r.audit?.count ?? 0),
         column((r) => r.audit?.detail ?? ''), column((r) => r.audit !== undefined),
       ]);
-      revoked = new Set(rows.map((r) => r.jti));
-    } catch (error) {
-      if (error instanceof StoreUnavailableError) throw error;
-      // Nothing of the batch was committed: each on its own, one after another.
-      const alone: (boolean | Failed)[] = [];
-      for (const r of items) alone.push(first.get(r.jti) === r ? await revokeOne(db, r).catch((e: unknown) => new Failed(e)) : false);
-      return alone;
-    }
-    return items.map((r) => first.get(r.jti) === r && revoked.has(r.jti));
+      const revoked = new Set(rows.map((r) => r.jti));
+      return items.map((r) => first.get(r.jti) === r && revoked.has(r.jti));
+    });
   };
 }
 
@@ -158,22 +151,36 @@ export interface Mint {
  * fails alone (unless the store is unavailable).
  */
 export function insertMints(db: Database): (items: Mint[]) => Promise<(MintOutcome | Failed)[]> {
-  return async (items) => {
-    if (items.length === 1) return [await mintOutcome(db, items[0]!.access, items[0]!.refreshJti, items[0]!.limit)];
-    const order = items.map((_, k) => k).sort((a, b) => compare(items[a]!.access.grantId, items[b]!.access.grantId));
-    try {
-      return await db.transaction(async (tx) => {
-        const outcomes: MintOutcome[] = new Array<MintOutcome>(items.length);
-        for (const k of order) outcomes[k] = await mintOutcome(tx, items[k]!.access, items[k]!.refreshJti, items[k]!.limit);
-        return outcomes;
-      });
-    } catch (error) {
-      if (error instanceof StoreUnavailableError) throw error;
-      const alone: (MintOutcome | Failed)[] = [];
-      for (const m of items) alone.push(await mintOutcome(db, m.access, m.refreshJti, m.limit).catch((e: unknown) => new Failed(e)));
-      return alone;
-    }
-  };
+  return async (items) =>
+    togetherOrAlone(
+      items,
+      (m) => mintOutcome(db, m.access, m.refreshJti, m.limit),
+      () =>
+        db.transaction(async (tx) => {
+          const outcomes = new Array<MintOutcome>(items.length);
+          const order = items.map((_, k) => k).sort((x, y) => compare(items[x]!.access.grantId, items[y]!.access.grantId));
+          for (const k of order) outcomes[k] = await mintOutcome(tx, items[k]!.access, items[k]!.refreshJti, items[k]!.limit);
+          return outcomes;
+        }),
+    );
+}
+
+/**
+ * A batch's writes: `together` for two or more (one commit), `alone` for a single one. When
+ * `together` fails, nothing of it was committed, and each item is run again `alone`, one after
+ * another, so that a failing one fails alone; unless the store is unavailable, which every one
+ * of them would find too.
+ */
+async function togetherOrAlone<I, O>(items: I[], alone: (item: I) => Promise<O>, together: () => Promise<O[]>): Promise<(O | Failed)[]> {
+  if (items.length === 1) return [await alone(items[0]!)];
+  try {
+    return await together();
+  } catch (error) {
+    if (error instanceof StoreUnavailableError) throw error;
+    const answers: (O | Failed)[] = [];
+    for (const item of items) answers.push(await alone(item).catch((e: unknown) => new Failed(e)));
+    return answers;
+  }
 }
 
 function compare(a: string, b: string): number {
