@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { coreCount, killAll, killGroup, pinning, runToEnd, SERVER_CORE } from './lib/proc.js';
 import { isActive, postForm, runLoad, runLoadAcross } from './lib/measure.js';
-import { preparePg } from './lib/postgres.js';
+import { bulkRevokePg, copyToPg, dropAllPg, preparePg } from './lib/postgres.js';
 import { CLIENT, REQUESTS, startCeiling, startPeer, startTokenctl, tokenctlServeMissing } from './lib/contenders.js';
 import { copyStore, prepareStores } from './lib/stores.js';
 import { bulkRevoke, cliColdStarts } from './lib/cli.js';
@@ -55,6 +55,7 @@ async function dropPgOnce() {
   const drop = dropPg;
   dropPg = null;
   if (drop) await drop();
+  await dropAllPg();
 }
 
 /** Newest modification time under a directory (ms). */
@@ -220,6 +221,16 @@ async function main() {
           await measure(rep, 'tokenctl.revoke', () => startTokenctl(workDir, `tkpool-${n}`, db), REQUESTS.tokenctl.revoke, s.pool.accessFile, { fresh: true });
           await measure(rep, 'tokenctl.refresh', () => startTokenctl(workDir, `tkrefresh-${n}`, db), REQUESTS.tokenctl.refresh, s.pool.refreshFile);
         }),
+        tk && pg && (async () => {
+          // The same pool of fresh tokens, copied into a schema of this repetition's own.
+          const copy = await copyToPg({ base: pg.cleanBase, sqlite: copyStore(s.pool.db, join(workDir, `pgpool-${n}.db`)), log, what: 'the revocation pool' });
+          try {
+            await measure(rep, 'tokenctl.revoke_pg', () => startTokenctl(workDir, `tkpgpool-${n}`, copy.url, [], { node: 'bench-a' }), REQUESTS.tokenctl.revoke, s.pool.accessFile, { fresh: true });
+            await measure(rep, 'tokenctl.refresh_pg', () => startTokenctl(workDir, `tkpgrefresh-${n}`, copy.url, [], { node: 'bench-a' }), REQUESTS.tokenctl.refresh, s.pool.refreshFile);
+          } finally {
+            await copy.drop();
+          }
+        }),
       ]);
       for (const run of revocation.filter(Boolean)) await attempt('a revocation/refresh run', run);
     } finally {
@@ -235,6 +246,12 @@ async function main() {
         rep.bulk = await bulkRevoke({ template: s.bulk.db, workDir, rep: n, expect: 100_000 });
         log(`  bulk revoke 100k: ${rep.bulk.elapsed_ms} ms (command's own), ${rep.bulk.wall_ms.toFixed(0)} ms wall`);
       });
+      if (pg) {
+        await attempt('the PostgreSQL bulk revocation', async () => {
+          rep.pgBulk = await bulkRevokePg({ base: pg.cleanBase, sqlite: copyStore(s.bulk.db, join(workDir, `pgbulk-${n}.db`)), log, expect: 100_000 });
+          log(`  PostgreSQL bulk revoke 100k: ${rep.pgBulk.elapsed_ms} ms (command's own), ${rep.pgBulk.wall_ms.toFixed(0)} ms wall, longest stall of a revocation ${rep.pgBulk.max_stall_ms} ms (${rep.pgBulk.probes} probes)`);
+        });
+      }
     }
   }
 
@@ -252,6 +269,7 @@ async function main() {
     runs: runDetails,
     cli: { node_e_0_ms: round(median(reps.map((r) => r.cli?.node_ms)), 1), plain_script_ms: round(median(reps.map((r) => r.cli?.plain_ms)), 1), tool: reps[0]?.cli?.tool ?? null },
     bulk_revoke_wall_ms: round(median(reps.map((r) => r.bulk?.wall_ms)), 0),
+    pg_bulk_revoke_wall_ms: round(median(reps.map((r) => r.pgBulk?.wall_ms)), 0),
     postgres: pgMeta,
     notes,
   };

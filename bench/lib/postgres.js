@@ -8,7 +8,8 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
-import { runToEnd } from './proc.js';
+import { performance } from 'node:perf_hooks';
+import { runToEnd, SERVER_CORE } from './proc.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/test';
@@ -38,7 +39,7 @@ async function client(base) {
  * Creates and fills the schema. Throws (with a readable reason) when PostgreSQL is unreachable
  * or the copy fails; whatever was created is dropped again first.
  * @param {{ sqlite: string, log: (s: string) => void }} o the 1k SQLite store to copy (a work copy: migrate only reads it)
- * @returns {Promise<{ url: string, schema: string, base: string, drop: () => Promise<void> }>}
+ * @returns {Promise<{ url: string, schema: string, base: string, drop: () => Promise<void>, cleanBase: string }>}
  */
 export async function preparePg(o) {
   const base = process.env.TOKENCTL_BENCH_PG || DEFAULT_PG;
@@ -59,7 +60,6 @@ export async function preparePg(o) {
   } catch (err) {
     throw new Error(`PostgreSQL at ${redact(cleanBase)} is unreachable (${err instanceof Error ? err.message : String(err)})`);
   }
-  const schema = `${PREFIX}${Math.floor(Date.now() / 1000)}_${randomBytes(4).toString('hex')}`;
   try {
     // Leftovers of a run killed before its cleanup (Ctrl-C): only ones old enough not to be a concurrent run's.
     const { rows } = await c.query('SELECT nspname FROM pg_namespace WHERE nspname LIKE $1', [`${PREFIX}%`]);
@@ -74,25 +74,92 @@ export async function preparePg(o) {
     await c.end().catch(() => {});
   }
 
-  const target = new URL(cleanBase);
+  const copy = await copyToPg({ base: cleanBase, sqlite: o.sqlite, log: o.log, what: 'the 1k store' });
+  return { url: copy.url, schema: copy.schema, base: redact(cleanBase), drop: copy.drop, cleanBase };
+}
+
+/** Schemas created and not yet dropped: {@link dropAllPg} drops them (the bench's cleanup). @type {Map<string, () => Promise<void>>} */
+const created = new Map();
+
+/** Drops every schema this run created that is still there. */
+export async function dropAllPg() {
+  for (const drop of [...created.values()]) await drop();
+}
+
+/**
+ * A new schema filled with an exact copy of a SQLite store by `tokenctl migrate` (the built code).
+ * @param {{ base: string, sqlite: string, log: (s: string) => void, what: string }} o
+ * @returns {Promise<{ url: string, schema: string, drop: () => Promise<void> }>}
+ */
+export async function copyToPg(o) {
+  const schema = `${PREFIX}${Math.floor(Date.now() / 1000)}_${randomBytes(4).toString('hex')}`;
+  const target = new URL(o.base);
   target.searchParams.set('schema', schema);
   const url = target.toString();
   const drop = async () => {
-    const d = await client(cleanBase);
+    created.delete(schema);
+    const d = await client(o.base);
     try {
       await d.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     } finally {
       await d.end().catch(() => {});
     }
   };
+  created.set(schema, drop);
   try {
     const t0 = Date.now();
-    const r = await runToEnd(process.execPath, [join(ROOT, 'bin/run.js'), 'migrate', '--from', o.sqlite, '--to', url, '--yes', '--json'], { timeoutMs: 180_000 });
+    const r = await runToEnd(process.execPath, [join(ROOT, 'bin/run.js'), 'migrate', '--from', o.sqlite, '--to', url, '--yes', '--json'], { timeoutMs: 300_000 });
     if (r.code !== 0) throw new Error(`tokenctl migrate into ${redact(url)} failed (exit ${r.code}): ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`);
-    o.log(`  PostgreSQL store: schema ${schema} filled from the 1k store by \`tokenctl migrate\` in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    o.log(`  PostgreSQL store: schema ${schema} filled from ${o.what} by \`tokenctl migrate\` in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   } catch (err) {
     await drop().catch(() => {});
     throw err;
   }
-  return { url, schema, base: redact(cleanBase), drop };
+  return { url, schema, drop };
 }
+
+/**
+ * `tokenctl revoke --client bulk --yes --json` on a PostgreSQL copy of the bulk store, while a
+ * probe on a connection of its own takes, one after another, the row lock of tokens the bulk
+ * revocation is revoking (what a single revocation of one of them waits for): the longest wait
+ * is how long the bulk revocation stalls other revocations.
+ * @param {{ base: string, sqlite: string, log: (s: string) => void, expect: number }} o
+ * @returns {Promise<{ elapsed_ms: number, wall_ms: number, revoked: number, max_stall_ms: number, probes: number }>}
+ */
+export async function bulkRevokePg(o) {
+  const copy = await copyToPg({ base: o.base, sqlite: o.sqlite, log: o.log, what: 'the bulk store' });
+  const probe = await client(o.base);
+  try {
+    const tokens = `"${copy.schema}".tokens`;
+    const { rows } = await probe.query(`SELECT jti FROM ${tokens} WHERE client_id = 'bulk' ORDER BY random() LIMIT 2000`);
+    const jtis = rows.map((r) => r.jti);
+    let running = true;
+    let maxStall = 0;
+    let probes = 0;
+    const probing = (async () => {
+      for (let k = 0; running; k++) {
+        const t0 = performance.now();
+        // Takes the row lock and releases it at once (the statement's own transaction); changes nothing.
+        await probe.query(`UPDATE ${tokens} SET revoked_at = revoked_at WHERE jti = $1`, [jtis[k % jtis.length]]);
+        maxStall = Math.max(maxStall, performance.now() - t0);
+        probes++;
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+    })();
+    const r = await runToEnd(process.execPath, [join(ROOT, 'bin/run.js'), 'revoke', '--client', 'bulk', '--yes', '--json', '--db', copy.url], { core: SERVER_CORE, timeoutMs: 300_000 });
+    running = false;
+    await probing;
+    let out;
+    try {
+      out = JSON.parse(r.stdout);
+    } catch {
+      throw new Error(`tokenctl revoke --client on PostgreSQL gave no JSON (exit ${r.code}): ${(r.stdout + r.stderr).slice(0, 300)}`);
+    }
+    if (r.code !== 0 || out.revoked !== o.expect) throw new Error(`PostgreSQL bulk revocation revoked ${out.revoked} tokens, expected ${o.expect} (exit ${r.code})`);
+    return { elapsed_ms: Number(out.elapsed_ms), wall_ms: r.ms, revoked: out.revoked, max_stall_ms: Math.round(maxStall), probes };
+  } finally {
+    await probe.end().catch(() => {});
+    await copy.drop();
+  }
+}
+

@@ -41,14 +41,21 @@ export const FIGURES = [
   { key: 'server_rss_mb', label: 'tokenctl server RSS under load, MB', target: '≤ 150', ok: (v) => v <= 150 },
   { key: 'pg_introspection_rps_1node', label: 'introspection, PostgreSQL store, 1 node, req/s', target: null },
   { key: 'pg_introspection_rps_2nodes', label: 'introspection, PostgreSQL store, 2 nodes, req/s', target: null },
-  { key: 'pg_introspection_ratio_to_sqlite', label: 'introspection, PostgreSQL 1 node / SQLite', target: null },
+  { key: 'pg_introspection_ratio_to_sqlite', label: 'introspection, PostgreSQL 1 node / SQLite', target: '≥ 0.5', ok: (v) => v >= 0.5 },
+  { key: 'pg_revocation_rps', label: 'revocation (fresh tokens), PostgreSQL store, 1 node, req/s', target: null },
+  { key: 'pg_revocation_ratio_to_peer', label: 'revocation, PostgreSQL 1 node / peer', target: '≥ 1.5', ok: (v) => v >= 1.5 },
+  { key: 'pg_refresh_rps', label: 'refresh, PostgreSQL store, 1 node, req/s', target: null },
+  { key: 'pg_refresh_ratio_to_sqlite', label: 'refresh, PostgreSQL 1 node / SQLite', target: '≥ 0.5', ok: (v) => v >= 0.5 },
+  { key: 'pg_bulk_revoke_100k_ms', label: 'bulk revocation of 100k tokens, PostgreSQL, ms', target: '≤ 1000', ok: (v) => v <= 1000 },
+  { key: 'pg_bulk_revoke_max_stall_ms', label: 'longest wait of a revocation during it, ms', target: '≤ 100', ok: (v) => v <= 100 },
 ];
 
 /**
  * @typedef {import('./measure.js').LoadResult} LoadResult
  * @typedef {{ n: number, runs: Record<string, LoadResult|undefined>,
  *   cli?: { node_ms: number, plain_ms: number, tokenctl_ms: number, tool: string },
- *   bulk?: { elapsed_ms: number, wall_ms: number, revoked: number } }} Rep
+ *   bulk?: { elapsed_ms: number, wall_ms: number, revoked: number },
+ *   pgBulk?: { elapsed_ms: number, wall_ms: number, revoked: number, max_stall_ms: number, probes: number } }} Rep
  */
 
 /**
@@ -83,6 +90,12 @@ export function figures(reps) {
     pg_introspection_rps_1node: med((r) => rps(r, 'tokenctl.introspect_pg_1node')),
     pg_introspection_rps_2nodes: med((r) => rps(r, 'tokenctl.introspect_pg_2nodes')),
     pg_introspection_ratio_to_sqlite: med((r) => ratio(rps(r, 'tokenctl.introspect_pg_1node'), rps(r, 'tokenctl.introspect'))),
+    pg_revocation_rps: med((r) => rps(r, 'tokenctl.revoke_pg')),
+    pg_revocation_ratio_to_peer: med((r) => ratio(rps(r, 'tokenctl.revoke_pg'), rps(r, 'peer.revoke'))),
+    pg_refresh_rps: med((r) => rps(r, 'tokenctl.refresh_pg')),
+    pg_refresh_ratio_to_sqlite: med((r) => ratio(rps(r, 'tokenctl.refresh_pg'), rps(r, 'tokenctl.refresh'))),
+    pg_bulk_revoke_100k_ms: med((r) => r.pgBulk?.elapsed_ms),
+    pg_bulk_revoke_max_stall_ms: med((r) => r.pgBulk?.max_stall_ms),
   };
 }
 

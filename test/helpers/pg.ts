@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import pg from 'pg';
-import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.js';
+import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/store.js';
 
 /**
  * PostgreSQL for tests: the server named by TOKENCTL_TEST_PG, or none (the tests skip). Every

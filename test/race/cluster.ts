@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Engine } from '../../src/engine/engine.js';
 import { buildSpecAuthorization } from '../../src/engine/client-auth.js';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { PostgresStore } from '../../src/store/postgres/store.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { TokenStore } from '../../src/store/store.js';
 import { dropSchema, testSchemaName, withPg } from '../helpers/pg.js';

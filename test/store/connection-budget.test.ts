@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { budgetWarning, readConnectionBudget, type ConnectionBudget } from '../../src/store/postgres/budget.js';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { PostgresStore } from '../../src/store/postgres/store.js';
 import { DEFAULT_POOL_SIZE } from '../../src/store/postgres/pool.js';
 import { PG_SKIP_MESSAGE, PG_URL, dropSchema, testSchemaName, withPg } from '../helpers/pg.js';
 import { PGBOUNCER, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.js';

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { PostgresStore } from '../../src/store/postgres/store.js';
 import { StoreUnavailableError } from '../../src/store/store.js';
 import { PG_URL, dropSchema, openTestStore, testSchemaName, withPg } from '../helpers/pg.js';
 import { PGBOUNCER, PGBOUNCER_SKIP_MESSAGE, startPgBouncer, type PgBouncer, type PoolMode } from '../helpers/pgbouncer.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Qualifier, STORE_TABLES, qualifyTables } from '../../src/store/postgres/qualify.js';
-import { INSERT_TOKENS, LIST_AUDIT, PURGE_BATCH, REVOKE_GRANT, STATS, listTokensQuery, revocableQuery, MINT_ACCESS, ROTATE, LOCK_REVOKED_GRANT, bulkGrantBatch } from '../../src/store/postgres/queries.js';
+import { INSERT_TOKENS, LIST_AUDIT, PURGE_BATCH, REVOKE_GRANT, STATS, listTokensQuery, revocableQuery, MINT_ACCESS, ROTATE, LOCK_REVOKED_GRANT, bulkGrantBatch } from '../../src/store/postgres/statements.js';
 import { PG_SKIP_MESSAGE, PG_URL, openTestStore } from '../helpers/pg.js';
 import { describeStoreContract } from './contract.js';
 
@@ -56,9 +56,9 @@ describe('qualifyTables', () => {
     expect(qualified(MINT_ACCESS)).toBe(4); // the grant lock, the refresh token, the grant's recent tokens, the insert
     expect(qualified(ROTATE)).toBe(3);
     expect(qualified(LOCK_REVOKED_GRANT)).toBe(1);
-    expect(qualified(bulkGrantBatch({ username: 'alice' }, 1, 10).sql)).toBe(2);
+    expect(qualified(bulkGrantBatch({ username: 'alice' }, 1, 10, null).sql)).toBe(2);
     expect(q(ROTATE)).toContain('SELECT 1 FROM g'); // a CTE's name stays as it is
-    expect(qualified(PURGE_BATCH)).toBe(2);
+    expect(qualified(PURGE_BATCH)).toBe(4);
     expect(qualified(REVOKE_GRANT)).toBe(1);
     expect(qualified(STATS)).toBe(3);
     expect(q(STATS)).toContain('AS clients'); // the column alias, unqualified

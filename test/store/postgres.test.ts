@@ -3,8 +3,8 @@ import type { Pool } from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { APPLICATION, LATEST_SCHEMA_VERSION, META_TABLE, MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { mapPgError, redactUrl } from '../../src/store/postgres/errors.js';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { revocableQuery } from '../../src/store/postgres/queries.js';
+import { PostgresStore } from '../../src/store/postgres/store.js';
+import { revocableQuery } from '../../src/store/postgres/statements.js';
 import { NotAStoreError, SchemaTooNewError, StoreUnavailableError, type TokenRecord } from '../../src/store/store.js';
 import {
   PG_SKIP_MESSAGE,

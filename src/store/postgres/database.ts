@@ -87,6 +87,11 @@ export class Database {
     );
   }
 
+  /** The pool's connections now (open, idle) and the callers waiting for one. */
+  poolState(): { total: number; idle: number; waiting: number } {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount };
+  }
+
   /** Ends the pool; idempotent. */
   async close(): Promise<void> {
     this.ended ??= this.pool.end();

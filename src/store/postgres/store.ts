@@ -11,7 +11,9 @@ import {
   type ClientRecord,
   type MintLimit,
   type MintOutcome,
+  type PoolState,
   type RotateOutcome,
+  type StoreObserver,
   type StoreStats,
   type TokenFilter,
   type TokenRecord,
@@ -19,32 +21,27 @@ import {
   type TokenStore,
   type TokenType,
 } from '../store.js';
-import { Database, Rollback, withClient } from './database.js';
+import { Batcher, insertMints, MAX_BATCH, MAX_MINT_BATCH, readClientsAndTokens, revokeTokens, type Mint, type Revocation } from './batching.js';
+import { Database, withClient } from './database.js';
 import { isUniqueViolation, mapPgError, redactUrl } from './errors.js';
 import { identify, META_TABLE, migrate } from './migrations.js';
 import { DEFAULT_POOL_SIZE, checkSchemaName, createPool, schemaFromUrl } from './pool.js';
 import {
-  bulkGrantBatch,
+  auditParams,
   CLIENT_COLUMNS,
-  INSERT_GRANT_TOKENS,
+  countTokensQuery,
+  INSERT_AUDIT,
   INSERT_TOKENS,
-  LOCK_LIVE_GRANT_TX,
-  LOCK_REVOKED_GRANT,
-  LOCK_REVOKED_GRANT_OF_TOKEN,
-  MINT_ACCESS,
-  REVOKE_GRANTS_LIVE,
-  ROTATE,
   LIST_AUDIT,
+  listTokensQuery,
+  FIRST_TUPLE,
   PURGEABLE_SQL,
-  PURGE_BATCH,
-  REVOKE_GRANT,
+  revocableQuery,
   STATS,
   TOKEN_COLUMNS,
-  countTokensQuery,
-  listTokensQuery,
-  revocableQuery,
   tokenColumns,
-} from './queries.js';
+} from './statements.js';
+import { purgeBatch, revokeBulk, revokeGrant, revokeWithGrant, rotateRefreshToken, type PurgeScan } from './writes.js';
 
 export interface PostgresStoreOptions {
   /** Connections in the pool (default {@link DEFAULT_POOL_SIZE}: what one CLI command needs; `serve` sets its own). */
@@ -68,6 +65,8 @@ export interface PostgresStoreOptions {
    * tokenctl's tables is refused with NoStoreError, and nothing is created.
    */
   create?: boolean;
+  /** Told the size of each batch of revocations committed together (metrics). */
+  observer?: StoreObserver;
 }
 
 /**
@@ -81,10 +80,27 @@ export interface PostgresStoreOptions {
  * reconnects by itself when the database is back.
  */
 export class PostgresStore implements TokenStore {
+  /** Reads and single-token revocations that arrive together share a round trip (batching.ts). */
+  private readonly reads: Batcher<{ clientId: string; digest: string | null }, ClientAndToken>;
+  private readonly revocations: Batcher<Revocation, boolean>;
+  private readonly mints: Batcher<Mint, MintOutcome>;
+  /** Where this process's next purge batch scans for revoked tokens from (writes.ts). */
+  private readonly purgeScan: PurgeScan = { from: FIRST_TUPLE };
+
   private constructor(
     private readonly db: Database,
     readonly location: string,
-  ) {}
+    poolSize: number,
+    observer: StoreObserver | undefined,
+  ) {
+    // Half the pool each at most, so that neither kind starves the other or the rest.
+    const inFlight = Math.max(1, Math.floor(poolSize / 2));
+    this.reads = new Batcher(readClientsAndTokens(db), inFlight, MAX_BATCH);
+    const commitBatch = observer?.commitBatch?.bind(observer);
+    this.revocations = new Batcher(revokeTokens(db), inFlight, MAX_BATCH, commitBatch);
+    // A mint batch holds its grant locks to its commit: small, so that a revocation waits little.
+    this.mints = new Batcher(insertMints(db), inFlight, MAX_MINT_BATCH, commitBatch);
+  }
 
   /**
    * Connects, checks that the schema is a tokenctl store (or empty) and applies pending
@@ -99,8 +115,9 @@ export class PostgresStore implements TokenStore {
     if (schema !== undefined) checkSchemaName(schema);
     const location = options.schema === undefined ? redactUrl(url) : `${redactUrl(url)} (schema ${options.schema})`;
     const statementTimeoutMs = options.statementTimeoutMs ?? 30_000;
+    const poolSize = options.poolSize ?? DEFAULT_POOL_SIZE;
     const pool = createPool(url, {
-      poolSize: options.poolSize ?? DEFAULT_POOL_SIZE,
+      poolSize,
       connectionTimeoutMs: options.connectionTimeoutMs ?? 3_000,
       statementTimeoutMs,
     });
@@ -112,7 +129,8 @@ export class PostgresStore implements TokenStore {
         }
         await migrate(db, target, location);
       });
-      return new PostgresStore(new Database(pool, location, { schema, statementTimeoutMs, retryBudgetMs: options.retryBudgetMs }), location);
+      const db = new Database(pool, location, { schema, statementTimeoutMs, retryBudgetMs: options.retryBudgetMs });
+      return new PostgresStore(db, location, poolSize, options.observer);
     } catch (error) {
       await pool.end().catch(() => undefined);
       throw mapPgError(error, location);
@@ -181,13 +199,8 @@ export class PostgresStore implements TokenStore {
   }
 
   async findClientAndToken(clientId: string, digest: string | null): Promise<ClientAndToken> {
-    // One round trip, one snapshot: each row as JSON under the record's own field names.
-    const { rows } = await this.db.query<ClientAndToken>(
-      `SELECT (SELECT row_to_json(c) FROM (SELECT ${CLIENT_COLUMNS} FROM clients WHERE id = $1) c) AS client,
-        (SELECT row_to_json(t) FROM (SELECT ${TOKEN_COLUMNS} FROM tokens WHERE digest = $2) t) AS token`,
-      [clientId, digest],
-    );
-    return { client: rows[0]?.client ?? null, token: rows[0]?.token ?? null };
+    // With the other reads of this event-loop turn: one round trip, one snapshot (batching.ts).
+    return this.reads.add({ clientId, digest });
   }
 
   async scanTokens(afterJti: string | null, limit: number): Promise<TokenRecord[]> {
@@ -220,129 +233,28 @@ export class PostgresStore implements TokenStore {
   }
 
   async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry): Promise<boolean> {
-    if (!cascadeGrant) {
-      // One statement: the conditional update decides who revoked it, and the audit line goes with it.
-      const { rows } = await this.db.query<{ revoked: boolean }>(
-        `WITH r AS (UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL RETURNING 1),
-          a AS (INSERT INTO audit (at, actor, action, target, count, detail) SELECT $3, $4, $5, $6, $7, $8 WHERE $9 AND EXISTS (SELECT 1 FROM r))
-          SELECT EXISTS (SELECT 1 FROM r) AS revoked`,
-        [at, jti, ...auditParams(audit ?? NO_AUDIT), audit !== undefined],
-      );
-      return rows[0]?.revoked === true;
-    }
-    return this.db.transaction(async (db) => {
-      // The grant lock first, as every grant revocation; the token names its grant.
-      const grantId = (await db.query<{ grantId: string }>(LOCK_REVOKED_GRANT_OF_TOKEN, [at, jti])).rows[0]?.grantId;
-      if (grantId === undefined) return new Rollback(false);
-      // The row lock taken here makes this call the one that revoked it, or not.
-      if ((await db.query(revokeOne, [at, jti])).rowCount !== 1) return new Rollback(false);
-      await db.query(REVOKE_GRANT, [at, grantId]);
-      if (audit) await db.query(INSERT_AUDIT, auditParams(audit));
-      return true;
-    });
+    if (cascadeGrant) return revokeWithGrant(this.db, jti, at, audit);
+    return this.revocations.add({ jti, at, audit });
   }
 
   async insertMintedAccess(access: TokenRecord, refreshJti: string, limit?: MintLimit): Promise<MintOutcome> {
-    // One statement under the grant lock (MINT_ACCESS): a revocation of the grant either committed
-    // first, and the lock, waited for, shows the grant revoked; or it waits for this insert to
-    // commit, and then revokes the new token too.
-    const params = [...tokenColumns([access]), access.grantId, refreshJti, limit?.since ?? null, limit?.max ?? null];
-    const { rows } = await this.db.query<{ inserted: boolean; known: boolean; limited: boolean }>(MINT_ACCESS, params);
-    const outcome = rows[0];
-    if (outcome?.inserted) return 'inserted';
-    if (!outcome?.known) return 'unknown';
-    return outcome.limited ? 'limited' : 'revoked'; // limited: only when nothing else stopped it
+    return this.mints.add({ access, refreshJti, limit });
   }
 
   async revokeGrant(grantId: string, at: number, audit?: AuditEntry): Promise<number> {
-    return this.db.transaction(async (db) => {
-      await db.query(LOCK_REVOKED_GRANT, [at, grantId]);
-      // A statement of its own: its snapshot, taken once the lock is ours, has every token minted
-      // by a transaction that held the lock before us (READ COMMITTED; at SERIALIZABLE, a mint we
-      // cannot see makes one of the two fail with a serialization error, and it runs again).
-      const revoked = (await db.query(REVOKE_GRANT, [at, grantId])).rowCount ?? 0;
-      if (revoked > 0 && audit) await db.query(INSERT_AUDIT, auditParams({ ...audit, count: revoked }));
-      return revoked;
-    });
+    return revokeGrant(this.db, grantId, at, audit);
   }
 
-  /** Needs no `resume`: each batch takes the first unrevoked grants, and those it revokes are no longer. */
-  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry): Promise<BulkBatch> {
-    if ('jti' in selector) return { revoked: await this.revokeJti(selector.jti, at, audit), more: false };
-    return this.db.transaction(async (db) => {
-      const batch = bulkGrantBatch(selector, at, Math.max(1, limit));
-      const grants = (await db.query<{ grantId: string }>(batch.sql, batch.params)).rows.map((r) => r.grantId);
-      if (grants.length === 0) return { revoked: 0, more: false };
-      const revoked = (await db.query(REVOKE_GRANTS_LIVE, [at, grants])).rowCount ?? 0;
-      if (revoked > 0 && audit) await db.query(INSERT_AUDIT, auditParams({ ...audit, count: revoked }));
-      // Until a batch finds no unrevoked grant: one that a concurrent revocation took from under
-      // this batch's LIMIT must not end the loop while others remain.
-      return { revoked, more: true };
-    });
-  }
-
-  /** `revoke --jti`: the live token, and its whole grant under the grant lock when it is a refresh token. */
-  private async revokeJti(jti: string, at: number, audit: AuditEntry | undefined): Promise<number> {
-    const { sql, params, condition } = revocableQuery({ jti }, at);
-    return this.db.transaction(async (db) => {
-      const named = (await db.query<{ grantId: string; type: string }>('SELECT grant_id AS "grantId", type FROM tokens WHERE jti = $1', [jti])).rows[0];
-      if (named?.type === 'refresh_token') await db.query(LOCK_REVOKED_GRANT, [at, named.grantId]);
-      const revoked = (await db.query(`${sql} UPDATE tokens SET revoked_at = $1 WHERE ${condition}`, params)).rowCount ?? 0;
-      if (revoked === 0) return new Rollback(0); // nothing live: the grant stays as it was
-      if (audit) await db.query(INSERT_AUDIT, auditParams({ ...audit, count: revoked }));
-      return revoked;
-    });
+  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string): Promise<BulkBatch> {
+    return revokeBulk(this.db, selector, at, limit, audit, resume);
   }
 
   async rotateRefreshToken(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): Promise<RotateOutcome> {
-    const next = issued.find((t) => t.type === 'refresh_token')?.jti ?? null;
-    if (revokeJti === undefined) {
-      const grantId = issued[0]?.grantId ?? (await this.findTokenByJti(oldJti))?.grantId ?? null;
-      const { rows } = await this.db.query<{ rotated: boolean }>(ROTATE, [...tokenColumns(issued), grantId, at, next, oldJti]);
-      return rows[0]?.rotated ? 'rotated' : 'conflict';
-    }
-    return this.db.transaction<RotateOutcome>(async (db) => {
-      // Grace re-use. The grant lock first (a revocation of the grant waits, or has won), then the
-      // old token: concurrent re-uses of it queue there, and only the first still finds it
-      // pointing at the lost replacement.
-      const grantId = (await db.query<{ grantId: string }>('SELECT grant_id AS "grantId" FROM tokens WHERE jti = $1', [oldJti])).rows[0]?.grantId;
-      if (grantId === undefined || (await db.query(LOCK_LIVE_GRANT_TX, [grantId])).rowCount !== 1) return new Rollback('conflict');
-      const repointed = await db.query(
-        'UPDATE tokens SET replaced_at = coalesce(replaced_at, $1), replaced_by = $2 WHERE jti = $3 AND revoked_at IS NULL AND replaced_by = $4',
-        [at, next, oldJti, revokeJti],
-      );
-      if (repointed.rowCount !== 1) return new Rollback('conflict');
-      // The lost replacement must still be current (not refreshed or revoked meanwhile); it is
-      // superseded: revoked, and replaced by the new token, so that presenting it again is reuse.
-      const lost = await db.query(
-        'UPDATE tokens SET revoked_at = $1, replaced_at = $1, replaced_by = $3 WHERE jti = $2 AND revoked_at IS NULL AND replaced_at IS NULL',
-        [at, revokeJti, next],
-      );
-      if (lost.rowCount !== 1) return new Rollback('conflict');
-      // And the access tokens issued with it, in the same response that was lost (never those of
-      // the old token's own generation, should both have been issued in one millisecond).
-      await db.query(
-        `UPDATE tokens SET revoked_at = $1 WHERE revoked_at IS NULL AND type = 'access_token'
-          AND (grant_id, issued_at) = (SELECT grant_id, issued_at FROM tokens WHERE jti = $2)
-          AND issued_at <> (SELECT issued_at FROM tokens WHERE jti = $3)`,
-        [at, revokeJti, oldJti],
-      );
-      if (issued.length > 0) await db.query(INSERT_GRANT_TOKENS, tokenColumns(issued));
-      return 'rotated';
-    });
+    return rotateRefreshToken(this.db, oldJti, issued, at, revokeJti);
   }
 
   async purgeBatch(before: number, batchSize: number, audit?: AuditEntry): Promise<number> {
-    if (!audit) return (await this.db.query(PURGE_BATCH, [before, Math.max(0, batchSize)])).rowCount ?? 0;
-    // One statement: the audit row is written with the deletion, or neither is.
-    const { rows } = await this.db.query<{ n: number }>(
-      `WITH deleted AS (${PURGE_BATCH} RETURNING 1),
-        logged AS (INSERT INTO audit (at, actor, action, target, count, detail)
-          SELECT $3, $4, $5, $6, count(*), $7 FROM deleted HAVING count(*) > 0)
-      SELECT count(*)::int AS n FROM deleted`,
-      [before, Math.max(0, batchSize), audit.at, audit.actor, audit.action, audit.target, audit.detail],
-    );
-    return rows[0]?.n ?? 0;
+    return purgeBatch(this.db, this.purgeScan, before, batchSize, audit);
   }
 
   async countPurgeable(before: number): Promise<number> {
@@ -375,14 +287,10 @@ export class PostgresStore implements TokenStore {
   async close(): Promise<void> {
     await this.db.close();
   }
-}
 
-const INSERT_AUDIT = 'INSERT INTO audit (at, actor, action, target, count, detail) VALUES ($1, $2, $3, $4, $5, $6)';
-const NO_AUDIT: AuditEntry = { at: 0, actor: '', action: '', target: '', count: 0, detail: '' };
-const revokeOne = 'UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL';
-
-function auditParams(e: AuditEntry): unknown[] {
-  return [e.at, e.actor, e.action, e.target, e.count, e.detail];
+  poolState(): PoolState {
+    return this.db.poolState();
+  }
 }
 
 /** The schema unqualified names resolve to, when the caller named none. */

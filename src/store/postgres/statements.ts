@@ -1,4 +1,4 @@
-import type { BulkSelector, TokenFilter, TokenRecord, TokenState } from '../store.js';
+import type { AuditEntry, BulkSelector, TokenFilter, TokenRecord, TokenState } from '../store.js';
 
 /*
  * The PostgreSQL store's SQL, beside the SQLite store's same statements. Rows come back under the
@@ -94,11 +94,27 @@ export function tokenColumns(tokens: readonly TokenRecord[]): unknown[][] {
 export const PURGEABLE_SQL = 'expires_at < $1 OR revoked_at < $1';
 
 /**
- * Deletes by primary key, a batch at a time; SKIP LOCKED lets purges on several nodes share
- * the work, and never waits on a token a request is revoking or rotating right now.
+ * Deletes up to $2 purgeable tokens by primary key; SKIP LOCKED lets purges on several nodes
+ * share the work, and never waits on a token a request is revoking or rotating right now.
+ * Expired ones come from the expiry index; no index covers revoked_at (revocations are HOT
+ * updates, migration 4), so the revoked but unexpired ones are found by a scan of the pages
+ * after the tuple $3 (a TID range scan: each batch goes on where the last stopped, never
+ * re-reading what it has purged). With an audit entry ($4–$8: $4 false for none), it is written
+ * with the deletion. Answers how many were deleted (n), how many the scan was asked for
+ * (wanted) and found (found), and the last tuple it found (last).
  */
-export const PURGE_BATCH = `DELETE FROM tokens WHERE jti IN (
-  SELECT jti FROM tokens WHERE ${PURGEABLE_SQL} LIMIT $2 FOR UPDATE SKIP LOCKED)`;
+export const PURGE_BATCH = `WITH e AS (SELECT jti FROM tokens WHERE expires_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED),
+  want AS (SELECT $2 - count(*) AS n FROM e),
+  r AS (SELECT jti, ctid FROM tokens WHERE ctid > $3::tid AND revoked_at < $1 AND expires_at >= $1
+    LIMIT (SELECT n FROM want) FOR UPDATE SKIP LOCKED),
+  d AS (DELETE FROM tokens WHERE jti IN (SELECT jti FROM e UNION ALL SELECT jti FROM r) RETURNING 1),
+  logged AS (INSERT INTO audit (at, actor, action, target, count, detail)
+    SELECT $5, $6, $7, $8, count(*), $9 FROM d WHERE $4 HAVING count(*) > 0)
+  SELECT (SELECT count(*) FROM d)::int AS n, (SELECT n FROM want)::int AS wanted, (SELECT count(*) FROM r)::int AS found,
+    (SELECT max(ctid) FROM r)::text AS last`;
+
+/** The tuple before every other: a scan after it reads the whole table. */
+export const FIRST_TUPLE = '(0,0)';
 
 /** Every unrevoked token of the grant $2 (after {@link LOCK_REVOKED_GRANT}). */
 export const REVOKE_GRANT = 'UPDATE tokens SET revoked_at = $1 WHERE grant_id = $2 AND revoked_at IS NULL';
@@ -108,16 +124,21 @@ export const REVOKE_GRANTS_LIVE = 'UPDATE tokens SET revoked_at = $1 WHERE grant
 
 /**
  * One batch of a bulk revocation of a user's or a client's grants: up to `limit` unrevoked grants
- * are marked revoked at $1 and locked (in grant_id order, so that two bulk revocations never wait
- * for each other in a cycle); their ids come back as "grantId".
+ * after the grant id `after` (null: from the first) are marked revoked at $1 and locked, in
+ * grant_id order (so that two bulk revocations never wait for each other in a cycle), read in
+ * that order from the (username | client_id, grant_id) index: no sort, and nothing before
+ * `after` read again. Their ids come back as "grantId", and the greatest as "last" on each row.
  */
-export function bulkGrantBatch(selector: Exclude<BulkSelector, { jti: string }>, at: number, limit: number): Where {
+export function bulkGrantBatch(selector: Exclude<BulkSelector, { jti: string }>, at: number, limit: number, after: string | null): Where {
   const where = selectorWhere(selector, [at]);
   const n = `$${where.params.length + 1}`;
+  const from = `$${where.params.length + 2}`;
   return {
-    sql: `WITH s AS (SELECT grant_id FROM grants WHERE revoked_at IS NULL AND ${where.sql} ORDER BY grant_id LIMIT ${n} FOR UPDATE)
-      UPDATE grants g SET revoked_at = $1 FROM s WHERE g.grant_id = s.grant_id RETURNING g.grant_id AS "grantId"`,
-    params: [...where.params, limit],
+    sql: `WITH s AS (SELECT grant_id FROM grants WHERE revoked_at IS NULL AND ${where.sql} AND (${from}::text IS NULL OR grant_id > ${from}::text)
+        ORDER BY grant_id LIMIT ${n} FOR UPDATE),
+      u AS (UPDATE grants g SET revoked_at = $1 FROM s WHERE g.grant_id = s.grant_id RETURNING g.grant_id)
+      SELECT grant_id AS "grantId", (SELECT max(grant_id) FROM s) AS last FROM u`,
+    params: [...where.params, limit, after],
   };
 }
 
@@ -236,3 +257,38 @@ export function listTokensQuery(filter: TokenFilter): Where {
     params: w.params,
   };
 }
+
+/** One audit line, $1–$6 from {@link auditParams}. */
+export const INSERT_AUDIT = 'INSERT INTO audit (at, actor, action, target, count, detail) VALUES ($1, $2, $3, $4, $5, $6)';
+
+/** The parameters of {@link INSERT_AUDIT}. */
+export function auditParams(e: AuditEntry): unknown[] {
+  return [e.at, e.actor, e.action, e.target, e.count, e.detail];
+}
+
+/** One token ($2) revoked at $1 if it is not yet. */
+export const REVOKE_ONE = 'UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL';
+
+/**
+ * Single-token revocations that arrived together (revokeToken without cascade), in one statement
+ * and so one commit: $1 the jtis (distinct), $2 their instants, and their audit lines ($3–$8, one
+ * per token; $9 false where there is none). Each token is revoked if it is not yet, and its audit
+ * line written only then; the jtis this statement revoked come back.
+ */
+export const REVOKE_TOKENS = `WITH q AS (
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::bool[])
+      WITH ORDINALITY AS x (jti, at, audit_at, actor, action, target, count, detail, logged, i)),
+  r AS (UPDATE tokens t SET revoked_at = q.at FROM q WHERE t.jti = q.jti AND t.revoked_at IS NULL RETURNING t.jti),
+  a AS (INSERT INTO audit (at, actor, action, target, count, detail)
+    SELECT q.audit_at, q.actor, q.action, q.target, q.count, q.detail FROM q JOIN r ON r.jti = q.jti WHERE q.logged ORDER BY q.i)
+  SELECT jti FROM r`;
+
+/**
+ * findClientAndToken for reads that arrived together, in one statement and one snapshot: $1 the
+ * client ids, $2 the digests (null: no token wanted); one row per pair, in their order, each
+ * record as JSON under its own field names.
+ */
+export const FIND_CLIENTS_AND_TOKENS = `SELECT
+    (SELECT row_to_json(c) FROM (SELECT ${CLIENT_COLUMNS} FROM clients WHERE id = q.client_id) c) AS client,
+    (SELECT row_to_json(t) FROM (SELECT ${TOKEN_COLUMNS} FROM tokens WHERE digest = q.digest) t) AS token
+  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q (client_id, digest, i) ORDER BY q.i`;

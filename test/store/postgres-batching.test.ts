@@ -1,0 +1,170 @@
+import type { Pool } from 'pg';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { PostgresStore } from '../../src/store/postgres/store.js';
+import type { AuditEntry, TokenRecord } from '../../src/store/store.js';
+import { PG_URL, dropSchema, testSchemaName, withPg } from '../helpers/pg.js';
+import { HOUR, T0, makeClient, makeGrant, makeToken } from '../helpers/records.js';
+
+/*
+ * What the PostgreSQL store does for speed (issue 15), beyond the contract suite: calls of one
+ * event-loop turn share a statement, revocations are HOT updates (no index on revoked_at), purge
+ * and bulk revocation resume where they stopped.
+ */
+
+/** The store's own pool, to count its statements. */
+const poolOf = (store: PostgresStore) => (store as unknown as { db: { pool: Pool } }).db.pool;
+const audit = (jti: string): AuditEntry => ({ at: T0, actor: 'client-1', action: 'token.revoke', target: jti, count: 1, detail: '' });
+
+describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
+  const url = PG_URL ?? '';
+  let cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.reverse()) await c();
+    cleanups = [];
+  });
+  const open = async (observer?: { commitBatch: (n: number) => void }) => {
+    const schema = testSchemaName();
+    cleanups.push(() => dropSchema(url, schema));
+    const store = await PostgresStore.open(url, { schema, observer });
+    cleanups.push(() => store.close());
+    await store.createClient(makeClient({ id: 'client-1' }));
+    await store.createClient(makeClient({ id: 'client-2', name: 'two' }));
+    return { store, schema };
+  };
+
+  it('answers the reads of one event-loop turn with one statement, each caller its own pair', async () => {
+    const { store } = await open();
+    const tokens = Array.from({ length: 30 }, (_, k) => makeToken({ clientId: k % 2 ? 'client-2' : 'client-1' }));
+    await store.insertTokens(tokens);
+    const query = vi.spyOn(poolOf(store), 'query');
+    const asks = [
+      ...tokens.map((t, k) => ({ clientId: k % 3 ? t.clientId : 'nobody', digest: t.digest })),
+      { clientId: 'client-2', digest: null },
+      { clientId: 'client-1', digest: 'no-such-digest' },
+    ];
+    const answers = await Promise.all(asks.map((a) => store.findClientAndToken(a.clientId, a.digest)));
+    expect(query).toHaveBeenCalledTimes(1);
+    answers.forEach((answer, k) => {
+      const ask = asks[k]!;
+      expect(answer.client?.id ?? null).toBe(ask.clientId === 'nobody' ? null : ask.clientId);
+      expect(answer.token?.jti ?? null).toBe(k < tokens.length ? tokens[k]!.jti : null);
+    });
+    expect(answers[0]!.token).toEqual(tokens[0]);
+  });
+
+  it('commits the revocations of one turn together: each jti revoked once, its audit line once, every caller answered', async () => {
+    const sizes: number[] = [];
+    const { store, schema } = await open({ commitBatch: (n) => sizes.push(n) });
+    const tokens = Array.from({ length: 20 }, () => makeToken());
+    const already = makeToken({ revokedAt: T0 - 1 });
+    await store.insertTokens([...tokens, already]);
+    const query = vi.spyOn(poolOf(store), 'query');
+    // Every token twice, and one revoked before: only the first call for each unrevoked jti wins.
+    const calls = [...tokens, ...tokens, already].map((t) => store.revokeToken(t.jti, T0, false, audit(t.jti)));
+    const answers = await Promise.all(calls);
+    expect(query).toHaveBeenCalledTimes(1);
+    expect(sizes).toEqual([41]);
+    expect(answers.slice(0, 20)).toEqual(Array(20).fill(true));
+    expect(answers.slice(20)).toEqual(Array(21).fill(false));
+    for (const t of tokens) expect((await store.findTokenByJti(t.jti))?.revokedAt).toBe(T0);
+    expect((await store.findTokenByJti(already.jti))?.revokedAt).toBe(T0 - 1);
+    const lines = await withPg(url, schema, async (db) => (await db.query<{ target: string }>('SELECT target FROM audit ORDER BY id')).rows);
+    expect(lines.map((l) => l.target).sort()).toEqual(tokens.map((t) => t.jti).sort());
+  });
+
+  it('retries a failed batch one by one, so that a failing revocation fails alone', async () => {
+    const { store } = await open();
+    const tokens = Array.from({ length: 5 }, () => makeToken());
+    await store.insertTokens(tokens);
+    // A count PostgreSQL refuses (not a bigint) fails the batch's statement, and then that call alone.
+    const bad = { ...audit(tokens[2]!.jti), count: Number.NaN };
+    const outcomes = await Promise.allSettled(tokens.map((t, k) => store.revokeToken(t.jti, T0, false, k === 2 ? bad : audit(t.jti))));
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect(outcomes.filter((o) => o.status === 'fulfilled').map((o) => o.value)).toEqual([true, true, true, true]);
+    expect((await store.findTokenByJti(tokens[2]!.jti))?.revokedAt).toBeNull();
+    expect((await store.findTokenByJti(tokens[3]!.jti))?.revokedAt).toBe(T0);
+  });
+
+  it('commits the mints of one turn in one transaction, each with its own outcome, and a failing one alone', async () => {
+    const { store } = await open();
+    const grants = Array.from({ length: 6 }, () => makeGrant());
+    await store.insertTokens(grants.map((g) => g.refresh));
+    await store.revokeGrant(grants[1]!.refresh.grantId, T0);
+    const connect = vi.spyOn(poolOf(store), 'connect');
+    const mint = (k: number, access = makeToken({ grantId: grants[k]!.refresh.grantId })) => store.insertMintedAccess(access, grants[k]!.refresh.jti);
+    const outcomes = await Promise.all([mint(0), mint(1), mint(2), store.insertMintedAccess(makeToken({ grantId: grants[3]!.refresh.grantId }), 'no-such-refresh')]);
+    expect(outcomes).toEqual(['inserted', 'revoked', 'inserted', 'unknown']);
+    expect(connect).toHaveBeenCalledTimes(1); // one transaction for the four
+    // An access token whose jti exists already fails the batch's transaction, then alone.
+    const taken = makeToken({ jti: grants[0]!.refresh.jti, grantId: grants[4]!.refresh.grantId });
+    const settled = await Promise.allSettled([mint(4, taken), mint(5)]);
+    expect(settled.map((o) => o.status)).toEqual(['rejected', 'fulfilled']);
+    expect((settled[1] as PromiseFulfilledResult<string>).value).toBe('inserted');
+  });
+
+  it('keeps revoked_at out of every index and leaves room on each page, so that a revocation is a HOT update', async () => {
+    const { schema } = await open();
+    const { indexes, options } = await withPg(url, undefined, async (db) => ({
+      indexes: (await db.query<{ def: string }>('SELECT indexdef AS def FROM pg_indexes WHERE schemaname = $1', [schema])).rows.map((r) => r.def),
+      options: (
+        await db.query<{ name: string; options: string[] | null }>(
+          `SELECT c.relname AS name, c.reloptions AS options FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = $1 AND c.relname IN ('tokens', 'grants') ORDER BY 1`,
+          [schema],
+        )
+      ).rows,
+    }));
+    expect(indexes.filter((d) => / ON "?[a-z_0-9]+"?\.(tokens|grants) /.test(d) && /revoked_at/.test(d))).toEqual([]);
+    expect(options).toEqual([
+      { name: 'grants', options: ['fillfactor=50'] },
+      { name: 'tokens', options: ['fillfactor=50'] },
+    ]);
+  });
+
+  it('purges revoked tokens in batches that go on where the last stopped, and answers 0 only when none is left', async () => {
+    const { store } = await open();
+    const live = Array.from({ length: 30 }, () => makeToken({ expiresAt: T0 + 10 * HOUR }));
+    const revoked = Array.from({ length: 25 }, () => makeToken({ expiresAt: T0 + 10 * HOUR, revokedAt: T0 }));
+    const expired = Array.from({ length: 7 }, () => makeToken({ expiresAt: T0 }));
+    const mixed: TokenRecord[] = [];
+    for (let k = 0; k < 30; k++) mixed.push(...[live[k], revoked[k], expired[k]].filter((t): t is TokenRecord => t !== undefined));
+    await store.insertTokens(mixed);
+    const before = T0 + 1;
+    expect(await store.countPurgeable(before)).toBe(32);
+    const batches: number[] = [];
+    for (let n = -1; n !== 0; ) {
+      n = await store.purgeBatch(before, 4);
+      batches.push(n);
+    }
+    expect(batches.reduce((a, b) => a + b, 0)).toBe(32);
+    expect(batches.slice(0, -1).every((n) => n > 0 && n <= 4)).toBe(true);
+    expect(await store.countPurgeable(before)).toBe(0);
+    for (const t of live) expect(await store.findTokenByJti(t.jti)).not.toBeNull();
+    // Revoked behind the scan's position: found by the scan from the first page, before any 0.
+    await store.revokeToken(live[0]!.jti, T0);
+    expect(await store.purgeBatch(before, 4)).toBe(1);
+    expect(await store.purgeBatch(before, 4)).toBe(0);
+  });
+
+  it('resumes a bulk revocation after the last grant, and goes back for grants created behind it before saying it is done', async () => {
+    const { store } = await open();
+    const grants = Array.from({ length: 9 }, (_, k) => makeGrant({ grantId: `g-${k}`, username: 'mass' }));
+    await store.insertTokens(grants.flatMap((g) => [g.refresh, g.access]));
+    const first = await store.revokeBulk({ username: 'mass' }, T0, 4);
+    expect(first).toEqual({ revoked: 8, more: true, resume: expect.any(String) as string });
+    // A grant created behind the cursor while the revocation runs.
+    const late = makeGrant({ grantId: 'g-0a', username: 'mass' });
+    await store.insertTokens([late.refresh, late.access]);
+    let total = first.revoked;
+    let resume = first.resume;
+    for (let more = true, n = 0; more && n < 10; n++) {
+      const batch = await store.revokeBulk({ username: 'mass' }, T0, 4, undefined, resume);
+      total += batch.revoked;
+      more = batch.more;
+      resume = batch.resume;
+    }
+    expect(total).toBe(20);
+    expect((await store.findTokenByJti(late.access.jti))?.revokedAt).toBe(T0);
+    expect(await store.countRevocable({ username: 'mass' }, T0)).toBe(0);
+  });
+});
