@@ -7,7 +7,10 @@ import {
   type TokenRecord,
   type TokenState,
   type TokenStore,
-} from './store.js';
+} from '../store/store.js';
+import { MigrateError } from './errors.js';
+
+export { MigrateError, type MigrateErrorCode } from './errors.js';
 
 /*
  * Copying one store into another (`tokenctl migrate`), typically a SQLite file into PostgreSQL
@@ -95,20 +98,6 @@ export interface MigrateOptions {
    * saying how far it got, and return with `interrupted` (a run with `merge` completes it).
    */
   signal?: AbortSignal;
-}
-
-export type MigrateErrorCode = 'same_store' | 'source_empty' | 'target_not_empty' | 'source_changed' | 'verification_failed';
-
-/** A migration that must not go ahead, or that went wrong in a way the operator must know. */
-export class MigrateError extends Error {
-  constructor(
-    readonly code: MigrateErrorCode,
-    message: string,
-    readonly hint?: string,
-  ) {
-    super(message);
-    this.name = 'MigrateError';
-  }
 }
 
 /**
