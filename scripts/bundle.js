@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /**
- * Bundles the compiled CLI (dist/cli/main.js: oclif and every command) with esbuild into one
- * CommonJS file, dist/cli/main.cjs, so that `tokenctl <command>` reads one file instead of
+ * Bundles the compiled CLI (dist/main/index.js: oclif and every command) with esbuild into one
+ * CommonJS file, dist/main/index.cjs, so that `tokenctl <command>` reads one file instead of
  * resolving and compiling ~500 modules. CommonJS, because bin/run.js compiles it as a script
- * with V8's code cache (dist/cli/main.cjs.cache, see scripts/code-cache.js), which Node 20 offers
+ * with V8's code cache (dist/main/index.cjs.cache, see scripts/code-cache.js), which Node 20 offers
  * for scripts only, not for ES modules. What only some commands need (the HTTP server,
  * PostgreSQL, prompts) is in the file but runs only when imported; with the code cache, V8 does
  * not even parse it then. Native and optional modules stay outside.
@@ -82,12 +82,11 @@ const importMetaUrl = {
   },
 };
 
-rmSync('dist/cli/chunks', { recursive: true, force: true }); // the chunks of the earlier ES bundle
-rmSync('dist/cli/main.cjs.cache', { force: true }); // made for the bundle being replaced
+rmSync('dist/main/index.cjs.cache', { force: true }); // made for the bundle being replaced
 const result = await build({
   write: false,
-  entryPoints: ['dist/cli/main.js'],
-  outfile: 'dist/cli/main.cjs',
+  entryPoints: ['dist/main/index.js'],
+  outfile: 'dist/main/index.cjs',
   bundle: true,
   format: 'cjs',
   platform: 'node',

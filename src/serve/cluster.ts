@@ -6,11 +6,11 @@ import type { WorkerCommand, WorkerReport, WorkerSettings } from './worker.js';
 
 /**
  * bin/worker.js, which runs a worker from the same CLI bundle as the primary (and its code cache).
- * Two directories up from this module wherever it runs: the bundle (dist/cli/), dist/serve/, src/serve/.
+ * Two directories up from this module wherever it runs: the bundle (dist/main/), dist/serve/, src/serve/.
  */
 function workerEntry(): string {
   const entry = fileURLToPath(new URL('../../bin/worker.js', import.meta.url));
-  const bundle = fileURLToPath(new URL('../../dist/cli/main.cjs', import.meta.url));
+  const bundle = fileURLToPath(new URL('../../dist/main/index.cjs', import.meta.url));
   for (const file of [entry, bundle]) {
     if (!existsSync(file)) throw new ServeError(`cannot start workers: ${file} is missing; rebuild tokenctl (npm run build)`, 'error');
   }
