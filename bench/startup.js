@@ -27,12 +27,14 @@ try {
   const client = tokenctl('client', 'create', '--name', 'startup');
   const { access_token: token } = tokenctl('token', 'issue', '--client', client.client_id, '--user', 'startup');
   const figures = await startupDevices({ db, token, runs: Number(values.runs), workDir });
-  const all = /** @type {Record<'help'|'introspect', number>} */ (figures.all);
-  process.stdout.write(`median ms over ${values.runs} runs each, interleaved\n`);
-  process.stdout.write(`${'variant'.padEnd(16)} ${'--help'.padStart(8)} ${'introspect'.padStart(11)}   gain of the device (help / introspect)\n`);
+  const all = /** @type {Record<string, number>} */ (figures.all);
+  const cols = /** @type {const} */ (['help', 'introspect', 'help_cpu', 'introspect_cpu']);
+  const out = (/** @type {string} */ line) => process.stdout.write(`${line}\n`);
+  out(`medians over ${values.runs} runs of each, interleaved; ms (wall, and CPU time of the process); + the device's gain`);
+  out(`${'variant'.padEnd(16)}${cols.map((c) => c.padStart(22)).join('')}`);
   for (const [name, f] of Object.entries(figures)) {
-    const gain = name === 'all' ? '' : `${(f.help - all.help).toFixed(0)} / ${(f.introspect - all.introspect).toFixed(0)} ms`;
-    process.stdout.write(`${name.padEnd(16)} ${f.help.toFixed(0).padStart(8)} ${f.introspect.toFixed(0).padStart(11)}   ${gain}\n`);
+    const cell = (/** @type {typeof cols[number]} */ c) => `${f[c].toFixed(0)}${name === 'all' ? '' : ` (${(f[c] - (all[c] ?? 0) >= 0 ? '+' : '')}${(f[c] - (all[c] ?? 0)).toFixed(0)})`}`;
+    out(`${name.padEnd(16)}${cols.map((c) => cell(c).padStart(22)).join('')}`);
   }
 } finally {
   rmSync(workDir, { recursive: true, force: true });

@@ -12,6 +12,7 @@ import { runToEnd, SERVER_CORE } from './proc.js';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RUN = join(ROOT, 'bin/run.js');
 const PLAIN = join(ROOT, 'bench/servers/plain-sqlite-read.js');
+const CPU_AT_EXIT = join(ROOT, 'bench/lib/cpu-at-exit.cjs');
 
 /** @param {number[]} xs */
 const median = (xs) => {
@@ -87,9 +88,10 @@ export async function bulkRevoke(o) {
  *                    plugin step aside, as it does for any package it does not cover)
  *   no_bundle        the ES modules tsc wrote, imported one by one (no bundle, hence no code cache)
  * Each copy runs `tokenctl --help` and `tokenctl introspect TOKEN --json`, all interleaved and
- * the order flipped every round; medians in ms.
+ * the order flipped every round; medians of wall time and of the process's CPU time (user +
+ * system, bench/lib/cpu-at-exit.cjs), in ms.
  * @param {{ db: string, token: string, runs: number, workDir: string }} o
- * @returns {Promise<Record<string, Record<'help'|'introspect', number>>>}
+ * @returns {Promise<Record<string, Record<'help'|'introspect'|'help_cpu'|'introspect_cpu', number>>>}
  */
 export async function startupDevices(o) {
   const pjson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
@@ -137,18 +139,24 @@ export async function startupDevices(o) {
     }
     /** @type {Record<string, number[]>} */
     const times = Object.fromEntries(Object.keys(cmds).map((k) => [k, []]));
+    /** @type {Record<string, number[]>} */
+    const cpu = Object.fromEntries(Object.keys(cmds).map((k) => [k, []]));
+    const cpuFile = join(o.workDir, 'cpu-us');
+    const env = { ...process.env, BENCH_CPU_FILE: cpuFile };
     const order = Object.keys(cmds);
     for (let i = 0; i < o.runs; i++) {
       for (const name of i % 2 ? [...order].reverse() : order) {
-        const r = await runToEnd(node, /** @type {string[]} */ (cmds[name]), { core: SERVER_CORE, timeoutMs: 60_000 });
+        const r = await runToEnd(node, ['--require', CPU_AT_EXIT, .../** @type {string[]} */ (cmds[name])], { core: SERVER_CORE, timeoutMs: 60_000, env });
         if (r.code !== 0) throw new Error(`${name} exited ${r.code}: ${r.stderr.slice(0, 300)}`);
         /** @type {number[]} */ (times[name]).push(r.ms);
+        /** @type {number[]} */ (cpu[name]).push(Number(readFileSync(cpuFile, 'utf8')) / 1000);
       }
     }
-    /** @type {Record<string, Record<'help'|'introspect', number>>} */
+    /** @type {Record<string, Record<'help'|'introspect'|'help_cpu'|'introspect_cpu', number>>} */
     const out = {};
     for (const name of Object.keys(dirs)) {
-      out[name] = { help: median(times[`${name}.help`] ?? []), introspect: median(times[`${name}.introspect`] ?? []) };
+      const [help, introspect] = [`${name}.help`, `${name}.introspect`];
+      out[name] = { help: median(times[help] ?? []), introspect: median(times[introspect] ?? []), help_cpu: median(cpu[help] ?? []), introspect_cpu: median(cpu[introspect] ?? []) };
     }
     return out;
   } finally {
