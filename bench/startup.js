@@ -3,7 +3,8 @@
  * The CLI's start-up devices, each switched off alone (bench/lib/cli.js `startupDevices`):
  * `node bench/startup.js [--runs N]` after `npm run build`. Prints the medians and each device's
  * gain (its copy without it, minus the copy with everything), for `tokenctl --help` and
- * `tokenctl introspect --json` on a one-token store.
+ * `tokenctl introspect --json` on a one-token store. `--compare NAME=DIR` (repeatable) adds another
+ * built package (bin/, dist/, package.json, oclif.manifest.json, node_modules) as it is.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,7 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { startupDevices } from './lib/cli.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '15' } } });
+const { values } = parseArgs({ options: { runs: { type: 'string', default: '15' }, compare: { type: 'string', multiple: true, default: [] } } });
+const compare = Object.fromEntries(values.compare.map((c) => [c.slice(0, c.indexOf('=')), c.slice(c.indexOf('=') + 1)]));
 const workDir = mkdtempSync(join(tmpdir(), 'tokenctl-startup-'));
 try {
   const db = join(workDir, 'tokens.db');
@@ -26,7 +28,7 @@ try {
   };
   const client = tokenctl('client', 'create', '--name', 'startup');
   const { access_token: token } = tokenctl('token', 'issue', '--client', client.client_id, '--user', 'startup');
-  const figures = await startupDevices({ db, token, runs: Number(values.runs), workDir });
+  const figures = await startupDevices({ db, token, runs: Number(values.runs), workDir, compare });
   const all = /** @type {Record<string, number>} */ (figures.all);
   const cols = /** @type {const} */ (['help', 'introspect', 'help_cpu', 'introspect_cpu']);
   const out = (/** @type {string} */ line) => process.stdout.write(`${line}\n`);

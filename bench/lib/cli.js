@@ -3,7 +3,7 @@
  * script and `node -e 0` (each a new process, alternated, pinned to the server core while no
  * server runs), and the 100,000-token bulk revocation.
  */
-import { chmodSync, cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { copyStore } from './stores.js';
@@ -82,15 +82,17 @@ export async function bulkRevoke(o) {
  * The start-up devices, each switched off alone in a copy of the built package (bin/, dist/,
  * package.json and the manifest; node_modules linked), so that what is measured is the shipped
  * code, not a flag in it:
- *   all              as built: the bundle, its code cache, the root plugin
- *   no_code_cache    the bundle compiled at every start (no cache file, directory read-only)
+ *   all              as built: the bundle and the root plugin
  *   no_root_plugin   oclif's own plugin loading (a hook entry in package.json makes the root
  *                    plugin step aside, as it does for any package it does not cover)
- *   no_bundle        the ES modules tsc wrote, imported one by one (no bundle, hence no code cache)
+ *   no_bundle        the ES modules tsc wrote, imported one by one
+ * (A V8 code cache of the bundle and stand-ins for modules oclif loads were measured the same way
+ * and removed: within the noise, bench/PERF-LOG.md 21.)
  * Each copy runs `tokenctl --help` and `tokenctl introspect TOKEN --json`, all interleaved and
  * the order flipped every round; medians of wall time and of the process's CPU time (user +
  * system, bench/lib/cpu-at-exit.cjs), in ms.
- * @param {{ db: string, token: string, runs: number, workDir: string }} o
+ * `o.compare` adds other built packages as they are (name → directory), e.g. an earlier build.
+ * @param {{ db: string, token: string, runs: number, workDir: string, compare?: Record<string, string> }} o
  * @returns {Promise<Record<string, Record<'help'|'introspect'|'help_cpu'|'introspect_cpu', number>>>}
  */
 export async function startupDevices(o) {
@@ -112,10 +114,6 @@ export async function startupDevices(o) {
   };
   const dirs = {
     all: variant('all', () => undefined),
-    no_code_cache: variant('no-code-cache', (dir) => {
-      rmSync(join(dir, `${bundle}.cache`), { force: true });
-      chmodSync(join(dir, bundle, '..'), 0o555);
-    }),
     no_root_plugin: variant('no-root-plugin', (_dir, p) => {
       p.oclif.hooks = { 'tokenctl-bench-none': [] };
     }),
@@ -127,7 +125,7 @@ export async function startupDevices(o) {
   const node = process.execPath;
   /** @type {Record<string, string[]>} */
   const cmds = {};
-  for (const [name, dir] of Object.entries(dirs)) {
+  for (const [name, dir] of Object.entries({ ...dirs, ...o.compare })) {
     cmds[`${name}.help`] = [join(dir, 'bin/run.js'), '--help'];
     cmds[`${name}.introspect`] = [join(dir, 'bin/run.js'), 'introspect', o.token, '--db', o.db, '--json'];
   }
@@ -154,15 +152,12 @@ export async function startupDevices(o) {
     }
     /** @type {Record<string, Record<'help'|'introspect'|'help_cpu'|'introspect_cpu', number>>} */
     const out = {};
-    for (const name of Object.keys(dirs)) {
+    for (const name of Object.keys({ ...dirs, ...o.compare })) {
       const [help, introspect] = [`${name}.help`, `${name}.introspect`];
       out[name] = { help: median(times[help] ?? []), introspect: median(times[introspect] ?? []), help_cpu: median(cpu[help] ?? []), introspect_cpu: median(cpu[introspect] ?? []) };
     }
     return out;
   } finally {
-    for (const dir of Object.values(dirs)) {
-      chmodSync(join(dir, bundle, '..'), 0o755);
-      rmSync(dir, { recursive: true, force: true });
-    }
+    for (const dir of Object.values(dirs)) rmSync(dir, { recursive: true, force: true });
   }
 }
