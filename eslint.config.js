@@ -82,7 +82,7 @@ export default tseslint.config(
   },
   ...LAYERS,
   {
-    // CommonJS (bench/lib/cpu-at-exit.cjs): require and module are its way of importing and exporting.
+    // CommonJS (bin/load-bundle.cjs): require and module are its way of importing and exporting.
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },

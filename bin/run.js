@@ -1,7 +1,10 @@
 #!/usr/bin/env node
-// `tokenctl`: the CLI bundle (dist/main/index.cjs, made by `npm run build` from src/main/index.ts).
+// Starts the CLI bundle (dist/main/index.cjs, scripts/bundle.js: oclif and every command) from
+// V8's code cache (dist/main/index.cjs.cache, made by the build): compiled once, not at every start.
 import { createRequire } from 'node:module';
 
-// Through require: the bundle is CommonJS.
+// Built-ins through require: an ES import of one evaluates all its lazy exports (fs streams, …).
 const require = createRequire(import.meta.url);
-await require('../dist/main/index.cjs').run(new URL('..', import.meta.url));
+const { loadBundle } = require('./load-bundle.cjs');
+
+await loadBundle(require.resolve('../dist/main/index.cjs')).run(new URL('..', import.meta.url));

@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 /**
- * Bundles the compiled CLI (dist/main/index.js: oclif and every command, src/main/index.ts) with
- * esbuild into one CommonJS file, dist/main/index.cjs, so that `tokenctl <command>` reads one file
- * instead of resolving and compiling ~500 modules (bench/startup.js: ~90 ms of CPU of each start).
- * CommonJS, because most of what it bundles (oclif) is CommonJS and requires Node's built-ins as
- * it goes. What only some commands need (the HTTP server, PostgreSQL, prompts) is in the file but
- * runs only when imported. Native and optional modules stay outside.
+ * Bundles the compiled CLI (dist/main/index.js: oclif and every command) with esbuild into one
+ * CommonJS file, dist/main/index.cjs, so that `tokenctl <command>` reads one file instead of
+ * resolving and compiling ~500 modules. CommonJS, because bin/run.js compiles it as a script
+ * with V8's code cache (dist/main/index.cjs.cache, see scripts/code-cache.js), which Node 20 offers
+ * for scripts only, not for ES modules. What only some commands need (the HTTP server,
+ * PostgreSQL, prompts) is in the file but runs only when imported; with the code cache, V8 does
+ * not even parse it then. Native and optional modules stay outside. (Stand-ins for modules oclif
+ * loads but no command uses saved nothing measurable with the cache: removed, bench/PERF-LOG.md 21.)
  */
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
 /**
@@ -25,8 +27,9 @@ const importMetaUrl = {
   },
 };
 
-rmSync('dist/main/index.cjs.cache', { force: true }); // the V8 code cache of earlier builds, no longer read
-await build({
+rmSync('dist/main/index.cjs.cache', { force: true }); // made for the bundle being replaced
+const result = await build({
+  write: false,
   entryPoints: ['dist/main/index.js'],
   outfile: 'dist/main/index.cjs',
   bundle: true,
@@ -41,3 +44,16 @@ await build({
   plugins: [importMetaUrl],
   logLevel: 'warning',
 });
+
+/**
+ * In Node 20, an `import()` inside a script compiled from V8's code cache fails ("A dynamic
+ * import callback was not specified"), so the bundle's dynamic imports (oclif loading its ES
+ * plugins, the certificate library) call the loader's `__tokenctlImport` (bin/load-bundle.cjs)
+ * instead. Any other `import(` left in code (not in a comment) fails the build, so that a
+ * dependency that starts using one is seen here, not by a user.
+ */
+const [output] = result.outputFiles;
+const code = output.text.replace(/\bawait import\(/g, 'await __tokenctlImport(');
+const left = code.split('\n').filter((line) => /(^|[^\w.$'"`])import\(/.test(line) && !/^\s*(\*|\/\/)/.test(line));
+if (left.length > 0) throw new Error(`dynamic import() left in the bundle, which fails when run from the code cache:\n${left.join('\n')}`);
+writeFileSync(output.path, code);

@@ -82,12 +82,14 @@ export async function bulkRevoke(o) {
  * The start-up devices, each switched off alone in a copy of the built package (bin/, dist/,
  * package.json and the manifest; node_modules linked), so that what is measured is the shipped
  * code, not a flag in it:
- *   all              as built: the bundle and the root plugin
+ *   all              as built: the bundle, its V8 code cache, the root plugin
+ *   no_code_cache    the bundle compiled at every start: its cache file deleted before each run
+ *                    (a read-only directory would not do: root writes there all the same)
  *   no_root_plugin   oclif's own plugin loading (a hook entry in package.json makes the root
  *                    plugin step aside, as it does for any package it does not cover)
  *   no_bundle        the ES modules tsc wrote, imported one by one
- * (A V8 code cache of the bundle and stand-ins for modules oclif loads were measured the same way
- * and removed: within the noise, bench/PERF-LOG.md 21.)
+ * (Stand-ins for modules oclif loads were measured the same way and removed: within the noise,
+ * bench/PERF-LOG.md 21.)
  * Each copy runs `tokenctl --help` and `tokenctl introspect TOKEN --json`, all interleaved and
  * the order flipped every round; medians of wall time and of the process's CPU time (user +
  * system, bench/lib/cpu-at-exit.cjs), in ms.
@@ -114,6 +116,7 @@ export async function startupDevices(o) {
   };
   const dirs = {
     all: variant('all', () => undefined),
+    no_code_cache: variant('no-code-cache', () => undefined),
     no_root_plugin: variant('no-root-plugin', (_dir, p) => {
       p.oclif.hooks = { 'tokenctl-bench-none': [] };
     }),
@@ -122,6 +125,9 @@ export async function startupDevices(o) {
       writeFileSync(join(dir, 'bin/run.js'), `import { run } from '../${esm}';\nawait run(new URL('..', import.meta.url));\n`);
     }),
   };
+  /** Before each run of a command of `name`: what makes it that variant. @type {Record<string, () => void>} */
+  const beforeRun = { no_code_cache: () => rmSync(join(dirs.no_code_cache, `${bundle}.cache`), { force: true }) };
+  const prepare = (/** @type {string} */ command) => beforeRun[/** @type {string} */ (command.split('.')[0])]?.();
   const node = process.execPath;
   /** @type {Record<string, string[]>} */
   const cmds = {};
@@ -131,6 +137,7 @@ export async function startupDevices(o) {
   }
   try {
     for (const [name, args] of Object.entries(cmds)) {
+      prepare(name);
       const r = await runToEnd(node, args, { timeoutMs: 60_000 });
       const ok = name.endsWith('.help') ? r.code === 0 && r.stdout.includes('USAGE') : r.code === 0 && JSON.parse(r.stdout || '{}').active === true;
       if (!ok) throw new Error(`${name} failed (exit ${r.code}): ${(r.stdout + r.stderr).slice(0, 300)}`);
@@ -144,6 +151,7 @@ export async function startupDevices(o) {
     const order = Object.keys(cmds);
     for (let i = 0; i < o.runs; i++) {
       for (const name of i % 2 ? [...order].reverse() : order) {
+        prepare(name);
         const r = await runToEnd(node, ['--require', CPU_AT_EXIT, .../** @type {string[]} */ (cmds[name])], { core: SERVER_CORE, timeoutMs: 60_000, env });
         if (r.code !== 0) throw new Error(`${name} exited ${r.code}: ${r.stderr.slice(0, 300)}`);
         /** @type {number[]} */ (times[name]).push(r.ms);

@@ -5,7 +5,7 @@ import { ServeError } from './errors.js';
 import type { WorkerCommand, WorkerReport, WorkerSettings } from './worker.js';
 
 /**
- * bin/worker.js, which runs a worker from the same CLI bundle as the primary.
+ * bin/worker.js, which runs a worker from the same CLI bundle as the primary (and its code cache).
  * Two directories up from this module wherever it runs: the bundle (dist/main/), dist/serve/, src/serve/.
  */
 function workerEntry(): string {
