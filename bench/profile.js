@@ -27,12 +27,12 @@ const kind = positionals[0] ?? 'introspect';
 const log = (/** @type {string} */ s) => process.stdout.write(s + '\n');
 
 /**
- * Where each module starts in the CLI bundle (dist/cli/main.cjs), from the `// <path>` comment
+ * Where each module starts in the CLI bundle (dist/main/index.cjs), from the `// <path>` comment
  * esbuild writes before each: [first line (0-based), path], in order.
  * @returns {[number, string][]}
  */
 function bundleModules() {
-  const bundle = join(ROOT, 'dist/cli/main.cjs');
+  const bundle = join(ROOT, 'dist/main/index.cjs');
   if (!existsSync(bundle)) return [];
   /** @type {[number, string][]} */
   const starts = [];
@@ -85,7 +85,7 @@ function summarize(file) {
     if (!cf || cf.functionName === '(idle)') return;
     total += dt;
     const url = cf.url.replace(/^file:\/\//, '').replace(ROOT, '');
-    const where = url === 'dist/cli/main.cjs' ? (moduleAt(starts, cf.lineNumber) ?? url) : url;
+    const where = url === 'dist/main/index.cjs' ? (moduleAt(starts, cf.lineNumber) ?? url) : url;
     const key = `${cf.functionName || '(anonymous)'}  ${where ? `${where}:${cf.lineNumber + 1}` : ''}`;
     fn.set(key, (fn.get(key) ?? 0) + dt);
     const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(where);

@@ -6,4 +6,4 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 const { loadBundle } = require('./load-bundle.cjs');
 
-await loadBundle(require.resolve('../dist/cli/main.cjs')).startWorkerProcess();
+await loadBundle(require.resolve('../dist/main/index.cjs')).startWorkerProcess();

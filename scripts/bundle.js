@@ -1,71 +1,16 @@
 #!/usr/bin/env node
 /**
- * Bundles the compiled CLI (dist/cli/main.js: oclif and every command) with esbuild into one
- * CommonJS file, dist/cli/main.cjs, so that `tokenctl <command>` reads one file instead of
+ * Bundles the compiled CLI (dist/main/index.js: oclif and every command) with esbuild into one
+ * CommonJS file, dist/main/index.cjs, so that `tokenctl <command>` reads one file instead of
  * resolving and compiling ~500 modules. CommonJS, because bin/run.js compiles it as a script
- * with V8's code cache (dist/cli/main.cjs.cache, see scripts/code-cache.js), which Node 20 offers
+ * with V8's code cache (dist/main/index.cjs.cache, see scripts/code-cache.js), which Node 20 offers
  * for scripts only, not for ES modules. What only some commands need (the HTTP server,
  * PostgreSQL, prompts) is in the file but runs only when imported; with the code cache, V8 does
- * not even parse it then. Native and optional modules stay outside.
+ * not even parse it then. Native and optional modules stay outside. (Stand-ins for modules oclif
+ * loads but no command uses saved nothing measurable with the cache: removed, bench/PERF-LOG.md 21.)
  */
 import { rmSync, writeFileSync } from 'node:fs';
-import { createRequire, isBuiltin } from 'node:module';
 import { build } from 'esbuild';
-
-/**
- * Modules that oclif requires as it loads, but that no tokenctl command reaches when it runs.
- * Inside oclif, each is replaced by a stand-in that requires the real module, unbundled, from
- * where oclif would, on first use: a command neither reads, compiles nor runs them at each start.
- * A module used all the same (say by a future oclif) still works, only without the saving.
- */
-const DEFERRED = {
-  tinyglobby: 'finding commands by file pattern: tokenctl lists its commands (explicit strategy)',
-  minimatch: 'matching the names of core plugins, loaded only for commands not of this package',
-  semver: 'its Node version check, which finds no package.json of its own inside the bundle',
-  lilconfig: 'searching .oclifrc files, for a package.json without an oclif section',
-  ejs: 'rendering templates in help and in update URLs',
-  'cli-spinners': 'the spinner of ux.action on a terminal, which no command starts',
-  'node:readline': 'reading flag values from stdin',
-  'node:child_process': 'telling the Windows shells apart',
-  'node:perf_hooks': 'performance tracing (OCLIF_PERFORMANCE)',
-};
-
-const requireAsOclif = createRequire(createRequire(import.meta.url).resolve('@oclif/core'));
-
-/**
- * A CommonJS module that requires `specifier`, as @oclif/core does, when first used. Whether it
- * is transpiled ES (`__esModule`, which TypeScript's import helpers read as they import it) is
- * answered without loading it, from the module as it is now.
- */
-function deferredModule(specifier) {
-  const from = isBuiltin(specifier) ? 'require' : "createRequire(createRequire(__filename).resolve('@oclif/core'))";
-  const esModule = !isBuiltin(specifier) && Boolean(requireAsOclif(specifier).__esModule);
-  return `const { createRequire } = require('node:module');
-let real;
-const load = () => (real ??= ${from}(${JSON.stringify(specifier)}));
-module.exports = new Proxy({}, {
-  get: (_, key) => (key === '__esModule' ? ${esModule} : load()[key]),
-  has: (_, key) => key in load(),
-  ownKeys: () => Reflect.ownKeys(load()),
-  getOwnPropertyDescriptor: (_, key) => {
-    const descriptor = Reflect.getOwnPropertyDescriptor(load(), key);
-    return descriptor && { ...descriptor, configurable: true };
-  },
-});`;
-}
-
-/** @type {import('esbuild').Plugin} */
-const deferModules = {
-  name: 'defer-modules',
-  setup(build) {
-    const names = Object.keys(DEFERRED).map((name) => name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-    build.onResolve({ filter: new RegExp(`^(${names.join('|')})$`) }, (args) => {
-      if (!/[\\/]@oclif[\\/]core[\\/]/.test(args.importer)) return undefined;
-      return { path: args.path, namespace: 'deferred' };
-    });
-    build.onLoad({ filter: /.*/, namespace: 'deferred' }, (args) => ({ contents: deferredModule(args.path), loader: 'js' }));
-  },
-};
 
 /**
  * `import.meta.url` of the ES sources, in CommonJS: the URL of the bundle (the server finds its
@@ -82,12 +27,11 @@ const importMetaUrl = {
   },
 };
 
-rmSync('dist/cli/chunks', { recursive: true, force: true }); // the chunks of the earlier ES bundle
-rmSync('dist/cli/main.cjs.cache', { force: true }); // made for the bundle being replaced
+rmSync('dist/main/index.cjs.cache', { force: true }); // made for the bundle being replaced
 const result = await build({
   write: false,
-  entryPoints: ['dist/cli/main.js'],
-  outfile: 'dist/cli/main.cjs',
+  entryPoints: ['dist/main/index.js'],
+  outfile: 'dist/main/index.cjs',
   bundle: true,
   format: 'cjs',
   platform: 'node',
@@ -97,7 +41,7 @@ const result = await build({
   // typescript: only oclif's development mode asks for it (bin/dev.js), and it copes without;
   // selfsigned: loaded only to make a certificate, and its CommonJS exports stay as Node reads them.
   external: ['better-sqlite3', 'pg-native', 'fsevents', 'typescript', 'selfsigned'],
-  plugins: [deferModules, importMetaUrl],
+  plugins: [importMetaUrl],
   logLevel: 'warning',
 });
 

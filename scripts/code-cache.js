@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Makes the CLI bundle's code cache (dist/cli/main.cjs.cache, see bin/load-bundle.cjs), run by
+ * Makes the CLI bundle's code cache (dist/main/index.cjs.cache, see bin/load-bundle.cjs), run by
  * `npm run build` after the bundle: V8 keeps what one start compiled, so the cache is made by the
  * command that most needs to start fast, `introspect` of an active token (an operator's or a
  * support person's first command, and the one the benchmark times), on a throw-away store.
@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const cacheFile = join(root, 'dist/cli/main.cjs.cache');
+const cacheFile = join(root, 'dist/main/index.cjs.cache');
 const dir = mkdtempSync(join(tmpdir(), 'tokenctl-code-cache-'));
 
 /** Runs `tokenctl …args --db <throw-away store> --json` and returns its JSON output. */

@@ -1,5 +1,6 @@
 import { Errors } from '@oclif/core';
 import * as engine from '../engine/errors.js';
+import { MigrateError } from '../migrate/errors.js';
 import { NoStoreError, NotAStoreError, SchemaTooNewError, StoreLocationError, StoreUnavailableError } from '../store/store.js';
 import { DurationError } from './duration.js';
 
@@ -92,7 +93,7 @@ function redactDeep(value: unknown): unknown {
   return value;
 }
 
-/** Duck-typed so that this module need not load the HTTP client (`client/remote.ts`). */
+/** Duck-typed so that this module need not load the HTTP client (`remote/http-client.ts`). */
 function isRemoteError(err: unknown): err is Error & { status: number; body: unknown } {
   return err instanceof Error && err.name === 'RemoteError' && typeof (err as { status?: unknown }).status === 'number';
 }
@@ -110,6 +111,7 @@ function render(err: unknown): RenderedError {
   if (err instanceof engine.InvalidTokenError) return { code: err.code, message: INVALID_TOKEN_TEXT[err.reason], exitCode: EXIT.failure };
   if (err instanceof engine.ServiceUnavailableError) return { code: err.code, message: err.message, exitCode: EXIT.failure };
   if (err instanceof engine.TokenctlError) return { code: err.code, message: err.message, exitCode: EXIT.usage };
+  if (err instanceof MigrateError) return { code: err.code, message: err.message, exitCode: err.code === 'same_store' ? EXIT.usage : EXIT.failure, hint: err.hint };
   if (err instanceof DurationError) return { code: 'invalid_duration', message: unwrapFlagParsing(err.message), exitCode: EXIT.usage };
   if (isRemoteError(err)) {
     const hint = err.status === 401 ? 'check the client ID and secret (--client-id, TOKENCTL_CLIENT_SECRET, or the profile)' : undefined;

@@ -1,4 +1,4 @@
-import type { RemoteOptions } from '../client/remote.js';
+import type { RemoteOptions } from '../remote/http-client.js';
 import { CliError, EXIT } from './errors.js';
 import { getProfile, profileSecret } from './profiles.js';
 import { givenSecrets, promptHidden, type SecretPrompt } from './token-input.js';

@@ -44,7 +44,7 @@ With --url (or --profile) the request goes to a server (POST /oauth/introspectio
     const f = this.flags;
     if (token === undefined) throw new CliError('--url introspects a TOKEN: a server is not asked by jti', EXIT.usage, 'usage');
     const target = await remoteTarget(f, this.config.configDir);
-    const { remoteIntrospect } = await import('../client/remote.js');
+    const { remoteIntrospect } = await import('../remote/http-client.js');
     const result = await remoteIntrospect(target, token, f.hint);
     if (!this.jsonEnabled()) this.log(renderIntrospection(result, Date.now()));
     return result;

@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
 import { dryRunFlag, durationFlag, yesFlag } from '../cli/flags.js';
 import { EXIT } from '../cli/errors.js';
-import { onInterrupt } from '../cli/interrupt.js';
+import { interruptible } from '../cli/progress.js';
 import { confirmOrStop } from '../cli/prompts.js';
 import { progressLine, purgeQuestion, renderPurge } from '../cli/render/purge.js';
 import type { PurgeCommandResult } from '../cli/render/results.js';
@@ -33,16 +33,11 @@ Ctrl-C or SIGTERM stops it after the batch under way: it prints "Purge interrupt
     let result: PurgeCommandResult = { older_than_ms: olderThanMs, before: Date.now() - olderThanMs, purgeable, deleted: 0, elapsed_ms: 0, dry_run: f['dry-run'] };
     if (!result.dry_run && purgeable > 0) {
       await confirmOrStop(purgeQuestion(purgeable, result.before), { yes: f.yes, declined: 'Nothing purged' });
-      const showProgress = Boolean(process.stderr.isTTY) && !this.jsonEnabled();
-      const onProgress = showProgress ? (n: number) => process.stderr.write(`\r${progressLine(n, Math.max(n, purgeable))}`) : undefined;
-      const interrupt = onInterrupt((text) => process.stderr.write(showProgress ? `\r\x1b[2K${text.trimStart()}` : text));
-      try {
-        const purged = await engine.purge({ olderThanMs, batchSize: f['batch-size'], onProgress, signal: interrupt.signal, planned: purgeable }, this.actor());
-        result = { ...result, deleted: purged.deleted, before: purged.before, elapsed_ms: purged.elapsed_ms, interrupted: purged.interrupted };
-      } finally {
-        interrupt.dispose();
-        if (showProgress) process.stderr.write('\r\x1b[2K');
-      }
+      const line = this.jsonEnabled() ? undefined : (n: number) => progressLine(n, Math.max(n, purgeable));
+      const purged = await interruptible(line, ({ signal, onProgress }) =>
+        engine.purge({ olderThanMs, batchSize: f['batch-size'], onProgress, signal, planned: purgeable }, this.actor()),
+      );
+      result = { ...result, deleted: purged.deleted, before: purged.before, elapsed_ms: purged.elapsed_ms, interrupted: purged.interrupted };
     }
     if (!this.jsonEnabled()) this.log(renderPurge(result));
     if (result.interrupted) process.exitCode = EXIT.interrupted;

@@ -40,7 +40,7 @@ The token is never read from stdin unless you say so: give it as - (stdin; a hid
 
   private async remote(token: string): Promise<TokenResponse> {
     const target = await remoteTarget(this.flags, this.config.configDir);
-    const { remoteRefresh } = await import('../client/remote.js');
+    const { remoteRefresh } = await import('../remote/http-client.js');
     return remoteRefresh(target, token, this.flags.scope);
   }
 

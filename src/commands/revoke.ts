@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
 import { CliError, EXIT } from '../cli/errors.js';
 import { assertTokenShape, dryRunFlag, hintFlag, remoteFlags, yesFlag } from '../cli/flags.js';
-import { onInterrupt } from '../cli/interrupt.js';
+import { interruptible } from '../cli/progress.js';
 import { isRemote, remoteTarget } from '../cli/remote-target.js';
 import { resolveToken, tokenArg, tokenFileFlag } from '../cli/token-input.js';
 import { confirmOrStop } from '../cli/prompts.js';
@@ -59,7 +59,7 @@ With --url (or --profile) the single revocation goes to a server (POST /oauth/re
     const f = this.flags;
     if (isRemote(f)) {
       const target = await remoteTarget(f, this.config.configDir);
-      const { remoteRevoke } = await import('../client/remote.js');
+      const { remoteRevoke } = await import('../remote/http-client.js');
       return remoteRevoke(target, token, f.hint);
     }
     if (f['client-id'] !== undefined || f['client-secret'] !== undefined) throw new CliError('--client-id and --client-secret go with --url or --profile', EXIT.usage, 'usage');
@@ -82,13 +82,8 @@ With --url (or --profile) the single revocation goes to a server (POST /oauth/re
     if (matched === 0 && !('jti' in selector)) await this.neverHadTokens(selector);
     if (!base.dry_run && matched > 0) {
       await confirmOrStop(bulkQuestion(base.selector, matched), { yes: f.yes, declined: 'Nothing revoked' });
-      const interrupt = onInterrupt();
-      try {
-        const done = await engine.revokeBulk(selector, this.actor(), { signal: interrupt.signal, batchSize: f['batch-size'] });
-        result = { ...base, revoked: done.revoked, elapsed_ms: done.elapsed_ms, interrupted: done.interrupted };
-      } finally {
-        interrupt.dispose();
-      }
+      const done = await interruptible(undefined, ({ signal }) => engine.revokeBulk(selector, this.actor(), { signal, batchSize: f['batch-size'] }));
+      result = { ...base, revoked: done.revoked, elapsed_ms: done.elapsed_ms, interrupted: done.interrupted };
     }
     if (!this.jsonEnabled()) this.log(renderBulkRevocation(result));
     if (result.interrupted) process.exitCode = EXIT.interrupted;

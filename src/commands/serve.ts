@@ -1,7 +1,11 @@
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { BaseCommand, defaultNode } from '../cli/base-command.js';
+import { CliError, EXIT } from '../cli/errors.js';
 import { durationFlag, lifetimeFlag } from '../cli/flags.js';
+import { serveLogStream } from '../cli/render/log-line.js';
+import { ServeError } from '../serve/errors.js';
+import type { ServeSettings } from '../serve/run.js';
 import type { OpenStoreOptions } from '../store/open-store.js';
 
 export default class Serve extends BaseCommand<typeof Serve> {
@@ -55,35 +59,43 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
   }
 
   async run(): Promise<void> {
-    const f = this.flags;
     // The HTTP server (fastify) is loaded only by this command.
-    const { serve } = await import('../serve/serve.js');
-    await serve(
-      {
-        host: f.host,
-        port: f.port,
-        tlsCert: f['tls-cert'],
-        tlsKey: f['tls-key'],
-        tlsSelfSigned: f['tls-self-signed'],
-        insecureHttp: f['insecure-http'],
-        demo: f.demo,
-        certDir: join(this.config.dataDir, 'tls'),
-        issuer: f.issuer,
-        node: f.node ?? defaultNode(),
-        rotateRefreshTokens: f['rotate-refresh-tokens'],
-        refreshGraceMs: f['refresh-grace'],
-        maxRefreshesPerMinute: f['max-refreshes-per-minute'],
-        accessTtlMs: f['access-ttl'],
-        refreshTtlMs: f['refresh-ttl'],
-        logLevel: f['log-level'],
-        actor: this.actor(),
-        workers: f.workers,
-        storeLocation: this.storeLocation(),
-        storeOptions: this.storeOptions(),
-        maxConnections: f['max-connections'],
-      },
-      (options) => this.engine(options),
-      { line: (text) => this.log(text), warn: (text) => this.warn(text), note: (text) => this.logToStderr(text) },
-    );
+    const { runServe } = await import('../serve/run.js');
+    const out = { line: (text: string) => this.log(text), warn: (text: string) => this.warn(text), note: (text: string) => this.logToStderr(text) };
+    try {
+      await runServe(this.settings(), (options) => this.engine(options), out);
+    } catch (error) {
+      if (error instanceof ServeError) throw new CliError(error.message, error.kind === 'usage' ? EXIT.usage : EXIT.failure, error.code, error.hint);
+      throw error;
+    }
+  }
+
+  /** Every flag of `serve` as the serve layer takes it: a new flag is one line here and one in ServeSettings. */
+  private settings(): ServeSettings {
+    const f = this.flags;
+    return {
+      host: f.host,
+      port: f.port,
+      tlsCert: f['tls-cert'],
+      tlsKey: f['tls-key'],
+      tlsSelfSigned: f['tls-self-signed'],
+      insecureHttp: f['insecure-http'],
+      demo: f.demo,
+      certDir: join(this.config.dataDir, 'tls'),
+      issuer: f.issuer,
+      node: f.node ?? defaultNode(),
+      rotateRefreshTokens: f['rotate-refresh-tokens'],
+      refreshGraceMs: f['refresh-grace'],
+      maxRefreshesPerMinute: f['max-refreshes-per-minute'],
+      accessTtlMs: f['access-ttl'],
+      refreshTtlMs: f['refresh-ttl'],
+      logLevel: f['log-level'],
+      logStream: serveLogStream(),
+      actor: this.actor(),
+      workers: f.workers,
+      storeLocation: this.storeLocation(),
+      storeOptions: this.storeOptions(),
+      maxConnections: f['max-connections'],
+    };
   }
 }

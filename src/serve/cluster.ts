@@ -1,18 +1,18 @@
 import cluster, { type Worker } from 'node:cluster';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { CliError, EXIT } from '../cli/errors.js';
+import { ServeError } from './errors.js';
 import type { WorkerCommand, WorkerReport, WorkerSettings } from './worker.js';
 
 /**
  * bin/worker.js, which runs a worker from the same CLI bundle as the primary (and its code cache).
- * Two directories up from this module wherever it runs: the bundle (dist/cli/), dist/serve/, src/serve/.
+ * Two directories up from this module wherever it runs: the bundle (dist/main/), dist/serve/, src/serve/.
  */
 function workerEntry(): string {
   const entry = fileURLToPath(new URL('../../bin/worker.js', import.meta.url));
-  const bundle = fileURLToPath(new URL('../../dist/cli/main.cjs', import.meta.url));
+  const bundle = fileURLToPath(new URL('../../dist/main/index.cjs', import.meta.url));
   for (const file of [entry, bundle]) {
-    if (!existsSync(file)) throw new CliError(`cannot start workers: ${file} is missing; rebuild tokenctl (npm run build)`, EXIT.failure);
+    if (!existsSync(file)) throw new ServeError(`cannot start workers: ${file} is missing; rebuild tokenctl (npm run build)`, 'error');
   }
   return entry;
 }
@@ -50,13 +50,13 @@ export async function startWorkers(count: number, settings: WorkerSettings, onFa
           listening = true;
           resolve(message.url);
         } else if (message?.type === 'failed') {
-          reject(new CliError(`a worker could not start: ${message.message}`, EXIT.failure, 'worker_failed'));
+          reject(new ServeError(`a worker could not start: ${message.message}`, 'worker_failed'));
         }
       });
       worker.once('exit', (code, signal) => {
         workers.delete(worker);
         if (!listening) {
-          reject(new CliError(`a worker exited before listening (${signal ?? `exit code ${code}`})`, EXIT.failure, 'worker_failed'));
+          reject(new ServeError(`a worker exited before listening (${signal ?? `exit code ${code}`})`, 'worker_failed'));
           return;
         }
         if (stopping) return;

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { CliError, EXIT } from '../cli/errors.js';
+import { ServeError } from './errors.js';
 import type { Engine } from '../engine/engine.js';
 
 /** How often `serve` looks at its store file. */
@@ -16,7 +16,7 @@ export async function checkStoreWritable(engine: Engine): Promise<void> {
     await engine.store.revokeGrant('tokenctl-serve-write-check', Date.now());
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
-    throw new CliError(`cannot serve the store ${engine.store.location}: it cannot be written (${reason})`, EXIT.failure, 'store_not_writable', 'serve needs a store it can write: check the file, its directory and the mount');
+    throw new ServeError(`cannot serve the store ${engine.store.location}: it cannot be written (${reason})`, 'store_not_writable', 'failure', 'serve needs a store it can write: check the file, its directory and the mount');
   }
 }
 

@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import { CliError, EXIT } from '../cli/errors.js';
+import { ServeError } from './errors.js';
 
 /** A key and certificate in PEM, and where a client finds the certificate to trust, if anywhere. */
 export interface TlsMaterial {
@@ -21,12 +21,7 @@ export function loadTlsFiles(certFile: string, keyFile: string): TlsMaterial {
   try {
     createSecureContext({ key, cert });
   } catch (err) {
-    throw new CliError(
-      `cannot use ${certFile} with ${keyFile}: ${(err as Error).message}`,
-      EXIT.usage,
-      'tls_invalid',
-      'give --tls-cert a PEM certificate (chain) and --tls-key its unencrypted PEM private key',
-    );
+    throw new ServeError(`cannot use ${certFile} with ${keyFile}: ${(err as Error).message}`, 'tls_invalid', 'usage', 'give --tls-cert a PEM certificate (chain) and --tls-key its unencrypted PEM private key');
   }
   return { key, cert, certFile };
 }
@@ -35,7 +30,7 @@ function readPem(file: string, flag: string): string {
   try {
     return readFileSync(file, 'utf8');
   } catch (err) {
-    throw new CliError(`cannot read ${flag} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, EXIT.usage, 'tls_invalid');
+    throw new ServeError(`cannot read ${flag} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'tls_invalid', 'usage');
   }
 }
 

@@ -1,6 +1,40 @@
 import { isIP } from 'node:net';
 import { hostname } from 'node:os';
-import { CliError, EXIT } from '../cli/errors.js';
+import { ServeError } from './errors.js';
+import { loadTlsFiles, persistentSelfSigned, type TlsMaterial } from './tls.js';
+
+/*
+ * How `serve` talks to its clients (contract 3): HTTPS with the operator's certificate or a
+ * development one, or plain HTTP on loopback (or anywhere with --insecure-http), and the base URL
+ * it is reached at.
+ */
+
+export interface TransportFlags {
+  host: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsSelfSigned?: boolean;
+  insecureHttp?: boolean;
+  /** `--demo` without a TLS choice means a self-signed certificate (the spec says HTTPS). */
+  demo?: boolean;
+}
+
+export interface Transport {
+  tls?: TlsMaterial;
+  /** What to warn the operator about (plain HTTP). */
+  warning?: string;
+}
+
+/**
+ * Contract 3's choice of transport: `--tls-cert/--tls-key`, `--tls-self-signed` (kept in
+ * `certDir`), or plain HTTP on loopback with a warning, or anywhere with `--insecure-http`.
+ * Throws, saying how to fix it, for plain HTTP on another address.
+ */
+export async function chooseTransport(flags: TransportFlags, certDir: string): Promise<Transport> {
+  if (flags.tlsCert && flags.tlsKey) return { tls: loadTlsFiles(flags.tlsCert, flags.tlsKey) };
+  if (flags.tlsSelfSigned || (flags.demo && !flags.insecureHttp)) return { tls: await persistentSelfSigned(certDir, flags.host) };
+  return { warning: plainHttpWarning(flags.host, flags.insecureHttp ?? false) };
+}
 
 /** True for names and addresses that never leave this machine. */
 export function isLoopback(host: string): boolean {
@@ -21,12 +55,7 @@ export function plainHttpWarning(host: string, insecureHttp: boolean): string {
   if (insecureHttp) {
     return `serving plain HTTP on ${host} because of --insecure-http: tokens and client passwords cross the network unencrypted unless a TLS proxy sits in front`;
   }
-  throw new CliError(
-    `refusing to serve plain HTTP on ${host}: tokens and client passwords would cross the network unencrypted`,
-    EXIT.usage,
-    'tls_required',
-    'add --tls-cert FILE --tls-key FILE (or --tls-self-signed for development); --insecure-http only behind a TLS-terminating proxy; or --host 127.0.0.1 for local use',
-  );
+  throw new ServeError(`refusing to serve plain HTTP on ${host}: tokens and client passwords would cross the network unencrypted`, 'tls_required', 'usage', 'add --tls-cert FILE --tls-key FILE (or --tls-self-signed for development); --insecure-http only behind a TLS-terminating proxy; or --host 127.0.0.1 for local use');
 }
 
 /** The base URL clients use: a wildcard address is replaced by this host's name. */

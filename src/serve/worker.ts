@@ -1,6 +1,6 @@
 import { Engine, type EngineOptions } from '../engine/engine.js';
 import { openStore, type OpenStoreOptions } from '../store/open-store.js';
-import { startServer } from './start.js';
+import { startServer } from './listen.js';
 import type { TlsMaterial } from './tls.js';
 
 /** What the primary of `serve --workers N` sends each worker, over the IPC channel (never argv or env: it may hold a TLS key). */

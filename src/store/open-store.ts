@@ -1,27 +1,7 @@
-import type { StoreObserver, TokenStore } from './store.js';
+import type { OpenStoreOptions, TokenStore } from './store.js';
 
-export interface OpenStoreOptions {
-  /** PostgreSQL: connections in the pool. */
-  poolSize?: number;
-  /** PostgreSQL: the longest a statement may take before the request fails with 503. */
-  statementTimeoutMs?: number;
-  /**
-   * Create the store (SQLite file, PostgreSQL schema and tables) when there is none (default
-   * true). False: throw NoStoreError instead. Only `serve`, `client create` and `migrate --to` create.
-   */
-  create?: boolean;
-  /** The caller only reads: a SQLite store this user may not write is opened read-only. */
-  readOnly?: boolean;
-  /**
-   * SQLite, a long-running server: WAL checkpoints on a thread of their own, and each commit synced
-   * to disk on libuv's threads (sqlite/wal-sync.ts): neither on the event loop.
-   */
-  backgroundCheckpoints?: boolean;
-  /** PostgreSQL: how long serialization failures are retried (default 2 s, a request's budget). */
-  retryBudgetMs?: number;
-  /** Told of commit batches and row-cache hits (metrics); see StoreObserver. */
-  observer?: StoreObserver;
-}
+export type { OpenStoreOptions } from './store.js';
+
 
 export function isPostgresUrl(location: string): boolean {
   return /^postgres(ql)?:\/\//i.test(location);

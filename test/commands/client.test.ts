@@ -6,7 +6,7 @@ const CLIENT_VIEW_KEYS = ['access_ttl_s', 'audience', 'client_id', 'created_at',
 describe('client commands', () => {
   let store: TempStore;
   beforeAll(() => {
-    store = tempStore();
+    store = tempStore({ inProcess: true });
   });
   afterAll(() => store.cleanup());
 

@@ -16,7 +16,7 @@ describe('durations', () => {
   });
 
   it('the CLI refuses --access-ttl 1M and --refresh-ttl 99999999d with exit 2', async () => {
-    const store = tempStore();
+    const store = tempStore({ inProcess: true });
     try {
       const { id } = await createClient(store);
       const [month, huge] = await Promise.all([

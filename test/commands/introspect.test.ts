@@ -10,7 +10,7 @@ describe('introspect', () => {
   let brief: IssuedTokens;
 
   beforeAll(async () => {
-    store = tempStore();
+    store = tempStore({ inProcess: true });
     ({ id: client } = await createClient(store, ['--scope', 'read write', '--audience', 'https://api.example']));
     // Issued 10 s ago with a lifetime of 1 s: expired 9 s ago, no waiting.
     [live, brief] = await Promise.all([issue(store, client, 'alice', ['--sub', 'user-42']), issueInThePast(store, client, 'bob', 10_000, { accessTtlMs: 1000 })]);

@@ -7,7 +7,7 @@ describe('token issue --count', () => {
   let store: TempStore;
   let id: string;
   beforeAll(async () => {
-    store = tempStore();
+    store = tempStore({ inProcess: true });
     id = (await createClient(store)).id;
   });
   afterAll(() => store.cleanup());

@@ -93,7 +93,7 @@ describe('the CLI bundle loader (V8 code cache)', () => {
   });
 
   it('the build made a cache for the CLI bundle that fits it', () => {
-    const cli = join(ROOT, 'dist/cli/main.cjs');
+    const cli = join(ROOT, 'dist/main/index.cjs');
     const cache = readFileSync(`${cli}.cache`);
     expect(cache.readUInt32LE(0)).toBe(0x32636b74);
     expect(cache.readUInt32LE(8)).toBe(readFileSync(cli).length);

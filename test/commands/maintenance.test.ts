@@ -8,7 +8,7 @@ describe('purge, status, audit', () => {
   let issued: IssuedTokens[];
 
   beforeAll(async () => {
-    store = tempStore();
+    store = tempStore({ inProcess: true });
     client = await createClient(store);
     issued = await Promise.all([
       issueInThePast(store, client.id, 'short', 10_000, { accessTtlMs: 1000, refreshTtlMs: 1000 }), // expired 9 s ago

@@ -7,7 +7,7 @@ describe('bulk revocation of nobody', () => {
   let clientId: string;
   let idle: string;
   beforeAll(async () => {
-    store = tempStore();
+    store = tempStore({ inProcess: true });
     clientId = (await createClient(store)).id;
     idle = (await createClient(store)).id;
     await issue(store, clientId, 'alice');

@@ -7,7 +7,7 @@ describe('revoke', () => {
   let api: { id: string; secret: string | null };
 
   beforeAll(async () => {
-    store = tempStore();
+    store = tempStore({ inProcess: true });
     [web, api] = await Promise.all([createClient(store), createClient(store)]);
   });
   afterAll(() => store.cleanup());

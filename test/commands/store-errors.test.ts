@@ -2,20 +2,21 @@ import { copyFileSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tempStore, tokenctl, type TempStore } from '../helpers/cli.js';
+import { tempStore, type TempStore } from '../helpers/cli.js';
+import { runCommand } from '../helpers/run-command.js';
 
 /** Stores that cannot be used: a clear error, a non-zero exit, nothing written. */
 describe('store errors', () => {
   let store: TempStore;
   beforeAll(async () => {
-    store = tempStore();
+    store = tempStore({ inProcess: true });
     await store.json(['status']); // creates a valid store
   });
   afterAll(() => store.cleanup());
 
   it('a missing database directory', async () => {
     const db = join(store.dir, 'no', 'such', 'dir', 'tokens.db');
-    const r = await tokenctl(['client', 'create', '--name', 'x', '--db', db]);
+    const r = await runCommand(['client', 'create', '--name', 'x', '--db', db]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/does not exist/);
     expect(r.stderr).not.toMatch(/unexpected error/);
@@ -30,7 +31,7 @@ describe('store errors', () => {
     const odb = new Database(other);
     odb.exec('CREATE TABLE songs (title TEXT)');
     odb.close();
-    const [a, b] = await Promise.all([tokenctl(['status', '--db', text]), tokenctl(['status', '--db', other, '--json'])]);
+    const [a, b] = await Promise.all([runCommand(['status', '--db', text]), runCommand(['status', '--db', other, '--json'])]);
     expect(a.code).toBe(1);
     expect(a.stderr).toMatch(/is not a tokenctl store/);
     expect(a.stderr).toMatch(/Hint:/);
@@ -48,14 +49,14 @@ describe('store errors', () => {
     const db = new Database(newer);
     db.pragma('user_version = 999');
     db.close();
-    const r = await tokenctl(['client', 'create', '--name', 'x', '--db', newer]);
+    const r = await runCommand(['client', 'create', '--name', 'x', '--db', newer]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/schema version 999/);
     expect(r.stderr).toMatch(/upgrade tokenctl/);
   });
 
   it('TOKENCTL_DB is used when --db is not given', async () => {
-    const r = await tokenctl(['status', '--json'], { env: { TOKENCTL_DB: store.db } });
+    const r = await runCommand(['status', '--json'], { env: { TOKENCTL_DB: store.db } });
     expect(r.code).toBe(0);
     expect(r.json().store).toBe(store.db);
   });

@@ -12,7 +12,7 @@ describe('token issue, token list, refresh', () => {
   let shortLived: IssuedTokens;
 
   beforeAll(async () => {
-    store = tempStore();
+    store = tempStore({ inProcess: true });
     [web, other] = await Promise.all([createClient(store, ['--scope', 'read write', '--org', 'acme']), createClient(store)]);
     [alice, shortLived] = await Promise.all([
       issue(store, web.id, 'alice', ['--sub', 'u-1']),

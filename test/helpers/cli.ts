@@ -105,12 +105,15 @@ export interface TempStore {
 /**
  * A fresh directory with a store in it: an empty tokenctl store, as `client create` would make
  * (only serve, client create and migrate --to create a store). `{ create: false }`: no file yet.
+ * `{ inProcess: true }`: commands run inside the test's process (`runCommand`, from the sources),
+ * for tests that need no process of their own; otherwise each spawns the built binary.
  */
-export function tempStore(options: { create?: boolean } = {}): TempStore {
+export function tempStore(options: { create?: boolean; inProcess?: boolean } = {}): TempStore {
   const dir = mkdtempSync(join(tmpdir(), 'tokenctl-test-'));
   const db = join(dir, 'tokens.db');
   if (options.create !== false) createEmptyStore(db);
-  const run = (args: string[], options?: RunOptions) => tokenctl([...args, '--db', db], options);
+  const runner = options.inProcess ? async (args: string[], o?: RunOptions) => (await import('./run-command.js')).runCommand(args, o) : tokenctl;
+  const run = (args: string[], options?: RunOptions) => runner([...args, '--db', db], options);
   return {
     dir,
     db,
@@ -169,12 +172,12 @@ export async function issueInThePast(
   agoMs: number,
   ttl: { accessTtlMs?: number; refreshTtlMs?: number } = {},
 ): Promise<IssuedTokens> {
-  const [{ SqliteStore }, { Engine }, { ManualClock }] = await Promise.all([
-    import('../../src/store/sqlite/index.js'),
+  const [{ openStore }, { Engine }, { ManualClock }] = await Promise.all([
+    import('../../src/store/open-store.js'),
     import('../../src/engine/engine.js'),
     import('../../src/engine/clock.js'),
   ]);
-  const db = await SqliteStore.open(store.db);
+  const db = await openStore(store.db);
   try {
     const engine = new Engine({ store: db, clock: new ManualClock(Date.now() - agoMs) });
     return (await engine.issue({ clientId, username: user, ...ttl })) as unknown as IssuedTokens;

@@ -3,11 +3,11 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { endpointUrl, RemoteError, remoteIntrospect, remoteRefresh, remoteRevoke, type RemoteOptions } from '../../src/client/remote.js';
+import { endpointUrl, RemoteError, remoteIntrospect, remoteRefresh, remoteRevoke, type RemoteOptions } from '../../src/remote/http-client.js';
 import { selfSignedCertificate } from '../../src/serve/tls.js';
 import { createClient, issue, startTestServer, type Client, type TestServer } from '../helpers/server.js';
 
-/** `src/client/remote.ts`, the CLI's `--url` client, against the real server over HTTPS. */
+/** `src/remote/http-client.ts`, the CLI's `--url` client, against the real server over HTTPS. */
 describe('remote client over HTTPS with a self-signed certificate', () => {
   let s: TestServer;
   let web: Client;

@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { remoteIntrospect } from '../../src/client/remote.js';
+import { remoteIntrospect } from '../../src/remote/http-client.js';
 
 /**
  * `tokenctl serve` as a real process (`node bin/run.js serve`, needs `npm run build`): it prints

@@ -5,10 +5,9 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../src/engine/engine.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
-import { startServer, type RunningServer } from '../../src/serve/start.js';
+import { startServer, type RunningServer } from '../../src/serve/listen.js';
 import { loadTlsFiles, persistentSelfSigned, selfSignedCertificate } from '../../src/serve/tls.js';
-import { baseUrl, isLoopback, plainHttpWarning } from '../../src/serve/transport.js';
-import { chooseTransport } from '../../src/serve/transport-choice.js';
+import { baseUrl, chooseTransport, isLoopback, plainHttpWarning } from '../../src/serve/transport.js';
 import { answer, postForm } from '../helpers/server.js';
 
 describe('transport policy (contract 3)', () => {

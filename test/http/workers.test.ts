@@ -43,7 +43,7 @@ describe('tokenctl serve --workers 2 (real processes)', () => {
   let tokens: TokenResponse;
 
   beforeAll(async () => {
-    if (!existsSync(join(ROOT, 'dist/cli/main.cjs')) || !existsSync(join(ROOT, 'oclif.manifest.json'))) {
+    if (!existsSync(join(ROOT, 'dist/main/index.cjs')) || !existsSync(join(ROOT, 'oclif.manifest.json'))) {
       throw new Error('tokenctl is not built: run `npm run build` before these tests');
     }
     sandbox = mkdtempSync(join(tmpdir(), 'tokenctl-workers-'));

@@ -6,7 +6,7 @@ import { ManualClock } from '../../src/engine/clock.js';
 import { Engine } from '../../src/engine/engine.js';
 import type { TokenResponse } from '../../src/engine/results.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
-import { MIGRATE_ACTION, MigrateError, migrateStore, planMigration } from '../../src/store/migrate-store.js';
+import { MIGRATE_ACTION, MigrateError, migrateStore, planMigration } from '../../src/migrate/migrate-store.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { AuditEntry, ClientRecord, TokenRecord, TokenStore } from '../../src/store/store.js';

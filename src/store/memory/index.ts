@@ -2,8 +2,7 @@
  * The in-memory store's door: the only module imported from outside `memory/`. The reference
  * implementation of the store contract, for tests and embedders; nothing is kept on disk.
  */
-import type { OpenStoreOptions } from '../open-store.js';
-import type { TokenStore } from '../store.js';
+import type { OpenStoreOptions, TokenStore } from '../store.js';
 import { MemoryStore } from './store.js';
 
 export { MEMORY_SCHEMA_VERSION, MemoryStore } from './store.js';

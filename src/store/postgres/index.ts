@@ -1,5 +1,4 @@
-import type { OpenStoreOptions } from '../open-store.js';
-import type { TokenStore } from '../store.js';
+import type { OpenStoreOptions, TokenStore } from '../store.js';
 import { PostgresStore } from './store.js';
 
 /*

@@ -1,8 +1,7 @@
 /**
  * The SQLite store's door: the only module imported from outside `sqlite/`.
  */
-import type { OpenStoreOptions } from '../open-store.js';
-import type { TokenStore } from '../store.js';
+import type { OpenStoreOptions, TokenStore } from '../store.js';
 import { SqliteStore } from './store.js';
 
 export { SqliteStore } from './store.js';

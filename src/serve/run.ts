@@ -1,12 +1,11 @@
-import { serveLogStream } from '../cli/render/log-line.js';
-import { CliError, EXIT } from '../cli/errors.js';
+import { ServeError } from './errors.js';
 import type { Engine, EngineOptions } from '../engine/engine.js';
 import { startWorkers } from './cluster.js';
 import { demoInstructions, prepareDemo } from './demo.js';
 import { waitForShutdownSignal } from './shutdown.js';
-import { startServer } from './start.js';
+import { startServer } from './listen.js';
 import { checkStoreWritable, watchStoreFile } from './store-watch.js';
-import { chooseTransport, type TransportFlags } from './transport-choice.js';
+import { chooseTransport, type TransportFlags } from './transport.js';
 import { connectionBudgetWarning, type OpenStoreOptions } from '../store/open-store.js';
 
 export interface ServeSettings extends TransportFlags {
@@ -33,6 +32,8 @@ export interface ServeSettings extends TransportFlags {
   storeOptions?: OpenStoreOptions;
   /** `--max-connections`: open connections at once, per process. */
   maxConnections?: number;
+  /** Where this process writes its request log lines (the command chooses the format). */
+  logStream: NodeJS.WritableStream;
 }
 
 /** How `serve` talks to its operator: stdout lines, warnings and notes on stderr. */
@@ -47,7 +48,7 @@ export interface ServeOutput {
  * off loopback before opening anything), open the engine, listen, set up the demo if asked,
  * print `listening on <URL>`, and on SIGTERM/SIGINT stop gracefully. The caller closes the store.
  */
-export async function serve(settings: ServeSettings, openEngine: (options: Partial<EngineOptions>) => Promise<Engine>, out: ServeOutput): Promise<void> {
+export async function runServe(settings: ServeSettings, openEngine: (options: Partial<EngineOptions>) => Promise<Engine>, out: ServeOutput): Promise<void> {
   const transport = await chooseTransport(settings, settings.certDir);
   const engineOptions = {
     issuer: settings.issuer ?? 'https://localhost', // replaced by the URL once listening, unless given
@@ -118,7 +119,7 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
     port: settings.port,
     tls: transport.tls,
     issuerFromUrl: settings.issuer === undefined,
-    logger: { level: settings.logLevel, stream: serveLogStream() },
+    logger: { level: settings.logLevel, stream: settings.logStream },
     connections: { maxConnections: settings.maxConnections },
   });
   force = () => server.app.server.closeAllConnections();
@@ -137,10 +138,10 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
   if ('message' in stop) throw storeError(stop.message, 'store_replaced');
 }
 
-function storeError(message: string, code: string): CliError {
+function storeError(message: string, code: string): ServeError {
   return code === 'store_replaced'
-    ? new CliError(`${message}: stopped, so that no answer comes from a file other commands no longer see`, EXIT.failure, code, 'start serve again on the store you mean')
-    : new CliError(message, EXIT.failure, code);
+    ? new ServeError(`${message}: stopped, so that no answer comes from a file other commands no longer see`, code, 'failure', 'start serve again on the store you mean')
+    : new ServeError(message, code);
 }
 
 async function warnWithoutClients(engine: Engine, settings: ServeSettings, certFile: string | undefined, out: ServeOutput): Promise<void> {

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyServerOptions } from 'fastify';
-import { CliError, EXIT } from '../cli/errors.js';
+import { ServeError } from './errors.js';
 import type { Engine } from '../engine/engine.js';
 import { buildServer, type ConnectionLimits, type TokenctlApp } from '../http/server.js';
 import type { TlsMaterial } from './tls.js';
@@ -66,12 +66,12 @@ async function closeGracefully(app: TokenctlApp, graceMs: number): Promise<void>
 function listenError(err: NodeJS.ErrnoException, host: string, port: number): Error {
   switch (err.code) {
     case 'EADDRINUSE':
-      return new CliError(`port ${port} on ${host} is already in use`, EXIT.failure, 'address_in_use', 'choose another with --port, or --port 0 for a free one');
+      return new ServeError(`port ${port} on ${host} is already in use`, 'address_in_use', 'failure', 'choose another with --port, or --port 0 for a free one');
     case 'EACCES':
-      return new CliError(`not allowed to listen on ${host}:${port}`, EXIT.failure, 'address_denied', 'ports below 1024 need privileges: use --port 8443');
+      return new ServeError(`not allowed to listen on ${host}:${port}`, 'address_denied', 'failure', 'ports below 1024 need privileges: use --port 8443');
     case 'EADDRNOTAVAIL':
     case 'ENOTFOUND':
-      return new CliError(`cannot listen on ${host}: no such address on this machine`, EXIT.usage, 'bad_host', 'use --host 127.0.0.1, or 0.0.0.0 for every interface');
+      return new ServeError(`cannot listen on ${host}: no such address on this machine`, 'bad_host', 'usage', 'use --host 127.0.0.1, or 0.0.0.0 for every interface');
     default:
       return err;
   }

@@ -7,7 +7,7 @@ import { Errors, type Command, type Interfaces } from '@oclif/core';
  * manifest and the command classes of the bundle. oclif's own Plugin finds and reads the same
  * files asynchronously, and sorts the command ids with `localeCompare`, whose first call builds
  * an ICU collator: several milliseconds of every start, for an order that only help displays.
- * Given to `Config.load` as its plugins (see cli/main.ts), it stands for every plugin: the core
+ * Given to `Config.load` as its plugins (see main/cli.ts), it stands for every plugin: the core
  * plugins of package.json (autocomplete) and any user plugin then stay unloaded.
  *
  * It covers what tokenctl uses: explicit command discovery, an oclif.manifest.json of the same

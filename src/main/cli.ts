@@ -1,28 +1,14 @@
-/**
- * The CLI as one module: oclif's `execute` and every command (oclif's "explicit" command
- * discovery, package.json `oclif.commands`). The build bundles this file with its dependencies
- * (scripts/bundle.js), so that a command starts by reading one file instead of resolving and
- * compiling some 500 CommonJS modules one by one. Commands import what only they need lazily.
- */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { execute, type Command, type Interfaces } from '@oclif/core';
+import { unknownCommand } from '../cli/did-you-mean.js';
+import type { RenderedError } from '../cli/errors.js';
+import { formatError } from '../cli/render/errors.js';
 import { COMMANDS } from '../commands/index.js';
-import { unknownCommand } from './did-you-mean.js';
-import type { RenderedError } from './errors.js';
-import { formatError } from './render/errors.js';
 import { RootPlugin } from './root-plugin.js';
 
-export { COMMANDS };
-
-/** A worker process of `serve --workers N` (bin/worker.js); the server's code loads only then. */
-export async function startWorkerProcess(): Promise<void> {
-  const { startWorkerProcess: start } = await import('../serve/worker.js');
-  start();
-}
-
 /**
- * Runs tokenctl for `process.argv` (bin/run.js). `root` is the package directory, as a file URL.
+ * Runs tokenctl for `process.argv` (bin/run.js, bin/dev.js). `root` is the package directory, as a file URL.
  *
  * A command of this package starts on a configuration made from what the bundle holds (see
  * RootPlugin), without the core plugins of package.json: they add commands of their own and
