@@ -8,6 +8,7 @@ import { startServer } from './start.js';
 import { checkStoreWritable, watchStoreFile } from './store-watch.js';
 import { chooseTransport, type TransportFlags } from './transport-choice.js';
 import { connectionBudgetWarning, type OpenStoreOptions } from '../store/open-store.js';
+import type { ServeObservability } from '../metrics/observability.js';
 
 export interface ServeSettings extends TransportFlags {
   port: number;
@@ -33,6 +34,8 @@ export interface ServeSettings extends TransportFlags {
   storeOptions?: OpenStoreOptions;
   /** `--max-connections`: open connections at once, per process. */
   maxConnections?: number;
+  /** Metrics and tracing (`--metrics-port`, `--trace`); none without. */
+  observability?: ServeObservability;
 }
 
 /** How `serve` talks to its operator: stdout lines, warnings and notes on stderr. */
@@ -94,10 +97,13 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
         issuerFromUrl: settings.issuer === undefined,
         logLevel: settings.logLevel,
         maxConnections: settings.maxConnections,
+        observability: settings.observability?.settings,
       },
       (message) => fatal(message),
     );
     force = () => workers.force();
+    const metrics = await settings.observability?.listen();
+    if (metrics) out.note(`metrics on ${metrics.url}`);
     if (demo) out.line(demoInstructions(demo, workers.url, certFile));
     out.line(`listening on ${workers.url}`);
     const stop = await Promise.race([
@@ -107,13 +113,15 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
     ]);
     storeWatch.stop();
     if ('signal' in stop) out.note(`${stop.signal}: finishing requests in flight in ${workerCount} workers, then stopping`);
+    await metrics?.close();
     await workers.stop();
     if ('message' in stop) throw storeError(stop.message, stop.code);
     return;
   }
 
   const server = await startServer({
-    engine,
+    engine: settings.observability?.serving(engine) ?? engine,
+    observer: settings.observability?.local?.answerObserver,
     host: settings.host,
     port: settings.port,
     tls: transport.tls,
@@ -122,6 +130,8 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
     connections: { maxConnections: settings.maxConnections },
   });
   force = () => server.app.server.closeAllConnections();
+  const metrics = await settings.observability?.listen();
+  if (metrics) out.note(`metrics on ${metrics.url}`);
 
   if (settings.demo) {
     out.line(demoInstructions(await prepareDemo(engine, settings.actor), server.url, certFile));
@@ -133,6 +143,7 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
   const stop = await Promise.race([stopSignal.then((signal) => ({ signal })), storeWatch.changed.then((message) => ({ message }))]);
   storeWatch.stop();
   if ('signal' in stop) out.note(`${stop.signal}: finishing requests in flight, then stopping`);
+  await metrics?.close();
   await server.close();
   if ('message' in stop) throw storeError(stop.message, 'store_replaced');
 }

@@ -1,0 +1,53 @@
+import { performance } from 'node:perf_hooks';
+import type { Counter, Histogram } from 'prom-client';
+import { StoreUnavailableError, type StoreObserver, type TokenStore } from '../store/store.js';
+import type { TokenctlMetrics } from './metrics.js';
+import { whenSettled, wrapStore } from './wrap-store.js';
+
+/** The StoreObserver a store is opened with: group-commit batch sizes and kept-row cache hits. */
+export function storeObserver(metrics: TokenctlMetrics): StoreObserver {
+  const hit = metrics.rowCache.labels('hit');
+  const miss = metrics.rowCache.labels('miss');
+  return {
+    commitBatch: (size) => metrics.commitBatchSize.observe(size),
+    rowCache: (wasHit) => (wasHit ? hit : miss).inc(),
+  };
+}
+
+/** The kind label of tokenctl_store_errors_total: a few words, never a message. */
+export function storeErrorKind(error: unknown): string {
+  if (error instanceof StoreUnavailableError) return 'unavailable';
+  const code = (error as { code?: unknown } | null)?.code;
+  // SQLite's SQLITE_BUSY; PostgreSQL's serialization failure, deadlock, statement timeout.
+  if (code === 'SQLITE_BUSY' || code === '40001' || code === '40P01' || code === '57014') return 'conflict_or_timeout';
+  return 'error';
+}
+
+/**
+ * The store the server's engine works on, timed per operation (TokenStore method) into
+ * tokenctl_store_operation_duration_seconds, failures into tokenctl_store_errors_total. Label
+ * children are made on first call, so only operations the server uses appear in a scrape.
+ */
+export function instrumentStore(store: TokenStore, metrics: TokenctlMetrics): TokenStore {
+  return wrapStore(store, (operation, call) => {
+    let duration: ReturnType<Histogram<string>['labels']> | undefined;
+    const errors = new Map<string, ReturnType<Counter<string>['labels']>>();
+    const settled = (start: number, failed: boolean, error: unknown): void => {
+      if (!failed) {
+        (duration ??= metrics.storeDuration.labels(operation)).observe((performance.now() - start) / 1000);
+        return;
+      }
+      const kind = storeErrorKind(error);
+      let child = errors.get(kind);
+      if (child === undefined) errors.set(kind, (child = metrics.storeErrors.labels(operation, kind)));
+      child.inc();
+    };
+    return (...args) => {
+      const start = performance.now();
+      return whenSettled(
+        () => call(...args),
+        (failed, error) => settled(start, failed, error),
+      );
+    };
+  });
+}
