@@ -50,7 +50,7 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
     'metrics-port': Flags.integer({ description: 'Serve Prometheus metrics at http://<metrics-host>:<port>/metrics, summed over all workers; 0 picks a free port (printed on stderr) [default: off]', min: 0, max: 65535, helpGroup: 'METRICS' }),
     'metrics-host': Flags.string({ description: 'Address of the metrics listener (keep it off the public network)', default: '127.0.0.1', helpGroup: 'METRICS' }),
     'metrics-client-label': Flags.boolean({ description: 'Count answers per authenticated client too (tokenctl_client_requests_total{client}), for the first --metrics-max-clients clients', helpGroup: 'METRICS' }),
-    'metrics-max-clients': Flags.integer({ description: 'With --metrics-client-label: clients with a label of their own; later ones count as "other"', default: 100, min: 1, max: 10_000, dependsOn: ['metrics-client-label'], helpGroup: 'METRICS' }),
+    'metrics-max-clients': Flags.integer({ description: 'With --metrics-client-label: clients with a label of their own; later ones count as "other"', default: 100, min: 1, max: 10_000, helpGroup: 'METRICS' }),
     trace: Flags.boolean({ description: 'OpenTelemetry spans around the three endpoints and their store calls; needs an SDK loaded into the process (docs/observability.md)', helpGroup: 'METRICS' }),
     'log-level': Flags.string({ description: 'Request logs at info; warn or error keeps only problems', options: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], default: 'info' }),
   };
