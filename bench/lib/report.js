@@ -42,6 +42,7 @@ export const FIGURES = [
   { key: 'pg_introspection_rps_1node', label: 'introspection, PostgreSQL store, 1 node, req/s', target: null },
   { key: 'pg_introspection_rps_2nodes', label: 'introspection, PostgreSQL store, 2 nodes, req/s', target: null },
   { key: 'pg_introspection_ratio_to_sqlite', label: 'introspection, PostgreSQL 1 node / SQLite', target: null },
+  { key: 'metrics_cost_ratio', label: 'introspection, metrics on / off (serve --metrics-port)', target: '≥ 0.97', ok: (v) => v >= 0.97 },
 ];
 
 /**
@@ -83,6 +84,7 @@ export function figures(reps) {
     pg_introspection_rps_1node: med((r) => rps(r, 'tokenctl.introspect_pg_1node')),
     pg_introspection_rps_2nodes: med((r) => rps(r, 'tokenctl.introspect_pg_2nodes')),
     pg_introspection_ratio_to_sqlite: med((r) => ratio(rps(r, 'tokenctl.introspect_pg_1node'), rps(r, 'tokenctl.introspect'))),
+    metrics_cost_ratio: med((r) => ratio(rps(r, 'tokenctl.introspect_metrics'), rps(r, 'tokenctl.introspect'))),
   };
 }
 
