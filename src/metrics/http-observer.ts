@@ -1,5 +1,5 @@
-import type { Counter, Histogram } from 'prom-client';
 import type { AnswerObserver, AnswerOutcome, AnswerRecord, EndpointName } from '../http/observer.js';
+import type { BoundCounter, BoundHistogram } from './bound.js';
 import type { TokenctlMetrics } from './metrics.js';
 
 export interface HttpObserverOptions {
@@ -13,8 +13,8 @@ export interface HttpObserverOptions {
 const MAX_SERIES = 1000;
 const OTHER = 'other';
 
-type Inc = ReturnType<Counter<string>['labels']>;
-type Observe = ReturnType<Histogram<string>['labels']>;
+type Inc = BoundCounter;
+type Observe = BoundHistogram;
 interface Series {
   requests: Inc;
   duration: Observe;
@@ -73,6 +73,7 @@ export function httpObserver(metrics: TokenctlMetrics, options: HttpObserverOpti
     grant: metrics.tokensRevoked.labels('grant'),
     reuse: metrics.tokensRevoked.labels('reuse_detection'),
   };
+  const reuseDetections = metrics.reuseDetections.labels();
   const authFailures = new Map<string, Inc>();
   const clients = options.clientLabel ? clientCounter(metrics, options.maxClients ?? 100) : undefined;
 
@@ -86,7 +87,7 @@ export function httpObserver(metrics: TokenctlMetrics, options: HttpObserverOpti
       if (done.kind === 'refreshed') (done.rotated ? refreshed.rotated : refreshed.kept).inc();
       else if (done.kind === 'revoked') (done.scope === 'grant' ? revoked.grant : revoked.single).inc(done.tokens);
       else if (done.kind === 'reuse_detected') {
-        metrics.reuseDetections.inc();
+        reuseDetections.inc();
         revoked.reuse.inc(done.tokens);
       }
     } else if (record.errorCode === 'invalid_client') {

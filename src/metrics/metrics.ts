@@ -1,4 +1,5 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { FastCounter, FastHistogram } from './bound.js';
 import type { PoolState } from '../store/store.js';
 
 /**
@@ -9,17 +10,17 @@ import type { PoolState } from '../store/store.js';
  */
 export interface TokenctlMetrics {
   registry: Registry;
-  requests: Counter<'endpoint' | 'status' | 'outcome' | 'reason'>;
-  requestDuration: Histogram<'endpoint' | 'outcome'>;
-  clientRequests: Counter<'client' | 'endpoint' | 'outcome'>;
-  tokensRefreshed: Counter<'rotated'>;
-  tokensRevoked: Counter<'kind'>;
-  reuseDetections: Counter;
-  clientAuthFailures: Counter<'reason'>;
-  storeDuration: Histogram<'operation'>;
-  storeErrors: Counter<'operation' | 'kind'>;
-  commitBatchSize: Histogram;
-  rowCache: Counter<'result'>;
+  requests: FastCounter<'endpoint' | 'status' | 'outcome' | 'reason'>;
+  requestDuration: FastHistogram;
+  clientRequests: FastCounter<'client' | 'endpoint' | 'outcome'>;
+  tokensRefreshed: FastCounter<'rotated'>;
+  tokensRevoked: FastCounter<'kind'>;
+  reuseDetections: FastCounter;
+  clientAuthFailures: FastCounter<'reason'>;
+  storeDuration: FastHistogram;
+  storeErrors: FastCounter<'operation' | 'kind'>;
+  commitBatchSize: FastHistogram;
+  rowCache: FastCounter<'result'>;
 }
 
 /** Seconds: from a cached introspection (well under a millisecond) to a request's 5 s database budget. */
@@ -50,68 +51,68 @@ export function createMetrics(poolState: () => PoolState | undefined = () => und
 
   return {
     registry,
-    requests: new Counter({
+    requests: new FastCounter({
       name: 'tokenctl_http_requests_total',
       help: 'HTTP answers by endpoint, status, outcome (what the engine did, or the error code) and reason (why a token or client was refused)',
       labelNames: ['endpoint', 'status', 'outcome', 'reason'],
       registers,
     }),
-    requestDuration: new Histogram({
+    requestDuration: new FastHistogram({
       name: 'tokenctl_http_request_duration_seconds',
       help: 'From the first byte of a request to its answer, by endpoint and outcome class (ok, client_error, unauthorized, rate_limited, unavailable, server_error)',
       labelNames: ['endpoint', 'outcome'],
       buckets: LATENCY_BUCKETS,
       registers,
     }),
-    clientRequests: new Counter({
+    clientRequests: new FastCounter({
       name: 'tokenctl_client_requests_total',
       help: 'Answers to authenticated clients, by client (only with serve --metrics-client-label; past --metrics-max-clients, client="other")',
       labelNames: ['client', 'endpoint', 'outcome'],
       registers,
     }),
-    tokensRefreshed: new Counter({
+    tokensRefreshed: new FastCounter({
       name: 'tokenctl_tokens_refreshed_total',
       help: 'Successful refreshes over HTTP; rotated="true" when a new refresh token was issued too',
       labelNames: ['rotated'],
       registers,
     }),
-    tokensRevoked: new Counter({
+    tokensRevoked: new FastCounter({
       name: 'tokenctl_tokens_revoked_total',
       help: 'Tokens revoked over HTTP, by kind: single, grant (a refresh token took its grant along), reuse_detection (bulk revocation runs in the CLI process, not here)',
       labelNames: ['kind'],
       registers,
     }),
-    reuseDetections: new Counter({
+    reuseDetections: new FastCounter({
       name: 'tokenctl_reuse_detections_total',
       help: 'Replaced refresh tokens presented again (their grant revoked)',
       registers,
     }),
-    clientAuthFailures: new Counter({
+    clientAuthFailures: new FastCounter({
       name: 'tokenctl_client_auth_failures_total',
       help: 'Client authentication failures (401 invalid_client) by reason',
       labelNames: ['reason'],
       registers,
     }),
-    storeDuration: new Histogram({
+    storeDuration: new FastHistogram({
       name: 'tokenctl_store_operation_duration_seconds',
       help: 'Store calls made by the server, by operation (the TokenStore method)',
       labelNames: ['operation'],
       buckets: LATENCY_BUCKETS,
       registers,
     }),
-    storeErrors: new Counter({
+    storeErrors: new FastCounter({
       name: 'tokenctl_store_errors_total',
       help: 'Store calls that failed, by operation and kind (unavailable: the database did not answer in time or at all)',
       labelNames: ['operation', 'kind'],
       registers,
     }),
-    commitBatchSize: new Histogram({
+    commitBatchSize: new FastHistogram({
       name: 'tokenctl_store_commit_batch_size',
       help: 'Writes committed together by one group commit',
       buckets: BATCH_BUCKETS,
       registers,
     }),
-    rowCache: new Counter({
+    rowCache: new FastCounter({
       name: 'tokenctl_store_row_cache_lookups_total',
       help: 'Reads answered by the kept-row cache (result="hit") or by the database ("miss")',
       labelNames: ['result'],

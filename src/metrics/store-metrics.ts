@@ -1,15 +1,16 @@
 import { performance } from 'node:perf_hooks';
-import type { Counter, Histogram } from 'prom-client';
 import { StoreUnavailableError, type StoreObserver, type TokenStore } from '../store/store.js';
+import type { BoundCounter, BoundHistogram } from './bound.js';
 import type { TokenctlMetrics } from './metrics.js';
-import { whenSettled, wrapStore } from './wrap-store.js';
+import { wrapStore } from './wrap-store.js';
 
 /** The StoreObserver a store is opened with: group-commit batch sizes and kept-row cache hits. */
 export function storeObserver(metrics: TokenctlMetrics): StoreObserver {
   const hit = metrics.rowCache.labels('hit');
   const miss = metrics.rowCache.labels('miss');
+  const batches = metrics.commitBatchSize.labels();
   return {
-    commitBatch: (size) => metrics.commitBatchSize.observe(size),
+    commitBatch: (size) => batches.observe(size),
     rowCache: (wasHit) => (wasHit ? hit : miss).inc(),
   };
 }
@@ -30,24 +31,33 @@ export function storeErrorKind(error: unknown): string {
  */
 export function instrumentStore(store: TokenStore, metrics: TokenctlMetrics): TokenStore {
   return wrapStore(store, (operation, call) => {
-    let duration: ReturnType<Histogram<string>['labels']> | undefined;
-    const errors = new Map<string, ReturnType<Counter<string>['labels']>>();
-    const settled = (start: number, failed: boolean, error: unknown): void => {
-      if (!failed) {
-        (duration ??= metrics.storeDuration.labels(operation)).observe((performance.now() - start) / 1000);
-        return;
-      }
+    let duration: BoundHistogram | undefined;
+    const errors = new Map<string, BoundCounter>();
+    const observe = (start: number): void => (duration ??= metrics.storeDuration.labels(operation)).observe((performance.now() - start) / 1000);
+    const failed = (error: unknown): never => {
       const kind = storeErrorKind(error);
       let child = errors.get(kind);
       if (child === undefined) errors.set(kind, (child = metrics.storeErrors.labels(operation, kind)));
       child.inc();
+      throw error;
     };
+    // Written out rather than through whenSettled: this runs on every store call of every request.
     return (...args) => {
       const start = performance.now();
-      return whenSettled(
-        () => call(...args),
-        (failed, error) => settled(start, failed, error),
-      );
+      let result: unknown;
+      try {
+        result = call(...args);
+      } catch (error) {
+        return failed(error);
+      }
+      if (!(result instanceof Promise)) {
+        observe(start);
+        return result;
+      }
+      return result.then((value: unknown) => {
+        observe(start);
+        return value;
+      }, failed);
     };
   });
 }

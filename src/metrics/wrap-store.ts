@@ -14,7 +14,7 @@ export function wrapStore(store: TokenStore, wrap: (operation: string, call: Sto
   const wrapped = Object.create(store) as Record<string, unknown>;
   for (const name of methodNames(store)) {
     const method = (store as unknown as Record<string, StoreCall>)[name]!;
-    wrapped[name] = wrap(name, (...args) => method.apply(store, args));
+    wrapped[name] = wrap(name, method.bind(store) as StoreCall);
   }
   return wrapped as unknown as TokenStore;
 }
