@@ -55,7 +55,6 @@ The token is never read from stdin unless you say so: give it as - (stdin; a hid
     }
     // With credentials, the client must prove itself and own the token, as over HTTP.
     const secret = this.flags['client-secret'] ?? (process.env.TOKENCTL_CLIENT_SECRET || undefined);
-    const client = await engine.authenticate({ clientId, secrets: secret ? [secret] : [] });
-    return engine.refresh({ client, refreshToken: token, scope: this.flags.scope });
+    return (await engine.refreshAsClient({ credentials: { clientId, secrets: secret ? [secret] : [] }, token, scope: this.flags.scope })).result;
   }
 }

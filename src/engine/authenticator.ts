@@ -98,7 +98,7 @@ export class ClientAuthenticator {
   }
 
   private checkPlausible({ clientId }: PresentedCredentials): void {
-    if (!isPlausibleClientId(clientId)) throw new InvalidClientError(clientId.slice(0, 200));
+    if (!isPlausibleClientId(clientId)) throw new InvalidClientError(clientId.slice(0, 200), 'unknown_client');
   }
 
   /** The rest of authenticate, on the client row as just read from the store (null: no such client). */
@@ -109,7 +109,7 @@ export class ClientAuthenticator {
     if (secrets.length === 0) {
       // Scenario II: only a public client may present no password.
       if (client && storedHash === null) return client;
-      throw new InvalidClientError(clientId);
+      throw new InvalidClientError(clientId, client ? 'no_secret' : 'unknown_client');
     }
     if (client && storedHash !== null) {
       if (await this.verifyAny(clientId, clientId, source, secrets, storedHash)) return client;
@@ -117,7 +117,7 @@ export class ClientAuthenticator {
     }
     // Unknown client, or a public client that sent a password: refuse after the same work.
     await this.verifyAny(client ? clientId : UNKNOWN_LANE, clientId, source, secrets, '\u0000none:' + clientId);
-    throw new InvalidClientError(clientId);
+    throw new InvalidClientError(clientId, client ? 'unexpected_secret' : 'unknown_client');
   }
 
   private async verifyAny(lane: string, clientId: string, source: Source, secrets: string[], storedHash: string): Promise<boolean> {

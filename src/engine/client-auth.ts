@@ -70,11 +70,11 @@ export function parseBasicAuthorization(header: string): PresentedCredentials {
   const match = /^Basic[ ]+([^ ]+)[ ]*$/i.exec(header);
   const decoded = match?.[1] ? decodeBase64Strict(match[1]) : null;
   const colon = decoded?.indexOf(':') ?? -1;
-  if (decoded == null || colon <= 0) throw new InvalidClientError('(malformed Authorization header)');
+  if (decoded == null || colon <= 0) throw new InvalidClientError('(malformed Authorization header)', 'malformed_header');
   const rawId = decoded.slice(0, colon);
   const rawSecret = decoded.slice(colon + 1);
   const clientId = formDecode(rawId) ?? rawId;
-  if (!isPlausibleClientId(clientId)) throw new InvalidClientError('(malformed Authorization header)');
+  if (!isPlausibleClientId(clientId)) throw new InvalidClientError('(malformed Authorization header)', 'malformed_header');
   if (rawSecret === '') return { clientId, secrets: [] };
   const candidates = [decodeBase64Strict(rawSecret), formDecode(rawSecret), rawSecret.replace(/%3A/gi, ':'), percentDecodeLenient(rawSecret), rawSecret];
   return { clientId, secrets: unique(candidates) };

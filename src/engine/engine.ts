@@ -7,21 +7,13 @@ import { systemClock, type Clock } from './clock.js';
 import { presentedDigest } from './tokens.js';
 import { clientView, DAY_MS, HOUR_MS, MAX_REFRESH_GRACE_MS, MAX_REFRESHES_PER_MINUTE, ROTATION_RACE_WINDOW_MS, type EngineConfig, type EngineContext } from './context.js';
 import { InvalidInputError } from './errors.js';
-import { inspect, introspect, introspectionOf } from './introspect.js';
+import { inspect, introspectionOf } from './introspect.js';
 import { issueGrants, issueTokens, type IssueInput } from './issue.js';
 import { countPurgeable, countTokens, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
-import { refresh, refreshAsOperator, type RefreshInput } from './refresh.js';
-import type { ClientView, Inspection, IntrospectionResult, Revocation, RevocationResult, TokenResponse, TokenView } from './results.js';
-import { countBulk, revokeAsClient, revokeAsOperator, revokeBulk, revokeFound, type BulkOptions, type BulkRevocation, type RevokeInput } from './revoke.js';
-
-/** A client authenticated together with the token it presented, and that token's record (null: none). */
-export interface Authenticated {
-  client: ClientRecord;
-  token: string;
-  record: TokenRecord | null;
-  /** When the request was taken up, before its token was read (a lost rotation race is told by it). */
-  presentedAt: number;
-}
+import { asClient, type ClientRequest, type RefreshRequest } from './client-requests.js';
+import { refresh, refreshAsOperator } from './refresh.js';
+import type { ClientOutcome, ClientView, Inspection, IntrospectionResult, RevocationResult, TokenResponse, TokenView } from './results.js';
+import { countBulk, revokeAsOperator, revokeBulk, revokeFound, type BulkOptions, type BulkRevocation } from './revoke.js';
 
 export interface EngineOptions extends Partial<EngineConfig> {
   store: TokenStore;
@@ -103,32 +95,41 @@ export class Engine {
     return this.authenticator.authenticate(credentials, source);
   }
   /**
-   * Spec part 5 for an endpoint that acts on a presented token: authenticates the client and
-   * reads the token's record with it, in one store read. Throws InvalidClientError as
-   * {@link authenticate} does. Hand the result to {@link introspectAuthenticated},
-   * {@link revokeAuthenticated} or {@link refreshAuthenticated}.
+   * Spec 4.1, POST /oauth/token: authenticates the client and reads its refresh token in one store
+   * read, then refreshes. A confidential client's token is refreshed only by that client.
    */
-  async authenticateWithToken(credentials: PresentedCredentials, token: string, source?: string): Promise<Authenticated> {
-    const presentedAt = this.ctx.clock.now();
-    const { client, token: record } = await this.authenticator.authenticateAndFind(credentials, presentedDigest(token), source);
-    return { client, token, record, presentedAt };
+  async refreshAsClient(request: RefreshRequest): Promise<ClientOutcome<TokenResponse>> {
+    const { client, record, presentedAt } = await this.authenticatePresenting(request);
+    return asClient(client.id, async () => {
+      const response = await refresh(this.ctx, { client, refreshToken: request.token, scope: request.scope }, record, presentedAt);
+      return { result: response, clientId: client.id, jti: response.jti, done: { kind: 'refreshed', rotated: response.refresh_token !== request.token } };
+    });
+  }
+  /** Spec 4.2, POST /oauth/revocation: the client revokes one of its own tokens (contract 3). */
+  async revokeAsClient(request: ClientRequest): Promise<ClientOutcome<RevocationResult>> {
+    const { client, record } = await this.authenticatePresenting(request);
+    return asClient(client.id, async () => {
+      const { result, jti, done } = await revokeFound(this.ctx, client, record);
+      return { result, clientId: client.id, jti, done };
+    });
   }
   /**
-   * Spec 4.3 by the authenticated client. A confidential client may introspect any token (a
+   * Spec 4.3, POST /oauth/introspection. A confidential client may introspect any token (a
    * resource server checks tokens issued to others); a public client, which proves nothing but
    * its id, only its own: any other token is inactive to it (contract 3, revised 2026-11).
    */
-  introspectAuthenticated(a: Authenticated): IntrospectionResult {
-    const visible = a.client.secretHash !== null || a.record?.clientId === a.client.id;
-    return introspectionOf(this.ctx, visible ? a.record : null, this.ctx.clock.now());
+  async introspectAsClient(request: ClientRequest): Promise<ClientOutcome<IntrospectionResult>> {
+    const { client, record } = await this.authenticatePresenting(request);
+    const visible = client.secretHash !== null || record?.clientId === client.id;
+    const result = introspectionOf(this.ctx, visible ? record : null, this.ctx.clock.now());
+    return { result, clientId: client.id, jti: result.active ? result.jti : null, done: { kind: 'introspected', active: result.active } };
   }
-  /** Spec 4.2 by the authenticated client: the spec 2.2 record, and the jti it acted on. */
-  revokeAuthenticated(a: Authenticated): Promise<Revocation> {
-    return revokeFound(this.ctx, a.client, a.record);
-  }
-  /** Spec 4.1 by the authenticated client, `a.token` being the refresh token. */
-  refreshAuthenticated(a: Authenticated, scope?: string): Promise<TokenResponse> {
-    return refresh(this.ctx, { client: a.client, refreshToken: a.token, scope }, a.record, a.presentedAt);
+  /** Spec part 5 for a request that presents a token: the client and the token's record (null: none), in one store read. */
+  private async authenticatePresenting(request: ClientRequest): Promise<{ client: ClientRecord; record: TokenRecord | null; presentedAt: number }> {
+    // When the request was taken up, before its token was read: a lost rotation race is told by it.
+    const presentedAt = this.ctx.clock.now();
+    const found = await this.authenticator.authenticateAndFind(request.credentials, presentedDigest(request.token), request.source);
+    return { client: found.client, record: found.token, presentedAt };
   }
 
   // ---- the lifecycle --------------------------------------------------------------------------
@@ -140,17 +141,9 @@ export class Engine {
   issueMany(input: IssueInput, count: number): Promise<TokenResponse[]> {
     return issueGrants(this.ctx, input, count);
   }
-  /** Spec 4.1. */
-  refresh(input: RefreshInput): Promise<TokenResponse> {
-    return refresh(this.ctx, input);
-  }
   /** A refresh by an operator holding the store: as the token's own client. */
   refreshAsOperator(refreshToken: string, scope?: string): Promise<TokenResponse> {
     return refreshAsOperator(this.ctx, refreshToken, scope);
-  }
-  /** Spec 4.2, by an authenticated client: the spec 2.2 record, and the jti it acted on. */
-  revoke(input: RevokeInput): Promise<Revocation> {
-    return revokeAsClient(this.ctx, input);
   }
   /** Revocation by an operator (CLI): any client's token. */
   revokeAsOperator(token: string, actor: string): Promise<RevocationResult> {
@@ -162,10 +155,6 @@ export class Engine {
   /** Every active token the selector names, in batches; `signal` stops it at a batch boundary. */
   revokeBulk(selector: BulkSelector, actor: string, options?: BulkOptions): Promise<BulkRevocation> {
     return revokeBulk(this.ctx, selector, actor, options);
-  }
-  /** Spec 4.3. */
-  introspect(token: string): Promise<IntrospectionResult> {
-    return introspect(this.ctx, token);
   }
   /** The operator's view of a token, by the token or by its jti. */
   inspect(by: { token: string } | { jti: string }): Promise<Inspection> {

@@ -45,10 +45,21 @@ export class UnsupportedTokenTypeError extends TokenctlError {
  */
 export class InvalidClientError extends TokenctlError {
   readonly code = 'invalid_client';
-  constructor(readonly clientId: string) {
+  constructor(
+    readonly clientId: string,
+    /** Why, for the operator's metrics only: never in the answer, which does not say which part was wrong. */
+    readonly reason: ClientAuthFailure = 'bad_secret',
+  ) {
     super(`The client account or password is incorrect: ${clientId}`);
   }
 }
+
+/**
+ * Why a client authentication failed, in a bounded vocabulary: no such client (or an id that
+ * cannot be one), a wrong password, a confidential client that sent none, a public client that
+ * sent one, an Authorization header that is no Basic credential, or no credentials at all.
+ */
+export type ClientAuthFailure = 'unknown_client' | 'bad_secret' | 'no_secret' | 'unexpected_secret' | 'malformed_header' | 'no_credentials';
 
 export type InvalidTokenReason = 'expired' | 'revoked' | 'replaced' | 'unknown';
 
@@ -76,6 +87,20 @@ export class InvalidTokenError extends TokenctlError {
       case 'unknown':
         return 'The refresh token is invalid: it is not recognised';
     }
+  }
+}
+
+/**
+ * A replaced refresh token presented again (RFC 9700 §4.14.2): its whole grant was revoked
+ * (`grantTokens` tokens). Answered as any revoked refresh token; the type tells the operator's
+ * metrics that a copy of a token was caught.
+ */
+export class ReuseDetectedError extends InvalidTokenError {
+  constructor(
+    readonly grantTokens: number,
+    token: string,
+  ) {
+    super('revoked', token);
   }
 }
 

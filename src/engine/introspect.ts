@@ -23,14 +23,6 @@ export function introspectionOf(ctx: EngineContext, token: TokenRecord | null, n
   };
 }
 
-/**
- * Spec 4.3: any authenticated client may introspect any token (contract 3). The hint is only a
- * hint (RFC 7009 §2.1, RFC 7662 §2.1): the token is found whatever its type.
- */
-export async function introspect(ctx: EngineContext, token: string): Promise<IntrospectionResult> {
-  return introspectionOf(ctx, await findPresentedToken(ctx, token), ctx.clock.now());
-}
-
 /** The operator's view: the verdict with its reason, which the HTTP answer hides. */
 export async function inspect(ctx: EngineContext, by: { token: string } | { jti: string }): Promise<Inspection> {
   const record = 'jti' in by ? await ctx.store.findTokenByJti(by.jti) : await findPresentedToken(ctx, by.token);

@@ -1,6 +1,6 @@
 import type { ClientRecord, TokenRecord } from '../store/store.js';
 import { findPresentedToken, type EngineContext } from './context.js';
-import { InvalidTokenError, NotFoundError, RefreshLimitError } from './errors.js';
+import { InvalidTokenError, NotFoundError, RefreshLimitError, ReuseDetectedError } from './errors.js';
 import { accessTtl, mint, narrowScope, refreshTtl, tokenResponse, type Minted } from './issue.js';
 import type { TokenResponse } from './results.js';
 
@@ -103,7 +103,7 @@ async function replacedPresented(
   if (grace !== undefined) return grace;
   // Reuse of a replaced refresh token: somebody holds a copy. End the whole grant; its audit line
   // goes in the same transaction.
-  await ctx.store.revokeGrant(token.grantId, now, {
+  const revoked = await ctx.store.revokeGrant(token.grantId, now, {
     at: now,
     actor: client.id,
     action: 'token.reuse_detected',
@@ -111,7 +111,7 @@ async function replacedPresented(
     count: 0,
     detail: `replaced refresh_token ${token.jti} presented again; grant revoked`,
   });
-  throw new InvalidTokenError('revoked', refreshToken);
+  throw new ReuseDetectedError(revoked, refreshToken);
 }
 
 /**

@@ -26,7 +26,8 @@ export interface RevocationResult {
 
 /**
  * What a client's revocation did: the spec 2.2 record, exactly as the endpoint answers it, and
- * beside it (never serialised) the jti of the token it acted on, for the request log.
+ * beside it (never serialised) the jti of the token it acted on and what was done, for the
+ * request log and the metrics.
  */
 export interface Revocation {
   /** Spec 2.2: the wire record, and nothing else. */
@@ -36,6 +37,35 @@ export interface Revocation {
    * nothing about an unknown, expired or other client's token (contract 3).
    */
   jti: string | null;
+  done: ClientAction;
+}
+
+/**
+ * What the engine did for a client's request it accepted, as far as the request log and the
+ * operator's metrics need to know (never a token).
+ */
+export type ClientAction =
+  /** Spec 4.1: an access token minted; `rotated` when a new refresh token replaced the presented one. */
+  | { kind: 'refreshed'; rotated: boolean }
+  /** Spec 4.2: the token revoked; `grant` when its whole grant went with it (a refresh token). */
+  | { kind: 'revoked'; grant: boolean }
+  /** Spec 4.2 of a token unknown, expired, another client's or already revoked: nothing changed. */
+  | { kind: 'revoke_noop' }
+  /** Spec 4.3. */
+  | { kind: 'introspected'; active: boolean };
+
+/**
+ * The answer of the engine to a client's request at one of the three endpoints: the wire record
+ * (`result`, exactly what the endpoint sends) and, beside it, what the request log and the
+ * metrics need: who asked, the jti acted on, and what was done.
+ */
+export interface ClientOutcome<T> {
+  result: T;
+  /** The authenticated client. */
+  clientId: string;
+  /** The jti of the token produced (refresh) or acted on; null when none is told (an inactive token). */
+  jti: string | null;
+  done: ClientAction;
 }
 
 /** Spec 2.3 for an active token: all twelve fields. */

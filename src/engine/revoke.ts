@@ -2,14 +2,8 @@ import { tokenState, type BulkSelector, type ClientRecord, type TokenRecord } fr
 import { audit } from './audit.js';
 import { findPresentedToken, type EngineContext } from './context.js';
 import { InvalidInputError, NotFoundError, PartialBulkRevocationError } from './errors.js';
-import type { Revocation, RevocationResult } from './results.js';
+import type { ClientAction, Revocation, RevocationResult } from './results.js';
 import { isWellFormedToken } from './tokens.js';
-
-export interface RevokeInput {
-  /** The authenticated client; only its own tokens can be revoked (contract 3). */
-  client: ClientRecord;
-  token: string;
-}
 
 const INVALID: Revocation = {
   result: {
@@ -17,18 +11,15 @@ const INVALID: Revocation = {
     message: 'The token is unknown, expired, or was not issued to this client; nothing was changed',
   },
   jti: null,
+  done: { kind: 'revoke_noop' },
 };
 
 /**
- * Spec 4.2 / 2.2 / part 3 with contract 3: a client revokes one of its own tokens.
- * `token_type_hint` is only a hint (RFC 7009 §2.1): the token is found whatever its type.
- * Revoking a refresh token also revokes every access token of its grant.
+ * Spec 4.2 / 2.2 / part 3 with contract 3: a client revokes one of its own tokens, `token` being
+ * the presented token's record, read with the client (null: none). `token_type_hint` is only a
+ * hint (RFC 7009 §2.1): the token is found whatever its type. Revoking a refresh token also
+ * revokes every access token of its grant.
  */
-export async function revokeAsClient(ctx: EngineContext, input: RevokeInput): Promise<Revocation> {
-  return revokeFound(ctx, input.client, await findPresentedToken(ctx, input.token));
-}
-
-/** {@link revokeAsClient} on the presented token's record, already read (null: none). */
 export async function revokeFound(ctx: EngineContext, client: ClientRecord, token: TokenRecord | null): Promise<Revocation> {
   if (!token || token.clientId !== client.id) return INVALID;
   return revokeRecord(ctx, token, client.id);
@@ -57,20 +48,24 @@ async function revokeRecord(ctx: EngineContext, token: TokenRecord, actor: strin
     // Replaced by rotation (or superseded in a grace period): the answer is token_already_revoked,
     // but its grant ends all the same (contract 3, revised 2026-11): whoever
     // still presents a replaced refresh token, the session is compromised. Harmless when done.
-    await ctx.store.revokeGrant(token.grantId, now, { ...trail, action: 'token.revoke_grant', target: `${token.jti} grant:${token.grantId} client:${token.clientId}` });
-    return alreadyRevoked(token);
+    const revoked = await ctx.store.revokeGrant(token.grantId, now, { ...trail, action: 'token.revoke_grant', target: `${token.jti} grant:${token.grantId} client:${token.clientId}` });
+    return alreadyRevoked(token, revoked > 0 ? { kind: 'revoked', grant: true } : { kind: 'revoke_noop' });
   }
-  if (state === 'revoked') return alreadyRevoked(token);
+  if (state === 'revoked') return alreadyRevoked(token, { kind: 'revoke_noop' });
   const changed = await ctx.store.revokeToken(token.jti, now, token.type === 'refresh_token', trail);
   if (!changed) {
     // Revoked concurrently between our read and our write: the other request won (RFC 7009).
-    return alreadyRevoked(token);
+    return alreadyRevoked(token, { kind: 'revoke_noop' });
   }
-  return { result: { code: 'token_revoke_success', message: `The ${token.type} ${token.jti} has been revoked` }, jti: token.jti };
+  return {
+    result: { code: 'token_revoke_success', message: `The ${token.type} ${token.jti} has been revoked` },
+    jti: token.jti,
+    done: { kind: 'revoked', grant: token.type === 'refresh_token' },
+  };
 }
 
-function alreadyRevoked(token: TokenRecord): Revocation {
-  return { result: { code: 'token_already_revoked', message: `The ${token.type} ${token.jti} was already revoked` }, jti: token.jti };
+function alreadyRevoked(token: TokenRecord, done: ClientAction): Revocation {
+  return { result: { code: 'token_already_revoked', message: `The ${token.type} ${token.jti} was already revoked` }, jti: token.jti, done };
 }
 
 export function describeSelector(selector: BulkSelector): string {

@@ -1,7 +1,7 @@
 import { formCredentials, parseBasicAuthorization, type PresentedCredentials } from '../engine/client-auth.js';
 import { InvalidRequestError } from '../engine/errors.js';
 import { optional, type Form } from './form.js';
-import { UnsupportedClientAuthError } from './http-errors.js';
+import { UnsupportedClientAuthError } from './transport-errors.js';
 
 /**
  * Client authentication at POST /oauth/token (spec part 5, contract 3), in this order:

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { FastifyRequest } from 'fastify';
 import { InvalidRequestError, UnsupportedTokenTypeError } from '../engine/errors.js';
 import type { TokenType } from '../store/store.js';
-import { UnsupportedMediaTypeError } from './http-errors.js';
+import { UnsupportedMediaTypeError } from './transport-errors.js';
 
 /** The parameters of an `application/x-www-form-urlencoded` body: each name at most once. */
 export type Form = Record<string, string | undefined>;

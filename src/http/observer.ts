@@ -12,13 +12,13 @@ export type EndpointName = 'token' | 'revocation' | 'introspection' | 'metadata'
 export type AnswerOutcome =
   /** /oauth/token: a refresh; `rotated` when a new refresh token was issued too. */
   | { kind: 'refreshed'; rotated: boolean }
-  /** /oauth/revocation: `tokens` revoked; `grant` when a refresh token took its grant with it. */
-  | { kind: 'revoked'; scope: 'single' | 'grant'; tokens: number }
+  /** /oauth/revocation: the token revoked; `grant` when its whole grant went with it (a refresh token). */
+  | { kind: 'revoked'; scope: 'single' | 'grant' }
   /** /oauth/revocation of a token that was unknown, expired or already revoked (still 200). */
   | { kind: 'revoke_noop' }
   /** /oauth/introspection. */
   | { kind: 'introspected'; active: boolean }
-  /** A replaced refresh token presented again: its grant revoked (`tokens` of them). */
+  /** /oauth/token, answered 401 invalid_token: a replaced refresh token presented again, its grant revoked (`tokens` of them). */
   | { kind: 'reuse_detected'; tokens: number };
 
 export interface AnswerRecord {
@@ -29,16 +29,25 @@ export interface AnswerRecord {
   /**
    * Why, in a bounded vocabulary, when there is one: an invalid token's reason (`expired`,
    * `revoked`, `replaced`, `unknown`), or a client-authentication failure's (`unknown_client`,
-   * `bad_secret`, `no_credentials`, `rate_limited`, …). Null otherwise.
+   * `bad_secret`, `no_secret`, `unexpected_secret`, `malformed_header`, `no_credentials`: see
+   * `ClientAuthFailure`), or `rate_limited` (failed-authentication budget) and `refresh_limited`
+   * (refreshes per minute). Null otherwise.
    */
   reason: string | null;
   /** The authenticated client, once known. */
   clientId: string | null;
   /** What the engine did, for a request that reached it and was accepted; null otherwise. */
   outcome: AnswerOutcome | null;
-  /** From the request's first byte read to the answer handed to the socket. */
+  /**
+   * From the request taken up (its headers parsed) to the answer handed to the socket; 0 for a
+   * request Node's parser refused, whose start is not known.
+   */
   durationMs: number;
 }
 
-/** Called once per answer, synchronously, after it is written. Must not throw, must be cheap. */
+/**
+ * Called once per answer, synchronously, after it is written: given as `buildServer`'s `observer`.
+ * Must not throw, must be cheap. Not called for the 503 fastify writes itself to a request that
+ * arrives while the server closes, nor for a connection closed without an answer.
+ */
 export type AnswerObserver = (record: AnswerRecord) => void;

@@ -1,19 +1,19 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
-import fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Engine } from '../engine/engine.js';
-import { createClientErrorHandler, createRefusal } from './client-error.js';
-import { installErrorHandlers, sendError } from './errors.js';
+import { reportAnswer, type AnswerReporter } from './answer.js';
+import { endpointRoute } from './endpoints/endpoint.js';
+import { ENDPOINTS } from './endpoints/index.js';
+import { installErrorHandlers, pathOf, sendError } from './error-answer.js';
 import { createFastPath } from './fast-path.js';
 import { BODY_LIMIT, FORM_MEDIA_TYPE, formBodyParser } from './form.js';
-import { logRequest } from './logging.js';
+import type { AnswerObserver } from './observer.js';
+import { createParserRefusals, createRefusal } from './parser-refusals.js';
 import { healthRoute } from './routes/health.js';
-import { StoreFaults } from './store-faults.js';
-import { introspectionRoute } from './routes/introspection.js';
 import { metadataRoute } from './routes/metadata.js';
-import { revocationRoute } from './routes/revocation.js';
-import { tokenRoute } from './routes/token.js';
+import { StoreFaults } from './store-faults.js';
 import './types.js';
 
 export interface BuildServerOptions {
@@ -24,6 +24,11 @@ export interface BuildServerOptions {
   https?: { key: string | Buffer; cert: string | Buffer };
   /** Connection limits; each defaults to {@link DEFAULT_CONNECTION_LIMITS}. */
   connections?: Partial<ConnectionLimits>;
+  /**
+   * Told of every answer, once, whichever door it went through (the fast path, fastify, Node's
+   * parser refusing the request): for metrics. Nothing is computed for it when absent.
+   */
+  observer?: AnswerObserver;
 }
 
 /**
@@ -72,8 +77,9 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
     if (value !== undefined) limits[name] = value;
   }
   const storeFaults = new StoreFaults();
-  const refuse = createRefusal({ log: () => app.log, logRequests: () => logRequests, nextId });
-  const fastPath = createFastPath({ engine: options.engine, log: () => app.log, logRequests: () => logRequests, nextId, storeFaults });
+  const reporter: AnswerReporter = { log: () => app.log, logRequests: () => logRequests, observer: options.observer };
+  const refuse = createRefusal({ reporter, nextId });
+  const fastPath = createFastPath({ engine: options.engine, storeFaults, reporter, nextId });
   app = fastify({
     logger: options.logger ?? false,
     genReqId: nextId,
@@ -100,12 +106,12 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
       server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => refuse(req, res, 417));
       return server;
     },
-    // One line per request from logRequest instead of fastify's two, with client_id and jti.
+    // One line per request from answer.ts instead of fastify's two, with client_id and jti.
     logController: new LogController({ disableRequestLogging: true }),
     // A path that is not valid percent-encoding: the endpoints' error record, not fastify's own.
     frameworkErrors: (err, request, reply) => sendError(err, request, reply),
     // Requests Node's parser refuses before any route: the same records and headers, not fastify's.
-    clientErrorHandler: createClientErrorHandler({ log: () => app.log, logRequests: () => logRequests, nextId }),
+    clientErrorHandler: createParserRefusals({ reporter, nextId }),
     bodyLimit: BODY_LIMIT,
     exposeHeadRoutes: false,
     requestTimeout: limits.requestTimeoutMs,
@@ -124,21 +130,34 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
       done(err as Error, undefined);
     }
   });
-  app.decorateRequest('clientId', null);
-  app.decorateRequest('jti', null);
-  app.decorateRequest('errorCode', null);
+  app.decorateRequest('answered', null);
   installErrorHandlers(app);
   app.addHook('onError', async (_request, _reply, err) => storeFaults.note(err));
   logRequests = INFO_OR_FINER.has(app.log.level);
-  if (logRequests) app.addHook('onResponse', logRequest);
+  // Everything fastify answers is reported once it is sent, as the fast path reports its own.
+  if (logRequests || options.observer) app.addHook('onResponse', async (request, reply) => reportFastify(reporter, request, reply));
 
-  const deps = { engine: options.engine };
-  tokenRoute(app, deps);
-  revocationRoute(app, deps);
-  introspectionRoute(app, deps);
+  const deps = { engine: options.engine, storeFaults };
+  for (const endpoint of ENDPOINTS.values()) endpointRoute(app, endpoint, deps);
   metadataRoute(app, deps);
-  healthRoute(app, { ...deps, storeFaults });
+  healthRoute(app, deps);
   return app;
+}
+
+/** Reports an answer fastify sent (a route's, its error or not-found handler's). */
+function reportFastify(reporter: AnswerReporter, request: FastifyRequest, reply: FastifyReply): void {
+  const answered = request.answered;
+  reportAnswer(reporter, {
+    reqId: request.id,
+    method: request.method,
+    path: pathOf(request),
+    ip: request.ip,
+    answer: { status: reply.statusCode, errorCode: answered?.answer.errorCode ?? null, reason: answered?.answer.reason ?? null },
+    clientId: answered?.clientId ?? null,
+    jti: answered?.jti ?? null,
+    outcome: answered?.outcome ?? null,
+    ms: reply.elapsedTime,
+  });
 }
 
 /**

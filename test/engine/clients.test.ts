@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidClientError, InvalidInputError, NotFoundError } from '../../src/engine/errors.js';
-import { issueFor, makeEngine, START } from '../helpers/engine.js';
+import { introspected, issueFor, makeEngine, refreshAs, START } from '../helpers/engine.js';
 
 const VIEW_FIELDS = ['client_id', 'name', 'type', 'scope', 'org_id', 'audience', 'access_ttl_s', 'refresh_ttl_s', 'created_at', 'secret_updated_at'];
 
@@ -107,11 +107,12 @@ describe('client delete', () => {
     const deleted = await engine.deleteClient('app', 'cli:op');
     expect(deleted.client_id).toBe('app');
     await expect(engine.getClient('app')).rejects.toBeInstanceOf(NotFoundError);
-    expect(await engine.introspect(issued.access_token)).toEqual({ active: false });
-    expect(await engine.introspect(issued.refresh_token)).toEqual({ active: false });
+    expect(await introspected(engine, issued.access_token)).toEqual({ active: false });
+    expect(await introspected(engine, issued.refresh_token)).toEqual({ active: false });
     expect(await engine.listTokens({ clientId: 'app' })).toEqual([]);
-    expect(await engine.introspect(kept.access_token)).toMatchObject({ active: true });
-    await expect(engine.refresh({ client: app, refreshToken: issued.refresh_token })).rejects.toMatchObject({ reason: 'unknown' });
+    expect(await introspected(engine, kept.access_token)).toMatchObject({ active: true });
+    // Its refresh token is gone, and so is the client: it can no longer authenticate to present one.
+    await expect(refreshAs(engine, { client: app, refreshToken: issued.refresh_token })).rejects.toMatchObject({ code: 'invalid_client', reason: 'unknown_client' });
     await expect(engine.authenticate({ clientId: 'app', secrets: [] })).rejects.toBeInstanceOf(InvalidClientError);
     expect((await engine.audit({}))[0]).toMatchObject({ action: 'client.delete', target: 'client:app' });
     await expect(engine.deleteClient('app', 'cli:op')).rejects.toBeInstanceOf(NotFoundError);

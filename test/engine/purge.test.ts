@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { addClient, DAY, HOUR, issueFor, makeEngine, START } from '../helpers/engine.js';
+import { addClient, DAY, HOUR, introspected, issueFor, makeEngine, refreshAs, revokeAs, START } from '../helpers/engine.js';
 
 /**
  * Timeline (from START):
@@ -14,7 +14,7 @@ async function timeline() {
   const a = await issueFor(env.engine, client, { username: 'a', refreshTtlMs: 2 * HOUR });
   const b = await issueFor(env.engine, client, { username: 'b' });
   env.clock.advance(DAY);
-  await env.engine.revoke({ client, token: b.refresh_token });
+  await revokeAs(env.engine, { client, token: b.refresh_token });
   const c = await issueFor(env.engine, client, { username: 'c' });
   env.clock.set(START + 10 * DAY);
   return { ...env, client, a, b, c };
@@ -46,7 +46,7 @@ describe('purge', () => {
   it('never deletes an active token', async () => {
     const { engine, c } = await timeline();
     await engine.purge({ olderThanMs: 0 }, 'cli:op');
-    expect(await engine.introspect(c.refresh_token)).toMatchObject({ active: true });
+    expect(await introspected(engine, c.refresh_token)).toMatchObject({ active: true });
     expect(await remaining(engine)).toEqual(['c:refresh_token']);
   });
 
@@ -95,10 +95,10 @@ describe('purge', () => {
     const env = makeEngine({ rotateRefreshTokens: true });
     const client = await addClient(env.store);
     const issued = await issueFor(env.engine, client);
-    const next = await env.engine.refresh({ client, refreshToken: issued.refresh_token });
+    const next = await refreshAs(env.engine, { client, refreshToken: issued.refresh_token });
     env.clock.advance(2 * HOUR); // the first access token has expired
     expect((await env.engine.purge({ olderThanMs: 0 }, 'cli:op')).deleted).toBe(2); // both access tokens
-    await expect(env.engine.refresh({ client, refreshToken: issued.refresh_token })).rejects.toMatchObject({ reason: 'revoked' });
-    expect(await env.engine.introspect(next.refresh_token)).toEqual({ active: false });
+    await expect(refreshAs(env.engine, { client, refreshToken: issued.refresh_token })).rejects.toMatchObject({ reason: 'revoked' });
+    expect(await introspected(env.engine, next.refresh_token)).toEqual({ active: false });
   });
 });

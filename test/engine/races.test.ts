@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { TokenRecord } from '../../src/store/store.js';
-import { addClient, deferred, flush, issueFor, makeEngine, settle } from '../helpers/engine.js';
+import { addClient, deferred, flush, introspected, issueFor, makeEngine, refreshAs, revokeAs, settle } from '../helpers/engine.js';
 
 /**
  * A store whose next token read answers with what it read at once, but only when released: the
@@ -38,14 +38,14 @@ describe('a refresh racing a revocation of its grant', () => {
     it(`${rotate ? 'with' : 'without'} rotation: the refresh that read the token before the revocation issues nothing active`, async () => {
       const { engine, store, client, issued } = await setup(rotate);
       const release = store.holdNextRead();
-      const refreshing = settle(engine.refresh({ client, refreshToken: issued.refresh_token }));
+      const refreshing = settle(refreshAs(engine, { client, refreshToken: issued.refresh_token }));
       await flush(); // the refresh has read the refresh token as active and waits
-      expect((await engine.revoke({ client, token: issued.refresh_token })).result.code).toBe('token_revoke_success');
+      expect((await revokeAs(engine, { client, token: issued.refresh_token })).result.code).toBe('token_revoke_success');
       release();
       const outcome = await refreshing;
       if (outcome.ok) {
         // Had it succeeded, its tokens would have to be dead already: revocation ends the grant.
-        expect(await engine.introspect(outcome.value.access_token)).toEqual({ active: false });
+        expect(await introspected(engine, outcome.value.access_token)).toEqual({ active: false });
       } else {
         expect(outcome.error).toMatchObject({ code: 'invalid_token', reason: 'revoked' });
       }
@@ -57,7 +57,7 @@ describe('a refresh racing a revocation of its grant', () => {
   it('a refresh racing the deletion of its client leaves no active token behind', async () => {
     const { engine, store, client, issued } = await setup(false);
     const release = store.holdNextRead();
-    const refreshing = settle(engine.refresh({ client, refreshToken: issued.refresh_token }));
+    const refreshing = settle(refreshAs(engine, { client, refreshToken: issued.refresh_token }));
     await flush();
     await engine.deleteClient(client.id, 'cli:op');
     release();
@@ -71,15 +71,15 @@ describe('rotation: concurrent refreshes of one token on a store with real inter
   it('one that read before the winner committed is refused by the conditional rotation: not reuse', async () => {
     const { engine, store, client, issued } = await setup(true);
     const release = store.holdNextRead();
-    const late = settle(engine.refresh({ client, refreshToken: issued.refresh_token }));
+    const late = settle(refreshAs(engine, { client, refreshToken: issued.refresh_token }));
     await flush(); // it has read the token as current and waits
-    const winner = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const winner = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     release();
     const outcome = await late;
     expect(outcome.ok).toBe(false);
     if (!outcome.ok) expect(outcome.error).toMatchObject({ reason: 'replaced' });
-    expect(await engine.introspect(winner.refresh_token)).toMatchObject({ active: true });
-    expect(await engine.introspect(winner.access_token)).toMatchObject({ active: true });
+    expect(await introspected(engine, winner.refresh_token)).toMatchObject({ active: true });
+    expect(await introspected(engine, winner.access_token)).toMatchObject({ active: true });
     expect(await engine.audit({})).toEqual([]);
   });
 

@@ -2,11 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { InvalidScopeError, InvalidTokenError, RefreshLimitError } from '../../src/engine/errors.js';
 import type { Engine } from '../../src/engine/engine.js';
 import type { ClientRecord } from '../../src/store/store.js';
-import { addClient, DAY, issueFor, makeEngine, mustRecordOf } from '../helpers/engine.js';
+import { addClient, DAY, introspected, issueFor, makeEngine, mustRecordOf, refreshAs, revokeAs } from '../helpers/engine.js';
 
 /** The failure the refresh is expected to end with: InvalidTokenError with this reason. */
 async function refreshFailure(engine: Engine, client: ClientRecord, refreshToken: string): Promise<InvalidTokenError> {
-  const error = await engine.refresh({ client, refreshToken }).then(
+  const error = await refreshAs(engine, { client, refreshToken }).then(
     () => null,
     (e: unknown) => e,
   );
@@ -40,7 +40,7 @@ describe('refresh errors (spec 7.1, contract 3)', () => {
 
   it('a revoked refresh token: reason revoked, the token is not echoed', async () => {
     const { engine, client, issued } = await setup();
-    await engine.revoke({ client, token: issued.refresh_token });
+    await revokeAs(engine, { client, token: issued.refresh_token });
     const error = await refreshFailure(engine, client, issued.refresh_token);
     expect(error.reason).toBe('revoked');
     expect(error.message).toMatch(/revoked/);
@@ -75,12 +75,12 @@ describe('refresh errors (spec 7.1, contract 3)', () => {
     expect(error.reason).toBe('unknown');
     expect(error.message).toBe(InvalidTokenError.describe('unknown', issued.refresh_token));
     expect(await mustRecordOf(store, issued.refresh_token)).toEqual(before);
-    await expect(engine.refresh({ client, refreshToken: issued.refresh_token })).resolves.toMatchObject({ scope: 'read write admin' });
+    await expect(refreshAs(engine, { client, refreshToken: issued.refresh_token })).resolves.toMatchObject({ scope: 'read write admin' });
   });
 
   it("another client's refresh token reads as unknown even when it is expired or revoked", async () => {
     const { engine, clock, client, other, issued } = await setup();
-    await engine.revoke({ client, token: issued.refresh_token });
+    await revokeAs(engine, { client, token: issued.refresh_token });
     expect((await refreshFailure(engine, other, issued.refresh_token)).reason).toBe('unknown');
     const fresh = await issueFor(engine, client);
     clock.advance(31 * DAY);
@@ -89,8 +89,8 @@ describe('refresh errors (spec 7.1, contract 3)', () => {
 
   it('a refresh token of a grant whose access token was revoked still works', async () => {
     const { engine, client, issued } = await setup();
-    await engine.revoke({ client, token: issued.access_token });
-    await expect(engine.refresh({ client, refreshToken: issued.refresh_token })).resolves.toMatchObject({ token_type: 'bearer' });
+    await revokeAs(engine, { client, token: issued.access_token });
+    await expect(refreshAs(engine, { client, refreshToken: issued.refresh_token })).resolves.toMatchObject({ token_type: 'bearer' });
   });
 });
 
@@ -104,22 +104,22 @@ describe('scope on refresh (RFC 6749 §6)', () => {
 
   it('without a scope: the grant\'s scope', async () => {
     const { engine, client, issued } = await setup('read write');
-    expect((await engine.refresh({ client, refreshToken: issued.refresh_token })).scope).toBe('read write');
+    expect((await refreshAs(engine, { client, refreshToken: issued.refresh_token })).scope).toBe('read write');
   });
 
   it('a subset: the new access token has just that, the grant keeps its scope', async () => {
     const { engine, client, issued } = await setup();
-    const narrowed = await engine.refresh({ client, refreshToken: issued.refresh_token, scope: 'write read' });
+    const narrowed = await refreshAs(engine, { client, refreshToken: issued.refresh_token, scope: 'write read' });
     expect(narrowed.scope).toBe('write read');
-    expect(await engine.introspect(narrowed.access_token)).toMatchObject({ scope: 'write read' });
-    expect(await engine.introspect(issued.refresh_token)).toMatchObject({ scope: 'read write admin' });
-    const full = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    expect(await introspected(engine, narrowed.access_token)).toMatchObject({ scope: 'write read' });
+    expect(await introspected(engine, issued.refresh_token)).toMatchObject({ scope: 'read write admin' });
+    const full = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     expect(full.scope).toBe('read write admin');
   });
 
   it('a superset: InvalidScopeError naming the extra scope, and no token is issued', async () => {
     const { engine, client, issued } = await setup('read');
-    const error = await engine.refresh({ client, refreshToken: issued.refresh_token, scope: 'read delete' }).catch((e: unknown) => e);
+    const error = await refreshAs(engine, { client, refreshToken: issued.refresh_token, scope: 'read delete' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InvalidScopeError);
     expect((error as InvalidScopeError).code).toBe('invalid_scope');
     expect((error as InvalidScopeError).message).toContain('delete');
@@ -128,14 +128,14 @@ describe('scope on refresh (RFC 6749 §6)', () => {
 
   it('a malformed scope is invalid_scope too (RFC 6749 §5.2), not an operator input error', async () => {
     const { engine, client, issued } = await setup('read');
-    await expect(engine.refresh({ client, refreshToken: issued.refresh_token, scope: 'read "x"' })).rejects.toBeInstanceOf(InvalidScopeError);
+    await expect(refreshAs(engine, { client, refreshToken: issued.refresh_token, scope: 'read "x"' })).rejects.toBeInstanceOf(InvalidScopeError);
   });
 
   it('a grant with an empty scope cannot be widened on refresh', async () => {
     const env = makeEngine();
     const client = await addClient(env.store, { scope: '' });
     const issued = await issueFor(env.engine, client);
-    await expect(env.engine.refresh({ client, refreshToken: issued.refresh_token, scope: 'admin' })).rejects.toBeInstanceOf(InvalidScopeError);
+    await expect(refreshAs(env.engine, { client, refreshToken: issued.refresh_token, scope: 'admin' })).rejects.toBeInstanceOf(InvalidScopeError);
   });
 });
 
@@ -145,23 +145,23 @@ describe('a bound on refreshes of one refresh token (issue 19)', () => {
     const client = await addClient(store);
     const issued = await issueFor(engine, client);
     // The grant's refresh and access tokens count: three refreshes fill the minute.
-    for (let i = 0; i < 3; i++) await engine.refresh({ client, refreshToken: issued.refresh_token });
-    const error = await engine.refresh({ client, refreshToken: issued.refresh_token }).catch((e: unknown) => e);
+    for (let i = 0; i < 3; i++) await refreshAs(engine, { client, refreshToken: issued.refresh_token });
+    const error = await refreshAs(engine, { client, refreshToken: issued.refresh_token }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RefreshLimitError);
     expect(error).toMatchObject({ max: 5, retryAfterSeconds: 60 });
     expect(await engine.listTokens({ type: 'access_token' })).toHaveLength(4);
     // Another grant of the same client is not affected.
     const other = await issueFor(engine, client);
-    await expect(engine.refresh({ client, refreshToken: other.refresh_token })).resolves.toMatchObject({ token_type: 'bearer' });
+    await expect(refreshAs(engine, { client, refreshToken: other.refresh_token })).resolves.toMatchObject({ token_type: 'bearer' });
     clock.advance(60_000);
-    await expect(engine.refresh({ client, refreshToken: issued.refresh_token })).resolves.toMatchObject({ token_type: 'bearer' });
+    await expect(refreshAs(engine, { client, refreshToken: issued.refresh_token })).resolves.toMatchObject({ token_type: 'bearer' });
   });
 
   it('0 means no limit; a negative or fractional limit is refused', async () => {
     const { engine, store } = makeEngine({ maxRefreshesPerMinute: 0 });
     const client = await addClient(store);
     const issued = await issueFor(engine, client);
-    for (let i = 0; i < 200; i++) await engine.refresh({ client, refreshToken: issued.refresh_token });
+    for (let i = 0; i < 200; i++) await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     expect(() => makeEngine({ maxRefreshesPerMinute: -1 })).toThrow(/refreshes per minute/);
     expect(() => makeEngine({ maxRefreshesPerMinute: 1.5 })).toThrow(/refreshes per minute/);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NotFoundError, PartialBulkRevocationError } from '../../src/engine/errors.js';
-import { addClient, DAY, HOUR, issueFor, makeEngine, mustRecordOf } from '../helpers/engine.js';
+import { addClient, credentialsOf, DAY, HOUR, introspected, issueFor, makeEngine, mustRecordOf, refreshAs, revokeAs } from '../helpers/engine.js';
 
 /** Contract 3: revocation decisions beyond the spec's table. */
 describe('revocation by a client (contract 3)', () => {
@@ -15,80 +15,81 @@ describe('revocation by a client (contract 3)', () => {
   it("revoking a refresh token revokes every access token of its grant, and no other grant's", async () => {
     const { engine, clock, client, issued } = await setup();
     clock.advance(HOUR / 2);
-    const second = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const second = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     const otherGrant = await issueFor(engine, client);
-    const { result } = await engine.revoke({ client, token: issued.refresh_token });
+    const { result } = await revokeAs(engine, { client, token: issued.refresh_token });
     expect(result.code).toBe('token_revoke_success');
     for (const token of [issued.refresh_token, issued.access_token, second.access_token]) {
-      expect(await engine.introspect(token)).toEqual({ active: false });
+      expect(await introspected(engine, token)).toEqual({ active: false });
     }
-    expect(await engine.introspect(otherGrant.access_token)).toMatchObject({ active: true });
-    expect(await engine.introspect(otherGrant.refresh_token)).toMatchObject({ active: true });
+    expect(await introspected(engine, otherGrant.access_token)).toMatchObject({ active: true });
+    expect(await introspected(engine, otherGrant.refresh_token)).toMatchObject({ active: true });
   });
 
   it('revoking an access token leaves its refresh token and sibling access tokens active', async () => {
     const { engine, client, issued } = await setup();
-    const second = await engine.refresh({ client, refreshToken: issued.refresh_token });
-    expect((await engine.revoke({ client, token: issued.access_token })).result.code).toBe('token_revoke_success');
-    expect(await engine.introspect(issued.refresh_token)).toMatchObject({ active: true });
-    expect(await engine.introspect(second.access_token)).toMatchObject({ active: true });
+    const second = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
+    expect((await revokeAs(engine, { client, token: issued.access_token })).result.code).toBe('token_revoke_success');
+    expect(await introspected(engine, issued.refresh_token)).toMatchObject({ active: true });
+    expect(await introspected(engine, second.access_token)).toMatchObject({ active: true });
   });
 
   it('the type hint is not needed: either token is found (RFC 7009 §2.1)', async () => {
     const { engine, client, issued } = await setup();
-    expect((await engine.revoke({ client, token: issued.access_token })).result.code).toBe('token_revoke_success');
-    expect((await engine.revoke({ client, token: issued.refresh_token })).result.code).toBe('token_revoke_success');
+    expect((await revokeAs(engine, { client, token: issued.access_token })).result.code).toBe('token_revoke_success');
+    expect((await revokeAs(engine, { client, token: issued.refresh_token })).result.code).toBe('token_revoke_success');
   });
 
   it("another client's token: token_invalid, nothing changes, nothing about it is revealed", async () => {
     const { engine, store, other, issued } = await setup();
     const before = await mustRecordOf(store, issued.refresh_token);
-    const { result, jti } = await engine.revoke({ client: other, token: issued.refresh_token });
+    const { result, jti } = await revokeAs(engine, { client: other, token: issued.refresh_token });
     expect(result.code).toBe('token_invalid');
     expect(jti).toBeNull();
     expect(result.message).not.toContain(before.jti);
     expect(result.message).not.toContain('app');
     expect(await mustRecordOf(store, issued.refresh_token)).toEqual(before);
-    expect(await engine.introspect(issued.access_token)).toMatchObject({ active: true });
+    expect(await introspected(engine, issued.access_token)).toMatchObject({ active: true });
     expect(await engine.audit({})).toEqual([]);
   });
 
   it('an unknown or malformed token: token_invalid, with the same message as another client\'s token', async () => {
     const { engine, other, client, issued } = await setup();
-    const foreign = await engine.revoke({ client: other, token: issued.access_token });
-    const unknown = await engine.revoke({ client, token: 'tcr_' + 'x'.repeat(43) });
-    const malformed = await engine.revoke({ client, token: 'garbage' });
-    expect(unknown).toEqual(foreign);
-    expect(malformed).toEqual(foreign);
-    expect(unknown).toEqual({ result: { code: 'token_invalid', message: expect.any(String) }, jti: null });
+    const foreign = await revokeAs(engine, { client: other, token: issued.access_token });
+    const unknown = await revokeAs(engine, { client, token: 'tcr_' + 'x'.repeat(43) });
+    const malformed = await revokeAs(engine, { client, token: 'garbage' });
+    expect(unknown).toEqual({ ...foreign, clientId: 'app' });
+    expect(malformed).toEqual({ ...foreign, clientId: 'app' });
+    expect(unknown).toEqual({ result: { code: 'token_invalid', message: expect.any(String) }, clientId: 'app', jti: null, done: { kind: 'revoke_noop' } });
   });
 
   it('an expired token: token_invalid, and it stays unrevoked', async () => {
     const { engine, store, clock, client, issued } = await setup();
     clock.advance(HOUR);
-    const { result, jti } = await engine.revoke({ client, token: issued.access_token });
+    const { result, jti } = await revokeAs(engine, { client, token: issued.access_token });
     expect(result.code).toBe('token_invalid');
     expect(jti).toBeNull();
     expect((await mustRecordOf(store, issued.access_token)).revokedAt).toBeNull();
     expect(await engine.audit({})).toEqual([]);
   });
 
-  it('hands over the jti it acted on beside the spec 2.2 record, which stays code and message only', async () => {
+  it('hands over the client, the jti it acted on and what it did beside the spec 2.2 record, which stays code and message only', async () => {
     const { engine, store, client, issued } = await setup();
     const refresh = await mustRecordOf(store, issued.refresh_token);
-    const access = await engine.revoke({ client, token: issued.access_token });
-    expect(access).toEqual({ result: { code: 'token_revoke_success', message: expect.any(String) }, jti: issued.jti });
-    const grant = await engine.revoke({ client, token: issued.refresh_token });
-    expect(grant).toEqual({ result: { code: 'token_revoke_success', message: expect.any(String) }, jti: refresh.jti });
-    const again = await engine.revoke({ client, token: issued.access_token });
-    expect(again).toEqual({ result: { code: 'token_already_revoked', message: expect.any(String) }, jti: issued.jti });
+    const access = await revokeAs(engine, { client, token: issued.access_token });
+    const success = { code: 'token_revoke_success', message: expect.any(String) };
+    expect(access).toEqual({ result: success, clientId: 'app', jti: issued.jti, done: { kind: 'revoked', grant: false } });
+    const grant = await revokeAs(engine, { client, token: issued.refresh_token });
+    expect(grant).toEqual({ result: success, clientId: 'app', jti: refresh.jti, done: { kind: 'revoked', grant: true } });
+    const again = await revokeAs(engine, { client, token: issued.access_token });
+    expect(again).toEqual({ result: { code: 'token_already_revoked', message: expect.any(String) }, clientId: 'app', jti: issued.jti, done: { kind: 'revoke_noop' } });
     for (const r of [access, grant, again]) expect(Object.keys(r.result).sort()).toEqual(['code', 'message']);
   });
 
   it('a successful revocation is audited with the client as actor and the jti as target', async () => {
     const { engine, client, issued } = await setup();
-    await engine.revoke({ client, token: issued.access_token });
-    await engine.revoke({ client, token: issued.access_token }); // already revoked: no second entry
+    await revokeAs(engine, { client, token: issued.access_token });
+    await revokeAs(engine, { client, token: issued.access_token }); // already revoked: no second entry
     const entries = await engine.audit({});
     expect(entries).toHaveLength(1);
     expect(entries[0]).toMatchObject({ actor: 'app', action: 'token.revoke', target: `${issued.jti} client:app`, count: 1 });
@@ -105,7 +106,7 @@ describe('revocation by an operator', () => {
     const issued = await issueFor(engine, client);
     const result = await engine.revokeAsOperator(issued.refresh_token, 'cli:root');
     expect(result.code).toBe('token_revoke_success');
-    expect(await engine.introspect(issued.access_token)).toEqual({ active: false });
+    expect(await introspected(engine, issued.access_token)).toEqual({ active: false });
     await expect(engine.revokeAsOperator('tca_' + 'A'.repeat(43), 'cli:root')).rejects.toBeInstanceOf(NotFoundError);
   });
 });
@@ -116,14 +117,14 @@ describe('bulk revocation', () => {
     const app = await addClient(env.store, { id: 'app' });
     const web = await addClient(env.store, { id: 'web' });
     const aliceApp = await issueFor(env.engine, app, { username: 'alice' }); // 2 tokens
-    const aliceApp2 = await env.engine.refresh({ client: app, refreshToken: aliceApp.refresh_token }); // +1 access
+    const aliceApp2 = await refreshAs(env.engine, { client: app, refreshToken: aliceApp.refresh_token }); // +1 access
     const aliceWeb = await issueFor(env.engine, web, { username: 'alice' }); // 2 tokens
     const bobApp = await issueFor(env.engine, app, { username: 'bob' }); // 2 tokens
     return { ...env, app, web, aliceApp, aliceApp2, aliceWeb, bobApp };
   }
 
   async function active(engine: Awaited<ReturnType<typeof population>>['engine'], tokens: string[]): Promise<boolean[]> {
-    return Promise.all(tokens.map(async (t) => (await engine.introspect(t)).active));
+    return Promise.all(tokens.map(async (t) => (await introspected(engine, t)).active));
   }
 
   it('by jti of an access token: just that token', async () => {
@@ -198,15 +199,15 @@ describe('revocations that end a rotated grant (contract 3, revised 2026-11)', (
     const env = makeEngine({ rotateRefreshTokens: true });
     const client = await addClient(env.store, { id: 'app' });
     const rt1 = await issueFor(env.engine, client);
-    const rt2 = await env.engine.refresh({ client, refreshToken: rt1.refresh_token });
+    const rt2 = await refreshAs(env.engine, { client, refreshToken: rt1.refresh_token });
     return { ...env, client, rt1, rt2 };
   }
 
   it('revoking a replaced refresh token answers token_already_revoked and still ends the whole grant', async () => {
     const { engine, client, rt1, rt2 } = await rotated();
-    const { result } = await engine.revoke({ client, token: rt1.refresh_token });
+    const { result } = await revokeAs(engine, { client, token: rt1.refresh_token });
     expect(result.code).toBe('token_already_revoked');
-    for (const token of [rt2.refresh_token, rt2.access_token, rt1.access_token]) expect(await engine.introspect(token)).toEqual({ active: false });
+    for (const token of [rt2.refresh_token, rt2.access_token, rt1.access_token]) expect(await introspected(engine, token)).toEqual({ active: false });
     const [entry] = await engine.audit({});
     expect(entry).toMatchObject({ action: 'token.revoke_grant', count: 4 }); // RT1 (replaced, not yet revoked), RT2 and both access tokens
   });
@@ -214,14 +215,14 @@ describe('revocations that end a rotated grant (contract 3, revised 2026-11)', (
   it('the operator revoking a replaced refresh token from the CLI ends the grant too', async () => {
     const { engine, rt1, rt2 } = await rotated();
     expect((await engine.revokeAsOperator(rt1.refresh_token, 'cli:op')).code).toBe('token_already_revoked');
-    expect(await engine.introspect(rt2.refresh_token)).toEqual({ active: false });
+    expect(await introspected(engine, rt2.refresh_token)).toEqual({ active: false });
   });
 
   it('revoking a plainly revoked refresh token again writes nothing', async () => {
     const { engine, client, rt2 } = await rotated();
-    expect((await engine.revoke({ client, token: rt2.refresh_token })).result.code).toBe('token_revoke_success');
+    expect((await revokeAs(engine, { client, token: rt2.refresh_token })).result.code).toBe('token_revoke_success');
     const before = (await engine.audit({})).length;
-    expect((await engine.revoke({ client, token: rt2.refresh_token })).result.code).toBe('token_already_revoked');
+    expect((await revokeAs(engine, { client, token: rt2.refresh_token })).result.code).toBe('token_already_revoked');
     expect(await engine.audit({})).toHaveLength(before);
   });
 });
@@ -263,11 +264,11 @@ describe('introspection by a public client (contract 3, revised 2026-11)', () =>
   it('a public client sees its own tokens; any other token is inactive to it, while a confidential client sees every token', async () => {
     const { engine, store } = makeEngine();
     const pub = await addClient(store, { id: 'mobile', secretHash: null });
-    const rs = await addClient(store, { id: 'resource-server', secretHash: 'scrypt-hash-not-checked-here' });
+    const rs = await engine.createClient({ id: 'resource-server', name: 'RS', scope: 'read', orgId: 'org-1', audience: 'https://api.example.test' }, 'test');
     const own = await issueFor(engine, pub);
-    const others = await issueFor(engine, rs);
-    const asPublic = async (token: string) => engine.introspectAuthenticated({ client: pub, token, record: await mustRecordOf(store, token), presentedAt: 0 });
-    const asConfidential = async (token: string) => engine.introspectAuthenticated({ client: rs, token, record: await mustRecordOf(store, token), presentedAt: 0 });
+    const others = await engine.issue({ clientId: 'resource-server', username: 'alice' });
+    const asPublic = async (token: string) => (await engine.introspectAsClient({ credentials: credentialsOf(pub), token })).result;
+    const asConfidential = async (token: string) => (await engine.introspectAsClient({ credentials: credentialsOf({ id: 'resource-server' }, rs.client_secret!), token })).result;
     expect(await asPublic(own.access_token)).toMatchObject({ active: true, client_id: 'mobile' });
     expect(await asPublic(others.access_token)).toStrictEqual({ active: false });
     expect(await asConfidential(own.access_token)).toMatchObject({ active: true, client_id: 'mobile' });

@@ -3,10 +3,10 @@ import { ROTATION_RACE_WINDOW_MS } from '../../src/engine/context.js';
 import { InvalidTokenError } from '../../src/engine/errors.js';
 import type { Engine } from '../../src/engine/engine.js';
 import type { ClientRecord } from '../../src/store/store.js';
-import { addClient, DAY, HOUR, issueFor, makeEngine, mustRecordOf, SECOND, settle } from '../helpers/engine.js';
+import { addClient, DAY, HOUR, introspected, issueFor, makeEngine, mustRecordOf, refreshAs, SECOND, settle } from '../helpers/engine.js';
 
 async function reason(engine: Engine, client: ClientRecord, refreshToken: string): Promise<string> {
-  const error = await engine.refresh({ client, refreshToken }).catch((e: unknown) => e);
+  const error = await refreshAs(engine, { client, refreshToken }).catch((e: unknown) => e);
   expect(error).toBeInstanceOf(InvalidTokenError);
   return (error as InvalidTokenError).reason;
 }
@@ -31,31 +31,33 @@ const PAST_WINDOW = ROTATION_RACE_WINDOW_MS + 1;
 describe('refresh token rotation (contract 3, RFC 9700 §4.14.2)', () => {
   it('a replaced token presented within the race window is a lost race: refused as replaced, nothing revoked, nothing audited', async () => {
     const { engine, clock, client, issued } = await setup();
-    const winner = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const winner = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     clock.advance(ROTATION_RACE_WINDOW_MS); // the window's last millisecond: clocks of other nodes may run ahead
     expect(await reason(engine, client, issued.refresh_token)).toBe('replaced');
-    expect(await engine.introspect(winner.refresh_token)).toMatchObject({ active: true });
-    expect(await engine.introspect(winner.access_token)).toMatchObject({ active: true });
+    expect(await introspected(engine, winner.refresh_token)).toMatchObject({ active: true });
+    expect(await introspected(engine, winner.access_token)).toMatchObject({ active: true });
     expect(await engine.audit({})).toEqual([]);
     clock.advance(1);
     expect(await reason(engine, client, issued.refresh_token)).toBe('revoked');
-    expect(await engine.introspect(winner.refresh_token)).toEqual({ active: false });
+    expect(await introspected(engine, winner.refresh_token)).toEqual({ active: false });
   });
 
   it('the window is measured from the arrival of the request, so a request that waited in a busy server is still a lost race', async () => {
     const { engine, clock, client, issued } = await setup();
-    const arrived = clock.now();
-    await engine.refresh({ client, refreshToken: issued.refresh_token });
-    clock.advance(10 * ROTATION_RACE_WINDOW_MS);
-    // Read only now, long after it arrived (as an endpoint hands the engine what it read).
-    const record = await mustRecordOf(engine.store, issued.refresh_token);
-    const error = await engine.refreshAuthenticated({ client, token: issued.refresh_token, record, presentedAt: arrived }).catch((e: unknown) => e);
+    await refreshAs(engine, { client, refreshToken: issued.refresh_token });
+    // The second request arrives at once, and its read of the client and the token takes long.
+    const read = engine.store.findClientAndToken.bind(engine.store);
+    engine.store.findClientAndToken = async (...args) => {
+      clock.advance(10 * ROTATION_RACE_WINDOW_MS);
+      return read(...args);
+    };
+    const error = await refreshAs(engine, { client, refreshToken: issued.refresh_token }).catch((e: unknown) => e);
     expect(error).toMatchObject({ reason: 'replaced' });
   });
 
   it('the window can be narrowed (rotationRaceWindowMs), and is at most 60 s', async () => {
     const { engine, clock, client, issued } = await setupWith({ rotationRaceWindowMs: 0 });
-    await engine.refresh({ client, refreshToken: issued.refresh_token });
+    await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     clock.advance(1);
     expect(await reason(engine, client, issued.refresh_token)).toBe('revoked');
     expect(() => makeEngine({ rotationRaceWindowMs: 60_001 })).toThrow(/race window/);
@@ -63,19 +65,19 @@ describe('refresh token rotation (contract 3, RFC 9700 §4.14.2)', () => {
 
   it('each refresh returns a new refresh token; the old one is no longer active', async () => {
     const { engine, client, issued } = await setup();
-    const first = await engine.refresh({ client, refreshToken: issued.refresh_token });
-    const second = await engine.refresh({ client, refreshToken: first.refresh_token });
+    const first = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
+    const second = await refreshAs(engine, { client, refreshToken: first.refresh_token });
     expect(new Set([issued.refresh_token, first.refresh_token, second.refresh_token]).size).toBe(3);
-    expect(await engine.introspect(issued.refresh_token)).toEqual({ active: false });
-    expect(await engine.introspect(first.refresh_token)).toEqual({ active: false });
-    expect(await engine.introspect(second.refresh_token)).toMatchObject({ active: true, token_type: 'refresh_token' });
+    expect(await introspected(engine, issued.refresh_token)).toEqual({ active: false });
+    expect(await introspected(engine, first.refresh_token)).toEqual({ active: false });
+    expect(await introspected(engine, second.refresh_token)).toMatchObject({ active: true, token_type: 'refresh_token' });
   });
 
   it('the new refresh token belongs to the same grant and does not outlive the old one', async () => {
     const { engine, store, clock, client, issued } = await setup();
     const old = await mustRecordOf(store, issued.refresh_token);
     clock.advance(10 * DAY);
-    const next = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const next = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     const record = await mustRecordOf(store, next.refresh_token);
     expect(record.grantId).toBe(old.grantId);
     expect(record.expiresAt).toBe(old.expiresAt);
@@ -85,21 +87,21 @@ describe('refresh token rotation (contract 3, RFC 9700 §4.14.2)', () => {
 
   it('a replaced token presented again after the race window is reuse: refused, and the whole grant is revoked', async () => {
     const { engine, clock, client, issued } = await setup();
-    const first = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const first = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     clock.advance(PAST_WINDOW);
     const otherGrant = await issueFor(engine, client);
     expect(await reason(engine, client, issued.refresh_token)).toBe('revoked');
     for (const token of [first.refresh_token, first.access_token, issued.access_token]) {
-      expect(await engine.introspect(token)).toEqual({ active: false });
+      expect(await introspected(engine, token)).toEqual({ active: false });
     }
     expect(await reason(engine, client, first.refresh_token)).toBe('revoked');
-    expect(await engine.introspect(otherGrant.refresh_token)).toMatchObject({ active: true });
+    expect(await introspected(engine, otherGrant.refresh_token)).toMatchObject({ active: true });
   });
 
   it('reuse detection is audited', async () => {
     const { engine, store, clock, client, issued } = await setup();
     const { grantId } = await mustRecordOf(store, issued.refresh_token);
-    await engine.refresh({ client, refreshToken: issued.refresh_token });
+    await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     clock.advance(PAST_WINDOW);
     await reason(engine, client, issued.refresh_token);
     const [entry] = await engine.audit({});
@@ -109,7 +111,7 @@ describe('refresh token rotation (contract 3, RFC 9700 §4.14.2)', () => {
   it('an expired replaced token is just expired: the grant is not revoked', async () => {
     const { engine, clock, client, issued } = await setup();
     clock.advance(30 * DAY - HOUR);
-    const next = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const next = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     clock.advance(HOUR);
     expect(await reason(engine, client, issued.refresh_token)).toBe('expired');
     expect(await reason(engine, client, next.refresh_token)).toBe('expired');
@@ -117,34 +119,34 @@ describe('refresh token rotation (contract 3, RFC 9700 §4.14.2)', () => {
 
   it('concurrent refreshes of one token: exactly one succeeds, the losers do not revoke the grant', async () => {
     const { engine, client, issued } = await setup();
-    const outcomes = await Promise.all(Array.from({ length: 5 }, () => settle(engine.refresh({ client, refreshToken: issued.refresh_token }))));
+    const outcomes = await Promise.all(Array.from({ length: 5 }, () => settle(refreshAs(engine, { client, refreshToken: issued.refresh_token }))));
     const winners = outcomes.flatMap((o) => (o.ok ? [o.value] : []));
     expect(winners).toHaveLength(1);
     for (const o of outcomes) if (!o.ok) expect(o.error).toMatchObject({ code: 'invalid_token', reason: 'replaced' });
     const winner = winners[0]!;
-    expect(await engine.introspect(winner.access_token)).toMatchObject({ active: true });
-    expect(await engine.introspect(winner.refresh_token)).toMatchObject({ active: true });
-    await expect(engine.refresh({ client, refreshToken: winner.refresh_token })).resolves.toMatchObject({ token_type: 'bearer' });
+    expect(await introspected(engine, winner.access_token)).toMatchObject({ active: true });
+    expect(await introspected(engine, winner.refresh_token)).toMatchObject({ active: true });
+    await expect(refreshAs(engine, { client, refreshToken: winner.refresh_token })).resolves.toMatchObject({ token_type: 'bearer' });
     expect(await engine.listTokens({ type: 'access_token' })).toHaveLength(3); // issue + winner + the last refresh
   });
 
   it('without rotation, concurrent refreshes of one token all succeed', async () => {
     const { engine, client, issued } = await setup({ rotate: false });
-    const responses = await Promise.all(Array.from({ length: 5 }, () => engine.refresh({ client, refreshToken: issued.refresh_token })));
+    const responses = await Promise.all(Array.from({ length: 5 }, () => refreshAs(engine, { client, refreshToken: issued.refresh_token })));
     expect(new Set(responses.map((r) => r.access_token)).size).toBe(5);
     for (const r of responses) {
       expect(r.refresh_token).toBe(issued.refresh_token);
-      expect(await engine.introspect(r.access_token)).toMatchObject({ active: true });
+      expect(await introspected(engine, r.access_token)).toMatchObject({ active: true });
     }
   });
 
   it('tokens replaced while rotation was on are still reuse after it is turned off', async () => {
     const { engine, store, clock, client, issued } = await setup();
-    const next = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const next = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     clock.advance(PAST_WINDOW);
     const { engine: plain } = makeEngine({ store, clock, rotateRefreshTokens: false });
     expect(await reason(plain, client, issued.refresh_token)).toBe('revoked');
-    expect(await plain.introspect(next.refresh_token)).toEqual({ active: false });
+    expect(await introspected(plain, next.refresh_token)).toEqual({ active: false });
   });
 });
 
@@ -154,30 +156,30 @@ describe('refresh grace period (refreshGraceMs)', () => {
   it('the immediately previous token works within the grace and revokes the replacement whose response was lost', async () => {
     const { engine, clock, client, issued } = await setup({ refreshGraceMs: GRACE });
     clock.advance(SECOND);
-    const lost = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const lost = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     clock.advance(GRACE);
-    const retry = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const retry = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     expect(retry.refresh_token).not.toBe(lost.refresh_token);
-    expect(await engine.introspect(lost.refresh_token)).toEqual({ active: false });
+    expect(await introspected(engine, lost.refresh_token)).toEqual({ active: false });
     // The access token of the lost response goes with it: whoever received that response holds it.
-    expect(await engine.introspect(lost.access_token)).toEqual({ active: false });
-    expect(await engine.introspect(issued.access_token)).toMatchObject({ active: true });
-    expect(await engine.introspect(retry.refresh_token)).toMatchObject({ active: true });
-    expect(await engine.introspect(retry.access_token)).toMatchObject({ active: true });
-    await expect(engine.refresh({ client, refreshToken: retry.refresh_token })).resolves.toMatchObject({ token_type: 'bearer' });
+    expect(await introspected(engine, lost.access_token)).toEqual({ active: false });
+    expect(await introspected(engine, issued.access_token)).toMatchObject({ active: true });
+    expect(await introspected(engine, retry.refresh_token)).toMatchObject({ active: true });
+    expect(await introspected(engine, retry.access_token)).toMatchObject({ active: true });
+    await expect(refreshAs(engine, { client, refreshToken: retry.refresh_token })).resolves.toMatchObject({ token_type: 'bearer' });
   });
 
   it('the lost replacement, presented again, is reuse: the grant ends, whichever branch holds it (issue 19 item 3)', async () => {
     const { engine, clock, client, issued } = await setup({ refreshGraceMs: GRACE });
     // The client refreshes RT1 to RT2; an attacker with a copy of RT1 replays it within the grace.
-    const client2 = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const client2 = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     clock.advance(PAST_WINDOW);
-    const attacker = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const attacker = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     clock.advance(SECOND);
     // The client's RT2 is no plain 401: it is reuse, and the attacker's branch dies with the grant.
     expect(await reason(engine, client, client2.refresh_token)).toBe('revoked');
     for (const token of [attacker.refresh_token, attacker.access_token, client2.access_token]) {
-      expect(await engine.introspect(token)).toEqual({ active: false });
+      expect(await introspected(engine, token)).toEqual({ active: false });
     }
     const [entry] = await engine.audit({});
     expect(entry).toMatchObject({ action: 'token.reuse_detected' });
@@ -186,39 +188,39 @@ describe('refresh grace period (refreshGraceMs)', () => {
 
   it('a presentation within the race window is a lost race even with a grace: the winner keeps its tokens', async () => {
     const { engine, clock, client, issued } = await setup({ refreshGraceMs: GRACE });
-    const winner = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const winner = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     clock.advance(ROTATION_RACE_WINDOW_MS);
     expect(await reason(engine, client, issued.refresh_token)).toBe('replaced');
-    expect(await engine.introspect(winner.refresh_token)).toMatchObject({ active: true });
-    expect(await engine.introspect(winner.access_token)).toMatchObject({ active: true });
+    expect(await introspected(engine, winner.refresh_token)).toMatchObject({ active: true });
+    expect(await introspected(engine, winner.access_token)).toMatchObject({ active: true });
   });
 
   it('after the grace the previous token is reuse: the grant is revoked', async () => {
     const { engine, clock, client, issued } = await setup({ refreshGraceMs: GRACE });
-    const next = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const next = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     clock.advance(GRACE + 1);
     expect(GRACE + 1).toBeGreaterThan(ROTATION_RACE_WINDOW_MS);
     expect(await reason(engine, client, issued.refresh_token)).toBe('revoked');
-    expect(await engine.introspect(next.refresh_token)).toEqual({ active: false });
-    expect(await engine.introspect(next.access_token)).toEqual({ active: false });
+    expect(await introspected(engine, next.refresh_token)).toEqual({ active: false });
+    expect(await introspected(engine, next.access_token)).toEqual({ active: false });
   });
 
   it('never a token two generations old, even within the grace', async () => {
     const { engine, clock, client, issued } = await setup({ refreshGraceMs: GRACE });
-    const first = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const first = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     clock.advance(SECOND);
-    const second = await engine.refresh({ client, refreshToken: first.refresh_token });
+    const second = await refreshAs(engine, { client, refreshToken: first.refresh_token });
     clock.advance(PAST_WINDOW);
     expect(await reason(engine, client, issued.refresh_token)).toBe('revoked');
-    expect(await engine.introspect(second.refresh_token)).toEqual({ active: false });
+    expect(await introspected(engine, second.refresh_token)).toEqual({ active: false });
   });
 
   it('without a grace (the default) the previous token is reuse as soon as the race window is over', async () => {
     const { engine, clock, client, issued } = await setup();
-    const next = await engine.refresh({ client, refreshToken: issued.refresh_token });
+    const next = await refreshAs(engine, { client, refreshToken: issued.refresh_token });
     clock.advance(PAST_WINDOW);
     expect(await reason(engine, client, issued.refresh_token)).toBe('revoked');
-    expect(await engine.introspect(next.refresh_token)).toEqual({ active: false });
+    expect(await introspected(engine, next.refresh_token)).toEqual({ active: false });
   });
 
   it('the grace must be between 0 and 60 s', () => {

@@ -9,7 +9,7 @@ import { InvalidTokenError } from '../../src/engine/errors.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { ClientRecord, TokenStore, TokenType } from '../../src/store/store.js';
-import { addClient, makeEngine, MINUTE, settle } from '../helpers/engine.js';
+import { addClient, introspected, makeEngine, MINUTE, refreshAs, revokeAs, settle } from '../helpers/engine.js';
 
 /**
  * Model-based test of spec part 3: random sequences of issue, refresh, revoke (as the owning
@@ -99,7 +99,7 @@ class Run {
   }
 
   private async refresh(t: ModelToken, caller: number): Promise<void> {
-    const outcome = await settle(this.engine.refresh({ client: this.clients[caller]!, refreshToken: t.token }));
+    const outcome = await settle(refreshAs(this.engine, { client: this.clients[caller]!, refreshToken: t.token }));
     let expected: 'unknown' | 'revoked' | 'replaced' | 'expired' | 'ok';
     if (t.type !== 'refresh_token' || caller !== t.client) expected = 'unknown';
     else if (t.revoked) expected = 'revoked';
@@ -133,7 +133,7 @@ class Run {
   }
 
   private async revoke(t: ModelToken, caller: number): Promise<void> {
-    const { result } = await this.engine.revoke({ client: this.clients[caller]!, token: t.token });
+    const { result } = await revokeAs(this.engine, { client: this.clients[caller]!, token: t.token });
     let expected: string;
     if (caller !== t.client) expected = 'token_invalid';
     else if (t.revoked || t.replaced) {
@@ -151,7 +151,7 @@ class Run {
   }
 
   async checkIntrospection(t: ModelToken): Promise<void> {
-    const result = await this.engine.introspect(t.token);
+    const result = await introspected(this.engine, t.token);
     if (!this.isActive(t)) {
       expect(result).toStrictEqual({ active: false });
       return;

@@ -1,7 +1,7 @@
 import { ManualClock } from '../../src/engine/clock.js';
 import { Engine, type EngineOptions } from '../../src/engine/engine.js';
 import type { IssueInput } from '../../src/engine/issue.js';
-import type { TokenResponse } from '../../src/engine/results.js';
+import type { ClientOutcome, IntrospectionResult, RevocationResult, TokenResponse } from '../../src/engine/results.js';
 import { digestToken } from '../../src/engine/tokens.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { ClientRecord, TokenRecord, TokenStore } from '../../src/store/store.js';
@@ -62,6 +62,36 @@ export async function addClient(store: TokenStore, overrides: Partial<ClientReco
 /** Issues a grant for `client` (user `alice` unless told otherwise). */
 export function issueFor(engine: Engine, client: ClientRecord, overrides: Partial<IssueInput> = {}): Promise<TokenResponse> {
   return engine.issue({ clientId: client.id, username: 'alice', ...overrides });
+}
+
+/**
+ * A client's credentials as the engine's client calls take them: a public client (the tests'
+ * default) by its id alone; a confidential one with `secret`.
+ */
+export function credentialsOf(client: Pick<ClientRecord, 'id'>, secret?: string): { clientId: string; secrets: string[] } {
+  return { clientId: client.id, secrets: secret === undefined ? [] : [secret] };
+}
+
+/** Spec 4.1 through {@link Engine.refreshAsClient}: the token response. */
+export async function refreshAs(
+  engine: Engine,
+  input: { client: Pick<ClientRecord, 'id'>; refreshToken: string; scope?: string; secret?: string },
+): Promise<TokenResponse> {
+  return (await engine.refreshAsClient({ credentials: credentialsOf(input.client, input.secret), token: input.refreshToken, scope: input.scope })).result;
+}
+
+/** Spec 4.2 through {@link Engine.revokeAsClient}: the whole outcome (`result` is the spec 2.2 record). */
+export function revokeAs(engine: Engine, input: { client: Pick<ClientRecord, 'id'>; token: string; secret?: string }): Promise<ClientOutcome<RevocationResult>> {
+  return engine.revokeAsClient({ credentials: credentialsOf(input.client, input.secret), token: input.token });
+}
+
+/**
+ * Spec 2.3 for `token` as the operator sees it (what a confidential client introspecting it
+ * would be answered): for asserting on a token's state.
+ */
+export async function introspected(engine: Engine, token: string): Promise<IntrospectionResult> {
+  const seen = await engine.inspect({ token });
+  return seen.verdict === 'unknown' ? { active: false } : seen.introspection;
 }
 
 /** The stored record of a token string, or null. */

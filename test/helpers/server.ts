@@ -38,12 +38,13 @@ export interface TestServerOptions extends Omit<EngineOptions, 'store' | 'clock'
   logger?: BuildServerOptions['logger'];
   https?: BuildServerOptions['https'];
   connections?: BuildServerOptions['connections'];
+  observer?: BuildServerOptions['observer'];
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const { store = new MemoryStore(), clock = new ManualClock(START), logger, https, connections, ...engineOptions } = options;
+  const { store = new MemoryStore(), clock = new ManualClock(START), logger, https, connections, observer, ...engineOptions } = options;
   const engine = new Engine({ issuer: ISSUER, node: 'node-t', ...engineOptions, store, clock });
-  const app = buildServer({ engine, logger, https, connections });
+  const app = buildServer({ engine, logger, https, connections, observer });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
   return {

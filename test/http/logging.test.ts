@@ -15,6 +15,7 @@ import {
   type Client,
   type TestServer,
 } from '../helpers/server.js';
+import { introspected } from '../helpers/engine.js';
 
 /** Request logs carry client_id and jti, never a token, a secret or an Authorization header. */
 describe('request logs', () => {
@@ -113,7 +114,7 @@ describe('revocation log lines', () => {
 
   it('revoked and already revoked name the jti, over the fast path and over fastify; token_invalid names none', async () => {
     const issued = await issue(s.engine, web);
-    const refreshJti = ((await s.engine.introspect(issued.refresh_token)) as { jti: string }).jti;
+    const refreshJti = ((await introspected(s.engine, issued.refresh_token)) as { jti: string }).jti;
     const form = (token: string, hint: string, client = web) => ({ token, token_type_hint: hint, ...formAuth(client) });
 
     const fast = await postForm(s.url, '/oauth/revocation', form(issued.access_token, 'access_token'));

@@ -13,6 +13,7 @@ import {
   type Client,
   type TestServer,
 } from '../helpers/server.js';
+import { introspected, refreshAs } from '../helpers/engine.js';
 
 /** POST /oauth/revocation (spec 4.2, 2.2, 7.2; contract 3). */
 describe('POST /oauth/revocation', () => {
@@ -45,7 +46,7 @@ describe('POST /oauth/revocation', () => {
       expect(r.json.message).toContain(issued.jti);
       expect(r.headers.get('cache-control')).toBe('no-store');
       expect(r.headers.get('pragma')).toBe('no-cache');
-      expect((await s.engine.introspect(issued.access_token)).active).toBe(false);
+      expect((await introspected(s.engine, issued.access_token)).active).toBe(false);
     });
 
     it('scenario II (public client, client_secret omitted): token_revoke_success', async () => {
@@ -66,18 +67,18 @@ describe('POST /oauth/revocation', () => {
 
     it('revoking a refresh token revokes the access tokens of its grant', async () => {
       const issued = await issue(s.engine, web);
-      const refreshed = await s.engine.refresh({ client: (await s.store.getClient(web.id))!, refreshToken: issued.refresh_token });
+      const refreshed = await refreshAs(s.engine, { client: web, secret: web.secret!, refreshToken: issued.refresh_token });
       const r = await revoke(web, issued.refresh_token, 'refresh_token');
       expect(r.json.code).toBe('token_revoke_success');
-      expect((await s.engine.introspect(issued.access_token)).active).toBe(false);
-      expect((await s.engine.introspect(refreshed.access_token)).active).toBe(false);
-      expect((await s.engine.introspect(issued.refresh_token)).active).toBe(false);
+      expect((await introspected(s.engine, issued.access_token)).active).toBe(false);
+      expect((await introspected(s.engine, refreshed.access_token)).active).toBe(false);
+      expect((await introspected(s.engine, issued.refresh_token)).active).toBe(false);
     });
 
     it('revoking an access token leaves its refresh token active', async () => {
       const issued = await issue(s.engine, web);
       await revoke(web, issued.access_token);
-      expect((await s.engine.introspect(issued.refresh_token)).active).toBe(true);
+      expect((await introspected(s.engine, issued.refresh_token)).active).toBe(true);
     });
 
     it('the hint is only a hint: a refresh token sent as access_token is still revoked', async () => {
@@ -93,7 +94,7 @@ describe('POST /oauth/revocation', () => {
       expect(r.status).toBe(200);
       expect(r.json.code).toBe('token_invalid');
       expect(r.text).not.toContain(issued.jti);
-      expect((await s.engine.introspect(issued.access_token)).active).toBe(true);
+      expect((await introspected(s.engine, issued.access_token)).active).toBe(true);
     });
 
     it.each([
@@ -138,7 +139,7 @@ describe('POST /oauth/revocation', () => {
       expectRecord(r, 401, 'Unauthorized', '/oauth/revocation');
       expect(r.json.message).toMatch(/incorrect/);
       expect((r.json.message as string).endsWith(sent.client_id)).toBe(true);
-      expect((await s.engine.introspect(issued.access_token)).active).toBe(true);
+      expect((await introspected(s.engine, issued.access_token)).active).toBe(true);
     });
 
     it('a public client that sends a password', async () => {
@@ -168,7 +169,7 @@ describe('POST /oauth/revocation', () => {
         expect(r.status, r.text).toBe(200);
         expect(r.json.code).toBe('token_revoke_success');
         expect(r.json.message).toContain(field);
-        expect((await s.engine.introspect(issued[field])).active).toBe(false);
+        expect((await introspected(s.engine, issued[field])).active).toBe(false);
       }
     });
 
@@ -177,7 +178,7 @@ describe('POST /oauth/revocation', () => {
       const r = await postForm(s.url, '/oauth/revocation', { token: issued.access_token, ...formAuth(web) });
       expect(r.status).toBe(200);
       expect(r.json.code).toBe('token_invalid');
-      expect((await s.engine.introspect(issued.access_token)).active).toBe(true);
+      expect((await introspected(s.engine, issued.access_token)).active).toBe(true);
     });
 
     it('an unknown token_type_hint: 400 naming the parameter and unsupported_token_type', async () => {

@@ -14,6 +14,7 @@ import {
   type Client,
   type TestServer,
 } from '../helpers/server.js';
+import { introspected } from '../helpers/engine.js';
 
 /** POST /oauth/token (spec 4.1, 2.1, 7.1; contract 3) over a real socket. */
 describe('POST /oauth/token', () => {
@@ -60,7 +61,7 @@ describe('POST /oauth/token', () => {
 
     it('the new access token is the jti of the answer and is active', async () => {
       const r = await refresh(web, (await issue(s.engine, web)).refresh_token);
-      const seen = await s.engine.introspect(r.json.access_token as string);
+      const seen = await introspected(s.engine, r.json.access_token as string);
       expect(seen).toMatchObject({ active: true, jti: r.json.jti, token_type: 'access_token' });
     });
 
@@ -321,7 +322,7 @@ describe('POST /oauth/token', () => {
     const issued = await issue(s.engine, web, { accessTtlMs: HOUR, refreshTtlMs: DAY });
     s.clock.advance(2 * HOUR);
     try {
-      expect((await s.engine.introspect(issued.access_token)).active).toBe(false);
+      expect((await introspected(s.engine, issued.access_token)).active).toBe(false);
       const r = await refresh(web, issued.refresh_token);
       expect(r.status, r.text).toBe(200);
       expect(r.json.stime).toBe(START + 2 * HOUR);

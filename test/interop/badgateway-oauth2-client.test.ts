@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../src/engine/results.js';
 import type { Client } from '../helpers/server.js';
 import { startInteropServer, type InteropServer } from './interop-server.js';
+import { introspected } from '../helpers/engine.js';
 
 /**
  * @badgateway/oauth2-client 3, configured as its README says: `server` (it discovers the rest from
@@ -58,8 +59,8 @@ describe('@badgateway/oauth2-client 3 against tokenctl over HTTPS', () => {
     const c = who();
     const issued = await t.grant(c);
     await make(c, method).revoke(token(issued), 'refresh_token');
-    expect((await t.s.engine.introspect(issued.refresh_token)).active).toBe(false);
-    expect((await t.s.engine.introspect(issued.access_token)).active).toBe(false);
+    expect((await introspected(t.s.engine, issued.refresh_token)).active).toBe(false);
+    expect((await introspected(t.s.engine, issued.access_token)).active).toBe(false);
   });
 
   it('spec 7.1, an expired refresh token: OAuth2HttpError, httpCode 401, oauth2Code invalid_token', async () => {

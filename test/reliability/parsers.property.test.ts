@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSpecAuthorization, isPlausibleClientId, isRegistrableClientId, parseBasicAuthorization } from '../../src/engine/client-auth.js';
 import { InvalidClientError, InvalidRequestError } from '../../src/engine/errors.js';
 import { formBodyParser, parseForm } from '../../src/http/form.js';
-import { UnsupportedMediaTypeError } from '../../src/http/http-errors.js';
+import { UnsupportedMediaTypeError } from '../../src/http/transport-errors.js';
 import { createClient, startTestServer, type TestServer } from '../helpers/server.js';
 
 /**

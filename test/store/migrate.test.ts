@@ -13,6 +13,7 @@ import type { AuditEntry, ClientRecord, TokenRecord, TokenStore } from '../../sr
 import { hasScript, stripAnsi, tokenctl, tokenctlInTerminal } from '../helpers/cli.js';
 import { PG_SKIP_MESSAGE, PG_URL, dropSchema, testSchemaName } from '../helpers/pg.js';
 import { makeClient, makeToken } from '../helpers/records.js';
+import { introspected, refreshAs, revokeAs } from '../helpers/engine.js';
 
 /**
  * `tokenctl migrate`: a store copied into another through the TokenStore interface, every record
@@ -124,7 +125,7 @@ async function seed(store: TokenStore): Promise<Seeded> {
   const dave = await engine.issue({ clientId: 'web-shop', username: 'dave' });
   for (let i = 0; i < 12; i++) await engine.issue({ clientId: 'mobile-app', username: `user-${i}` }); // same instant
   clock.advance(60_000);
-  const bob = await engine.refresh({ client: web, refreshToken: bobOld.refresh_token });
+  const bob = await refreshAs(engine, { client: web, secret: client_secret!, refreshToken: bobOld.refresh_token });
   await engine.revokeAsOperator(carol.refresh_token, ACTOR);
   await engine.revokeAsOperator(dave.access_token, ACTOR);
   clock.set(now);
@@ -195,11 +196,11 @@ describe.each(TARGETS)('migrating a SQLite store (%#)', (makeTarget) => {
     // Every token introspects exactly as it did: active ones with all twelve fields.
     const s = seeded;
     for (const token of [s.alice, s.bobOld, s.bob, s.carol, s.dave, s.old].flatMap((r) => [r.access_token, r.refresh_token])) {
-      expect(await is.introspect(token)).toEqual(await was.introspect(token));
+      expect(await introspected(is, token)).toEqual(await introspected(was, token));
     }
-    expect(await is.introspect(s.alice.access_token)).toMatchObject({ active: true, client_id: 'web-shop', username: 'alice', sub: 'alice-sub', scope: 'read', jti: s.alice.jti });
-    expect(await is.introspect(s.carol.access_token)).toEqual({ active: false });
-    expect(await is.introspect(s.dave.refresh_token)).toMatchObject({ active: true });
+    expect(await introspected(is, s.alice.access_token)).toMatchObject({ active: true, client_id: 'web-shop', username: 'alice', sub: 'alice-sub', scope: 'read', jti: s.alice.jti });
+    expect(await introspected(is, s.carol.access_token)).toEqual({ active: false });
+    expect(await introspected(is, s.dave.refresh_token)).toMatchObject({ active: true });
 
     // The rotated secret's hash came along: the client authenticates with the current password only.
     const web = await is.authenticate({ clientId: 'web-shop', secrets: [s.secret] });
@@ -207,17 +208,17 @@ describe.each(TARGETS)('migrating a SQLite store (%#)', (makeTarget) => {
     const mobile = await is.authenticate({ clientId: 'mobile-app', secrets: [] });
 
     // Refresh works, with the client's own lifetime (2 h), and the new token is served by the new store.
-    const refreshed = await is.refresh({ client: web, refreshToken: s.alice.refresh_token });
+    const refreshed = await refreshAs(is, { client: web, secret: s.secret, refreshToken: s.alice.refresh_token });
     expect(refreshed).toMatchObject({ node: 'node-new', expires_in: 7200, scope: 'read' });
-    expect(await is.introspect(refreshed.access_token)).toMatchObject({ active: true, username: 'alice' });
+    expect(await introspected(is, refreshed.access_token)).toMatchObject({ active: true, username: 'alice' });
     // Replaced, revoked and expired refresh tokens stay so: the replaced one is reuse, and ends bob's grant.
-    await expect(is.refresh({ client: web, refreshToken: s.bobOld.refresh_token })).rejects.toMatchObject({ reason: 'revoked' });
-    expect(await is.introspect(s.bob.access_token)).toEqual({ active: false });
-    await expect(is.refresh({ client: mobile, refreshToken: s.carol.refresh_token })).rejects.toMatchObject({ reason: 'revoked' });
-    await expect(is.refresh({ client: web, refreshToken: s.old.refresh_token })).rejects.toMatchObject({ reason: 'expired' });
+    await expect(refreshAs(is, { client: web, secret: s.secret, refreshToken: s.bobOld.refresh_token })).rejects.toMatchObject({ reason: 'revoked' });
+    expect(await introspected(is, s.bob.access_token)).toEqual({ active: false });
+    await expect(refreshAs(is, { client: mobile, refreshToken: s.carol.refresh_token })).rejects.toMatchObject({ reason: 'revoked' });
+    await expect(refreshAs(is, { client: web, secret: s.secret, refreshToken: s.old.refresh_token })).rejects.toMatchObject({ reason: 'expired' });
     // Revoking a pre-migration token: the first revocation wins, the second finds it revoked.
-    expect(await is.revoke({ client: web, token: s.dave.refresh_token })).toMatchObject({ result: { code: 'token_revoke_success' } });
-    expect(await is.revoke({ client: web, token: s.dave.refresh_token })).toMatchObject({ result: { code: 'token_already_revoked' } });
+    expect(await revokeAs(is, { client: web, secret: s.secret, token: s.dave.refresh_token })).toMatchObject({ result: { code: 'token_revoke_success' } });
+    expect(await revokeAs(is, { client: web, secret: s.secret, token: s.dave.refresh_token })).toMatchObject({ result: { code: 'token_already_revoked' } });
   });
 
   it(`into ${target.kind}: a second run is refused, and with merge copies nothing`, async () => {

@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { ServiceUnavailableError } from '../../engine/errors.js';
+import { okAnswer, replyAnswer } from '../answer.js';
+import type { HandlerDeps } from '../endpoints/endpoint.js';
 import { HEALTH_PATH } from '../paths.js';
-import { noStore } from '../reply.js';
-import type { StoreFaults } from '../store-faults.js';
-import type { RouteDeps } from '../types.js';
 
 /** A grant id no token has (ids are UUIDs): revoking it is a write transaction that changes nothing. */
 const NO_GRANT = 'tokenctl-healthz-write-check';
+const OK = okAnswer({ status: 'ok' });
 
 /**
  * GET /healthz (contract 3): 200 when the store answers a read and a write, else 503 with
@@ -15,7 +15,7 @@ const NO_GRANT = 'tokenctl-healthz-write-check';
  * fault that requests met in the last seconds (a full disk, which a write changing nothing does
  * not meet) is reported too.
  */
-export function healthRoute(app: FastifyInstance, { engine, storeFaults }: RouteDeps & { storeFaults: StoreFaults }): void {
+export function healthRoute(app: FastifyInstance, { engine, storeFaults }: HandlerDeps): void {
   app.route({
     method: ['GET', 'HEAD'],
     url: HEALTH_PATH,
@@ -28,7 +28,7 @@ export function healthRoute(app: FastifyInstance, { engine, storeFaults }: Route
       }
       const fault = storeFaults.recent();
       if (fault !== null) throw new ServiceUnavailableError('The token store failed a request in the last seconds; try again shortly');
-      return noStore(reply).send({ status: 'ok' });
+      return replyAnswer(reply, OK);
     },
   });
 }

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { replyAnswer, type Answer } from '../answer.js';
 import { INTROSPECTION_PATH, METADATA_PATH, REVOCATION_PATH, TOKEN_PATH } from '../paths.js';
 import type { RouteDeps } from '../types.js';
 
@@ -24,15 +25,19 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
 
 /** GET /.well-known/oauth-authorization-server (RFC 8414 §3). */
 export function metadataRoute(app: FastifyInstance, { engine }: RouteDeps): void {
-  let cached: { issuer: string; body: string } | undefined;
+  let cached: { issuer: string; answer: Answer } | undefined;
   app.route({
     method: ['GET', 'HEAD'],
     url: METADATA_PATH,
     handler: async (_request, reply) => {
       // The issuer is read per request: `serve --port 0` learns its URL only once listening.
       const issuer = engine.config.issuer;
-      if (cached?.issuer !== issuer) cached = { issuer, body: JSON.stringify(authorizationServerMetadata(issuer)) };
-      return reply.header('cache-control', 'max-age=300').type('application/json; charset=utf-8').send(cached.body);
+      if (cached?.issuer !== issuer) {
+        const payload = JSON.stringify(authorizationServerMetadata(issuer));
+        // Cacheable (RFC 8414 §3), unlike every other answer.
+        cached = { issuer, answer: { status: 200, headers: { 'cache-control': 'max-age=300' }, payload, noStore: false, errorCode: null, reason: null } };
+      }
+      return replyAnswer(reply, cached.answer);
     },
   });
 }

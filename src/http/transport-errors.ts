@@ -2,7 +2,7 @@ import { InvalidClientError } from '../engine/errors.js';
 
 /**
  * Errors of the HTTP transport itself (contract 3: 405, 413, 415, 404), beside the engine's
- * vocabulary in `engine/errors.ts`. `errors.ts` turns both into the endpoints' records.
+ * vocabulary in `engine/errors.ts`. `error-answer.ts` turns both into the endpoints' records.
  */
 export abstract class HttpTransportError extends Error {
   abstract readonly status: number;
@@ -33,7 +33,7 @@ export class UnsupportedMediaTypeError extends HttpTransportError {
 
 /**
  * A request Node's HTTP parser refused before any route (a bad Content-Length, request smuggling,
- * a CR in a header: 400; headers too large: 431; too slow: 408). See `client-error.ts`.
+ * a CR in a header: 400; headers too large: 431; too slow: 408). See `parser-refusals.ts`.
  */
 export class MalformedRequestError extends HttpTransportError {
   constructor(
@@ -59,7 +59,7 @@ export class RouteNotFoundError extends HttpTransportError {
  */
 export class UnsupportedClientAuthError extends InvalidClientError {
   constructor(clientId: string, description: string) {
-    super(clientId);
+    super(clientId, 'no_credentials');
     this.message = description;
   }
 }

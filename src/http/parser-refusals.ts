@@ -1,10 +1,10 @@
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { ConnectionError, FastifyBaseLogger } from 'fastify';
-import { errorAnswer, pathOfUrl } from './errors.js';
-import { MalformedRequestError } from './http-errors.js';
-import { loggedPath } from './logging.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ConnectionError } from 'fastify';
+import { rawAnswer, reportAnswer, reporting, writeAnswer, type AnswerReporter } from './answer.js';
+import { errorAnswer, pathOfUrl } from './error-answer.js';
+import { MalformedRequestError } from './transport-errors.js';
 
 /**
  * What Node's 'clientError' event hands over. Its `rawPacket` (a Buffer, whatever fastify's type
@@ -16,11 +16,8 @@ type ClientError = Omit<ConnectionError, 'rawPacket'> & {
   reason?: unknown;
 };
 
-export interface ClientErrorOptions {
-  /** The app's logger, read per error (fastify creates it after the server). */
-  log: () => FastifyBaseLogger;
-  /** Whether a line per request is logged (level info or finer). */
-  logRequests: () => boolean;
+export interface RefusalOptions {
+  reporter: AnswerReporter;
   /** The request id, from the counter fastify's own requests use too. */
   nextId: () => string;
 }
@@ -30,7 +27,6 @@ const VERSION_AT_END = / HTTP\/\d\.\d\r?$/;
 const TARGET = /^\/[\x21-\x7e]{0,2047}$/;
 /** A method, at the end of the word before the target (a pipelined request may follow a body). */
 const METHOD_AT_END = /[A-Z]{1,20}$/;
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** The start of the request that failed, as far as it is known. */
 interface RequestStart {
@@ -50,13 +46,13 @@ interface InFlight {
  * Answers the requests Node's HTTP parser refuses before any route exists (a bad Content-Length,
  * Content-Length with Transfer-Encoding, a CR in a header, headers past the limit, a request not
  * finished within the request timeout): the `clientErrorHandler` of fastify, in place of its
- * default answer. The answer is the one `errors.ts` gives any malformed request (contract 3): the
+ * default answer. The answer is the one `error-answer.ts` gives any malformed request (contract 3): the
  * RFC 6749 record when the request line names /oauth/token, spec 7.2's otherwise, with
  * `Cache-Control: no-store` and `Pragma: no-cache`; and the connection is closed after it, since
  * the rest of the stream cannot be trusted. The raw bytes (which may hold a secret or a token) are
  * read only for the request line, and never logged.
  */
-export function createClientErrorHandler(options: ClientErrorOptions): (err: ConnectionError, socket: Socket) => void {
+export function createParserRefusals(options: RefusalOptions): (err: ConnectionError, socket: Socket) => void {
   /** Sockets whose refusal waits for the answer to an earlier, pipelined request. */
   const waiting = new WeakSet<Socket>();
 
@@ -69,32 +65,12 @@ export function createClientErrorHandler(options: ClientErrorOptions): (err: Con
     const status = statusOf(err.code);
     const path = line ? pathOfUrl(line.target) : '';
     const a = errorAnswer(new MalformedRequestError(status, messageOf(status, err)), path);
-    const payload = JSON.stringify(a.body);
-    const head = [
-      `HTTP/1.1 ${a.status} ${STATUS_CODES[a.status] ?? 'Error'}`,
-      'Cache-Control: no-store',
-      'Pragma: no-cache',
-      `Content-Type: ${JSON_TYPE}`,
-      `Content-Length: ${Buffer.byteLength(payload)}`,
-      `Date: ${new Date().toUTCString()}`,
-      'Connection: close',
-    ];
-    if (options.logRequests()) {
-      options.log().info(
-        {
-          reqId: options.nextId(),
-          ...(line?.method !== undefined && { method: line.method }),
-          path: loggedPath(path),
-          status: a.status,
-          ip: socket.remoteAddress,
-          error: a.code,
-          parse_error: err.code,
-        },
-        'request',
-      );
+    if (reporting(options.reporter)) {
+      const x = { reqId: options.nextId(), method: line?.method, path, ip: socket.remoteAddress, answer: a, clientId: null, jti: null, outcome: null, ms: null };
+      reportAnswer(options.reporter, { ...x, ...(err.code !== undefined && { parseError: err.code }) });
     }
     // Closed once the answer is handed to the kernel; whatever the parser did not read is dropped.
-    socket.end(head.join('\r\n') + '\r\n\r\n' + payload);
+    socket.end(rawAnswer(a));
     socket.once('finish', () => socket.destroy());
   }
 
@@ -195,19 +171,16 @@ function messageOf(status: number, err: ClientError): string {
  * HTTP/1.1 request without `Host` (400, RFC 9112 §3.2). The same record and headers as every other
  * refusal, one request log line, and the connection closed.
  */
-export function createRefusal(options: ClientErrorOptions): (req: IncomingMessage, res: ServerResponse, status: 400 | 417) => void {
+export function createRefusal(options: RefusalOptions): (req: IncomingMessage, res: ServerResponse, status: 400 | 417) => void {
   return (req, res, status) => {
     const path = pathOfUrl(req.url ?? '');
     const message = status === 417 ? 'The Expect header is not supported: only 100-continue is' : 'The request has no Host header (RFC 9112 section 3.2), which is required since HTTP/1.1';
     const a = errorAnswer(new MalformedRequestError(status, message), path);
-    const payload = JSON.stringify(a.body);
-    res.shouldKeepAlive = false;
-    res.writeHead(a.status, ['cache-control', 'no-store', 'pragma', 'no-cache', 'content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(payload)), 'connection', 'close']);
-    res.end(payload);
+    writeAnswer(res, a, true);
     // The body, if any, is not read: the connection closes after the answer.
     req.resume();
-    if (options.logRequests()) {
-      options.log().info({ reqId: options.nextId(), method: req.method, path: loggedPath(path), status: a.status, ip: req.socket.remoteAddress, error: a.code }, 'request');
+    if (reporting(options.reporter)) {
+      reportAnswer(options.reporter, { reqId: options.nextId(), method: req.method, path, ip: req.socket.remoteAddress, answer: a, clientId: null, jti: null, outcome: null, ms: null });
     }
   };
 }

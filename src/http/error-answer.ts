@@ -2,12 +2,14 @@ import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as engine from '../engine/errors.js';
 import { StoreUnavailableError } from '../store/store.js';
-import { HttpTransportError, MethodNotAllowedError, RouteNotFoundError } from './http-errors.js';
+import { clientOfFailure } from '../engine/client-requests.js';
+import { replyAnswer, type Answer } from './answer.js';
+import type { AnswerOutcome } from './observer.js';
+import { HttpTransportError, MethodNotAllowedError, RouteNotFoundError } from './transport-errors.js';
 import { ALLOWED_METHODS, TOKEN_PATH } from './paths.js';
-import { noStore } from './reply.js';
 
 /**
- * The one place where errors become answers (contract 3, spec part 7).
+ * The one place where errors become answers (contract 3, spec part 7); `answer.ts` writes them.
  *
  * Every error is first classified into a status, an RFC 6749 §5.2 code and a message, then
  * written in the shape of the endpoint that failed:
@@ -93,13 +95,9 @@ export function pathOfUrl(url: string): string {
   return q === -1 ? url : url.slice(0, q);
 }
 
-/** An error as written on the wire: status, headers besides the no-store pair, and the JSON body. */
-export interface ErrorAnswer {
-  status: number;
-  /** RFC 6749 §5.2 code, for the request log. */
-  code: string;
-  headers: Record<string, string> | undefined;
-  body: Record<string, unknown>;
+/** An error's answer, and whether the error was one of ours. */
+export interface ErrorAnswer extends Answer {
+  errorCode: string;
   /** True when the error was not one of ours: log it (with its detail), never echo it. */
   unexpected: boolean;
 }
@@ -118,18 +116,32 @@ export function errorAnswer(err: unknown, path: string, authorization?: string):
     path === TOKEN_PATH
       ? { error: c.code, error_description: c.message }
       : { timestamp: String(Date.now()), status: c.status, error: STATUS_CODES[c.status] ?? 'Error', message: c.message, path };
-  return { status: c.status, code: c.code, headers: c.headers, body, unexpected };
+  return { status: c.status, headers: c.headers, payload: JSON.stringify(body), noStore: true, errorCode: c.code, reason: reasonOf(err), unexpected };
 }
 
-/** Writes `err` as the answer to `request`. */
+/**
+ * Why, in a bounded vocabulary, for the observer: an invalid token's reason, a failed client
+ * authentication's, or a budget's refusal. Null for any other error.
+ */
+function reasonOf(err: unknown): string | null {
+  if (err instanceof engine.InvalidTokenError || err instanceof engine.InvalidClientError) return err.reason;
+  if (err instanceof engine.TooManyAttemptsError) return 'rate_limited';
+  if (err instanceof engine.RefreshLimitError) return 'refresh_limited';
+  return null;
+}
+
+/** What an error tells of the request besides its answer: the client it failed for, and a reuse caught. */
+export function failureFacts(err: unknown): { clientId: string | null; outcome: AnswerOutcome | null } {
+  const outcome: AnswerOutcome | null = err instanceof engine.ReuseDetectedError ? { kind: 'reuse_detected', tokens: err.grantTokens } : null;
+  return { clientId: clientOfFailure(err), outcome };
+}
+
+/** Writes `err` as the answer to `request` through fastify (its error and not-found handlers). */
 export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const a = errorAnswer(err, pathOf(request), request.headers.authorization);
   if (a.unexpected) request.log.error({ reqId: request.id, err }, 'unexpected error');
-  request.errorCode = a.code;
-  reply.code(a.status);
-  if (a.headers) reply.headers(a.headers);
-  noStore(reply);
-  return reply.send(a.body);
+  request.answered = { answer: a, jti: null, ...failureFacts(err) };
+  return replyAnswer(reply, a);
 }
 
 /** Installs the error and not-found handlers on the app. */

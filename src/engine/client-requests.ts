@@ -1,0 +1,45 @@
+import type { PresentedCredentials } from './client-auth.js';
+
+/**
+ * What a client presents at one of the three endpoints (spec part 4): its credentials (spec part
+ * 5), the token it acts on, and where it came from. Each endpoint is one engine call taking this
+ * (`Engine.refreshAsClient`, `revokeAsClient`, `introspectAsClient`), which authenticates the
+ * client and reads the token in one store read, then does the endpoint's work.
+ */
+export interface ClientRequest {
+  credentials: PresentedCredentials;
+  /** The refresh token (spec 4.1), or the token to revoke (4.2) or introspect (4.3). */
+  token: string;
+  /** The caller's network address, for the brute-force budgets; none from the CLI. */
+  source?: string;
+}
+
+/** Spec 4.1: the refresh token, and an optional narrower scope (RFC 6749 §6). */
+export interface RefreshRequest extends ClientRequest {
+  scope?: string;
+}
+
+/** Errors thrown after the client was authenticated, and by whom: for the request log. */
+const failedBy = new WeakMap<object, string>();
+
+/**
+ * Runs `work` for the authenticated client `clientId`; an error it throws is remembered as that
+ * client's (see {@link clientOfFailure}), and thrown on unchanged: errors keep their one vocabulary.
+ */
+export async function asClient<T>(clientId: string, work: () => Promise<T> | T): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (typeof err === 'object' && err !== null) failedBy.set(err, clientId);
+    throw err;
+  }
+}
+
+/**
+ * The client a client request's error was thrown for, when it failed after authentication (an
+ * expired refresh token, a store fault while revoking): the request log names it. Null when the
+ * request failed before (bad credentials) or is not a client request's.
+ */
+export function clientOfFailure(err: unknown): string | null {
+  return typeof err === 'object' && err !== null ? (failedBy.get(err) ?? null) : null;
+}
