@@ -69,11 +69,12 @@ export function httpObserver(metrics: TokenctlMetrics, options: HttpObserverOpti
 
   const refreshed = { rotated: metrics.tokensRefreshed.labels('true'), kept: metrics.tokensRefreshed.labels('false') };
   const revoked = {
-    single: metrics.tokensRevoked.labels('single'),
-    grant: metrics.tokensRevoked.labels('grant'),
-    reuse: metrics.tokensRevoked.labels('reuse_detection'),
+    single: metrics.revocations.labels('single'),
+    grant: metrics.revocations.labels('grant'),
+    reuse: metrics.revocations.labels('reuse_detection'),
   };
   const reuseDetections = metrics.reuseDetections.labels();
+  const reuseTokens = metrics.reuseRevokedTokens.labels();
   const authFailures = new Map<string, Inc>();
   const clients = options.clientLabel ? clientCounter(metrics, options.maxClients ?? 100) : undefined;
 
@@ -85,10 +86,11 @@ export function httpObserver(metrics: TokenctlMetrics, options: HttpObserverOpti
     const done = record.outcome;
     if (done !== null) {
       if (done.kind === 'refreshed') (done.rotated ? refreshed.rotated : refreshed.kept).inc();
-      else if (done.kind === 'revoked') (done.scope === 'grant' ? revoked.grant : revoked.single).inc(done.tokens);
+      else if (done.kind === 'revoked') (done.scope === 'grant' ? revoked.grant : revoked.single).inc();
       else if (done.kind === 'reuse_detected') {
         reuseDetections.inc();
-        revoked.reuse.inc(done.tokens);
+        revoked.reuse.inc();
+        reuseTokens.inc(done.tokens);
       }
     } else if (record.errorCode === 'invalid_client') {
       const reason = record.reason ?? 'none';

@@ -14,8 +14,9 @@ export interface TokenctlMetrics {
   requestDuration: FastHistogram;
   clientRequests: FastCounter<'client' | 'endpoint' | 'outcome'>;
   tokensRefreshed: FastCounter<'rotated'>;
-  tokensRevoked: FastCounter<'kind'>;
+  revocations: FastCounter<'kind'>;
   reuseDetections: FastCounter;
+  reuseRevokedTokens: FastCounter;
   clientAuthFailures: FastCounter<'reason'>;
   storeDuration: FastHistogram;
   storeErrors: FastCounter<'operation' | 'kind'>;
@@ -45,6 +46,7 @@ export function createMetrics(poolState: () => PoolState | undefined = () => und
         this.set(state ? read(state) : 0);
       },
     });
+  new Gauge({ name: 'tokenctl_server_processes', help: 'Processes whose metrics this scrape sums: 1, or the workers of serve --workers N that answered', registers }).set(1);
   poolGauge('tokenctl_store_pool_in_use', 'PostgreSQL connections of this server checked out by a request (0 without PostgreSQL)', (s) => s.total - s.idle);
   poolGauge('tokenctl_store_pool_idle', 'PostgreSQL connections of this server open and idle', (s) => s.idle);
   poolGauge('tokenctl_store_pool_waiting', 'Requests waiting for a PostgreSQL connection', (s) => s.waiting);
@@ -76,15 +78,20 @@ export function createMetrics(poolState: () => PoolState | undefined = () => und
       labelNames: ['rotated'],
       registers,
     }),
-    tokensRevoked: new FastCounter({
-      name: 'tokenctl_tokens_revoked_total',
-      help: 'Tokens revoked over HTTP, by kind: single, grant (a refresh token took its grant along), reuse_detection (bulk revocation runs in the CLI process, not here)',
+    revocations: new FastCounter({
+      name: 'tokenctl_revocations_total',
+      help: 'Revocations by the server, by kind: single (one token), grant (a refresh token revoked with its grant), reuse_detection (a grant revoked because a replaced refresh token came back); bulk revocation runs in the CLI process, not here',
       labelNames: ['kind'],
       registers,
     }),
     reuseDetections: new FastCounter({
       name: 'tokenctl_reuse_detections_total',
       help: 'Replaced refresh tokens presented again (their grant revoked)',
+      registers,
+    }),
+    reuseRevokedTokens: new FastCounter({
+      name: 'tokenctl_reuse_revoked_tokens_total',
+      help: 'Tokens revoked with their grant on reuse detection',
       registers,
     }),
     clientAuthFailures: new FastCounter({

@@ -15,7 +15,7 @@ export interface MetricsStatus {
   unavailable: number;
   /** 5xx other than 503. */
   server_errors: number;
-  tokens: { refreshed: number; revoked: number; reuse_detections: number };
+  tokens: { refreshed: number; /** Revocations (a grant counts once). */ revoked: number; reuse_detections: number };
   store: {
     p99_ms: number | null;
     errors: number;
@@ -105,7 +105,7 @@ export function metricsStatus(url: string, nowText: string, before?: { text: str
     server_errors: serverErrors,
     tokens: {
       refreshed: sum(s, 'tokenctl_tokens_refreshed_total'),
-      revoked: sum(s, 'tokenctl_tokens_revoked_total'),
+      revoked: sum(s, 'tokenctl_revocations_total'),
       reuse_detections: sum(s, 'tokenctl_reuse_detections_total'),
     },
     store: {

@@ -36,7 +36,7 @@ export interface RunningServer {
 /** Builds the app (`http/server.ts`) and listens. The store stays open: its owner closes it. */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { engine, host, port, tls } = options;
-  const app = buildServer({ engine, logger: options.logger, connections: options.connections, ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}) });
+  const app = buildServer({ engine, logger: options.logger, connections: options.connections, observer: options.observer, ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}) });
   try {
     await app.listen({ host, port, listenTextResolver: (address) => `server listening at ${address}` });
   } catch (err) {

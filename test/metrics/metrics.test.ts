@@ -29,8 +29,8 @@ describe('the HTTP observer', () => {
     observe(answer({ outcome: { kind: 'introspected', active: false } }));
     observe(answer({ endpoint: 'token', outcome: { kind: 'refreshed', rotated: true }, durationMs: 40 }));
     observe(answer({ endpoint: 'token', outcome: { kind: 'reuse_detected', tokens: 3 }, status: 400, errorCode: 'invalid_grant', reason: 'replaced' }));
-    observe(answer({ endpoint: 'revocation', outcome: { kind: 'revoked', scope: 'grant', tokens: 4 } }));
-    observe(answer({ endpoint: 'revocation', outcome: { kind: 'revoked', scope: 'single', tokens: 1 } }));
+    observe(answer({ endpoint: 'revocation', outcome: { kind: 'revoked', scope: 'grant' } }));
+    observe(answer({ endpoint: 'revocation', outcome: { kind: 'revoked', scope: 'single' } }));
     observe(answer({ endpoint: 'revocation', outcome: { kind: 'revoke_noop' } }));
     observe(answer({ status: 401, errorCode: 'invalid_client', reason: 'bad_secret', clientId: 'attacker-chosen', outcome: null }));
     observe(answer({ status: 401, errorCode: 'invalid_client', reason: 'bad_secret', clientId: null, outcome: null }));
@@ -46,9 +46,10 @@ describe('the HTTP observer', () => {
     expect(sum(scrape, 'tokenctl_http_request_duration_seconds_count', { endpoint: 'token', outcome: 'unavailable' })).toBe(1);
     expect(quantile(scrape, 'tokenctl_http_request_duration_seconds', 0.5, { endpoint: 'introspection', outcome: 'ok' })).toBeLessThanOrEqual(0.0025);
     expect(sum(scrape, 'tokenctl_tokens_refreshed_total', { rotated: 'true' })).toBe(1);
-    expect(sum(scrape, 'tokenctl_tokens_revoked_total', { kind: 'grant' })).toBe(4);
-    expect(sum(scrape, 'tokenctl_tokens_revoked_total', { kind: 'single' })).toBe(1);
-    expect(sum(scrape, 'tokenctl_tokens_revoked_total', { kind: 'reuse_detection' })).toBe(3);
+    expect(sum(scrape, 'tokenctl_revocations_total', { kind: 'grant' })).toBe(1);
+    expect(sum(scrape, 'tokenctl_revocations_total', { kind: 'single' })).toBe(1);
+    expect(sum(scrape, 'tokenctl_revocations_total', { kind: 'reuse_detection' })).toBe(1);
+    expect(sum(scrape, 'tokenctl_reuse_revoked_tokens_total')).toBe(3);
     expect(sum(scrape, 'tokenctl_reuse_detections_total')).toBe(1);
     expect(sum(scrape, 'tokenctl_client_auth_failures_total', { reason: 'bad_secret' })).toBe(2);
     // No client label unless asked for.
@@ -79,7 +80,7 @@ describe('the store metrics', () => {
     const { engine } = makeEngine({ store });
     await addClient(store, { id: 'app' });
     const tokens = await engine.issue({ clientId: 'app', username: 'alice', scope: 'read' });
-    expect((await engine.introspect(tokens.access_token)).active).toBe(true);
+    expect((await engine.inspect({ token: tokens.access_token })).verdict).toBeDefined();
     expect(store.location).toBe(memory.location);
 
     const failing = instrumentStore(

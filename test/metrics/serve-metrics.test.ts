@@ -82,6 +82,7 @@ describe.each([
     const res = await fetch(metricsUrl);
     expect(res.status).toBe(200);
     scrape = parseScrape(await res.text());
+    expect(sum(scrape, 'tokenctl_server_processes')).toBe(workers);
     expect(sum(scrape, 'tokenctl_http_requests_total', { endpoint: 'introspection', status: '200' })).toBe(N);
     expect(sum(scrape, 'tokenctl_http_requests_total', { endpoint: 'introspection', status: '200', outcome: 'active' })).toBe(N);
     expect(sum(scrape, 'tokenctl_http_requests_total', { endpoint: 'token', status: '200', outcome: 'refreshed' })).toBe(M);
@@ -90,7 +91,7 @@ describe.each([
     expect(sum(scrape, 'tokenctl_http_requests_total')).toBe(N + M + K + F);
     expect(sum(scrape, 'tokenctl_http_request_duration_seconds_count')).toBe(N + M + K + F);
     expect(sum(scrape, 'tokenctl_tokens_refreshed_total')).toBe(M);
-    expect(sum(scrape, 'tokenctl_tokens_revoked_total', { kind: 'single' })).toBe(K);
+    expect(sum(scrape, 'tokenctl_revocations_total', { kind: 'single' })).toBe(K);
     expect(sum(scrape, 'tokenctl_client_auth_failures_total', { reason: 'bad_secret' })).toBe(F);
     expect(sum(scrape, 'tokenctl_client_requests_total', { client: 'rs' })).toBe(N + M + K);
     expect(sum(scrape, 'tokenctl_store_operation_duration_seconds_count')).toBeGreaterThan(0);
