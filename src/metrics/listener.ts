@@ -1,5 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { CliError, EXIT } from '../cli/errors.js';
 
 /** A scrape's body and content type. */
 export type MetricsSource = () => Promise<{ contentType: string; body: string }>;
@@ -32,10 +33,13 @@ export async function startMetricsListener(host: string, port: number, source: M
     );
   });
   server.keepAliveTimeout = 5_000;
+  // Never what keeps serve running: a start that fails after it must still end the process.
+  server.unref();
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const failed = (error: NodeJS.ErrnoException): void => reject(listenError(error, host, port));
+    server.once('error', failed);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', failed);
       resolve();
     });
   });
@@ -49,4 +53,10 @@ export async function startMetricsListener(host: string, port: number, source: M
         server.closeAllConnections();
       }),
   };
+}
+
+function listenError(error: NodeJS.ErrnoException, host: string, port: number): Error {
+  if (error.code === 'EADDRINUSE') return new CliError(`metrics: port ${port} on ${host} is already in use`, EXIT.failure, 'address_in_use', 'choose another with --metrics-port, or 0 for a free one');
+  if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') return new CliError(`metrics: cannot listen on ${host}: no such address on this machine`, EXIT.usage, 'bad_host', 'use --metrics-host 127.0.0.1');
+  return error;
 }

@@ -68,6 +68,8 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
     const budget = await connectionBudgetWarning(settings.storeLocation, settings.storeOptions?.poolSize, settings.workers ?? 1);
     if (budget) out.warn(budget);
   }
+  const metrics = await settings.observability?.listen();
+  if (metrics) out.note(`metrics on ${metrics.url}`);
   // A store file deleted or replaced under the server: stop, with the reason (issue 19).
   const storeWatch = watchStoreFile(settings.storeLocation ?? engine.store.location);
 
@@ -102,8 +104,6 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
       (message) => fatal(message),
     );
     force = () => workers.force();
-    const metrics = await settings.observability?.listen();
-    if (metrics) out.note(`metrics on ${metrics.url}`);
     if (demo) out.line(demoInstructions(demo, workers.url, certFile));
     out.line(`listening on ${workers.url}`);
     const stop = await Promise.race([
@@ -130,8 +130,6 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
     connections: { maxConnections: settings.maxConnections },
   });
   force = () => server.app.server.closeAllConnections();
-  const metrics = await settings.observability?.listen();
-  if (metrics) out.note(`metrics on ${metrics.url}`);
 
   if (settings.demo) {
     out.line(demoInstructions(await prepareDemo(engine, settings.actor), server.url, certFile));

@@ -139,4 +139,12 @@ describe('the metrics listener', () => {
     expect(failed.status).toBe(503);
     expect(await failed.text()).toMatch(/did not answer/);
   });
+
+  it('says which port is taken', async () => {
+    const metrics = createMetrics();
+    const source = async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() });
+    listener = await startMetricsListener('127.0.0.1', 0, source);
+    const port = Number(new URL(listener.url).port);
+    await expect(startMetricsListener('127.0.0.1', port, source)).rejects.toThrow(`metrics: port ${port} on 127.0.0.1 is already in use`);
+  });
 });
