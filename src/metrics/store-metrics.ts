@@ -34,30 +34,27 @@ export function instrumentStore(store: TokenStore, metrics: TokenctlMetrics): To
     let duration: BoundHistogram | undefined;
     const errors = new Map<string, BoundCounter>();
     const observe = (start: number): void => (duration ??= metrics.storeDuration.labels(operation)).observe((performance.now() - start) / 1000);
-    const failed = (error: unknown): never => {
+    const count = (error: unknown): void => {
       const kind = storeErrorKind(error);
       let child = errors.get(kind);
       if (child === undefined) errors.set(kind, (child = metrics.storeErrors.labels(operation, kind)));
       child.inc();
-      throw error;
     };
-    // Written out rather than through whenSettled: this runs on every store call of every request.
+    // Written out rather than through whenSettled: this runs on every store call of every
+    // request. The caller gets the store's own promise (no extra hop before its await resumes);
+    // the timing hangs off it, and a rejection is counted there and handled by the caller.
     return (...args) => {
       const start = performance.now();
       let result: unknown;
       try {
         result = call(...args);
       } catch (error) {
-        return failed(error);
+        count(error);
+        throw error;
       }
-      if (!(result instanceof Promise)) {
-        observe(start);
-        return result;
-      }
-      return result.then((value: unknown) => {
-        observe(start);
-        return value;
-      }, failed);
+      if (result instanceof Promise) result.then(() => observe(start), count);
+      else observe(start);
+      return result;
     };
   });
 }
