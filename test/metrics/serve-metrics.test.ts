@@ -5,8 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine } from '../../src/engine/engine.js';
 import type { TokenResponse } from '../../src/engine/results.js';
 import { parseScrape, sum, type Scrape } from '../../src/metrics/scrape.js';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { TokenStore } from '../../src/store/store.js';
 import { ROOT, startTokenctl, tempStore, tokenctl, type RunningTokenctl, type TempStore } from '../helpers/cli.js';
+import { dropSchema, PG_URL, testSchemaName } from '../helpers/pg.js';
 
 /**
  * `tokenctl serve --metrics-port 0` as a real process (needs `npm run build`), alone and with
@@ -41,10 +44,17 @@ function dashboardMetrics(): string[] {
 }
 
 describe.each([
-  { workers: 1, label: 'one process' },
-  { workers: 2, label: '--workers 2' },
-])('serve --metrics-port under a known load ($label)', ({ workers }) => {
+  { workers: 1, pg: false, label: 'one process, SQLite' },
+  { workers: 2, pg: false, label: '--workers 2, SQLite' },
+  { workers: 2, pg: true, label: '--workers 2, PostgreSQL' },
+])('serve --metrics-port under a known load ($label)', ({ workers, pg }) => {
+  if (pg && PG_URL === undefined) {
+    it.skip('needs TOKENCTL_TEST_PG', () => undefined);
+    return;
+  }
+  const schema = testSchemaName();
   let store: TempStore;
+  let location: string;
   let server: RunningTokenctl;
   let url: string;
   let metricsUrl: string;
@@ -53,18 +63,20 @@ describe.each([
 
   beforeAll(async () => {
     store = tempStore();
-    const sqlite = await SqliteStore.open(store.db);
-    const engine = new Engine({ store: sqlite });
+    location = pg ? `${PG_URL!}${PG_URL!.includes('?') ? '&' : '?'}schema=${schema}` : store.db;
+    const opened: TokenStore = pg ? await PostgresStore.open(PG_URL!, { schema, poolSize: 2 }) : await SqliteStore.open(store.db);
+    const engine = new Engine({ store: opened });
     secret = (await engine.createClient({ id: 'rs', name: 'rs', scope: 'read', orgId: 'org', audience: 'api' }, 'test')).client_secret!;
     for (let i = 0; i < K + 1; i++) pairs.push(await engine.issue({ clientId: 'rs', username: `user-${i}`, scope: 'read' }));
-    await sqlite.close();
-    server = startTokenctl(['serve', '--db', store.db, '--port', '0', '--metrics-port', '0', '--metrics-client-label', '--workers', String(workers), '--log-level', 'warn']);
+    await opened.close();
+    server = startTokenctl(['serve', '--db', location, '--pool-size', '2', '--port', '0', '--metrics-port', '0', '--metrics-client-label', '--workers', String(workers), '--log-level', 'warn']);
     metricsUrl = (await server.waitFor(/metrics on (http:\/\/\S+)/, 30_000))[1]!;
     url = (await server.waitFor(/listening on (http:\/\/\S+)/, 30_000))[1]!;
   }, 60_000);
   afterAll(async () => {
     expect(await server?.stop()).toBe(0);
     store?.cleanup();
+    if (pg) await dropSchema(PG_URL!, schema);
   });
 
   let scrape: Scrape;
