@@ -1,5 +1,5 @@
 /**
- * The one error vocabulary of tokenctl. The engine throws these; `http/errors.ts` turns them
+ * The one error vocabulary of tokenctl. The engine throws these; `http/error-answer.ts` turns them
  * into the spec's records (7.1, 7.2, contract 3) and `cli/base-command.ts` into messages and exit
  * codes. Internal detail goes into `cause`, never into the message.
  */

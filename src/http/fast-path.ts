@@ -18,12 +18,11 @@ export interface FastPathOptions extends HandlerDeps {
  * The three POST endpoints without fastify's per-request machinery, for the requests that make
  * up nearly all of a server's traffic: POST to exactly one of the three paths, a form body of a
  * declared length within the limit, not chunked. Returns false for any other request, before
- * reading anything, and fastify handles it with its own checks (415, 413, 405, chunked bodies,
- * shutting down). What is answered here is what the fastify routes answer: the same endpoints
+ * reading anything, and fastify handles it with its own checks (415, 413, 405, chunked bodies). What is answered here is what the fastify routes answer: the same endpoints
  * through the same handler (`endpoints/endpoint.ts`), the same form parser, and the same answer
  * writer and request log line (`answer.ts`).
  */
-export function createFastPath(options: FastPathOptions): (req: IncomingMessage, res: ServerResponse, listening: boolean) => boolean {
+export function createFastPath(options: FastPathOptions): (req: IncomingMessage, res: ServerResponse) => boolean {
   const { reporter, nextId } = options;
 
   async function respond(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint, body: Buffer, started: number): Promise<void> {
@@ -38,9 +37,8 @@ export function createFastPath(options: FastPathOptions): (req: IncomingMessage,
     }
   }
 
-  return function fastPath(req, res, listening) {
-    // A server that is closing leaves fastify to answer (503, Connection: close).
-    if (req.method !== 'POST' || !listening) return false;
+  return function fastPath(req, res) {
+    if (req.method !== 'POST') return false;
     const endpoint = ENDPOINTS.get(req.url!);
     if (endpoint === undefined) return false;
     const headers = req.headers;

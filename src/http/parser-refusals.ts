@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ConnectionError } from 'fastify';
+import { ServiceUnavailableError } from '../engine/errors.js';
 import { rawAnswer, reportAnswer, reporting, writeAnswer, type AnswerReporter } from './answer.js';
 import { errorAnswer, pathOfUrl } from './error-answer.js';
 import { MalformedRequestError } from './transport-errors.js';
@@ -166,16 +167,17 @@ function messageOf(status: number, err: ClientError): string {
 }
 
 /**
- * The answers Node would otherwise write itself, bare (no error record, no `no-store`), to requests
- * it parsed but will not route: an `Expect` other than 100-continue (417, RFC 9110 §10.1.1), and an
- * HTTP/1.1 request without `Host` (400, RFC 9112 §3.2). The same record and headers as every other
- * refusal, one request log line, and the connection closed.
+ * The answers Node or fastify would otherwise write themselves, bare (no error record, no
+ * `no-store`), to requests they parsed but will not route: an `Expect` other than 100-continue
+ * (417, RFC 9110 §10.1.1), an HTTP/1.1 request without `Host` (400, RFC 9112 §3.2), and a request
+ * that arrives on an open connection once the server is closing (503: fastify's own answer has
+ * neither). The same record and headers as every other refusal, one request log line, and the
+ * connection closed.
  */
-export function createRefusal(options: RefusalOptions): (req: IncomingMessage, res: ServerResponse, status: 400 | 417) => void {
+export function createRefusal(options: RefusalOptions): (req: IncomingMessage, res: ServerResponse, status: 400 | 417 | 503) => void {
   return (req, res, status) => {
     const path = pathOfUrl(req.url ?? '');
-    const message = status === 417 ? 'The Expect header is not supported: only 100-continue is' : 'The request has no Host header (RFC 9112 section 3.2), which is required since HTTP/1.1';
-    const a = errorAnswer(new MalformedRequestError(status, message), path);
+    const a = errorAnswer(refusalOf(status), path);
     writeAnswer(res, a, true);
     // The body, if any, is not read: the connection closes after the answer.
     req.resume();
@@ -183,4 +185,10 @@ export function createRefusal(options: RefusalOptions): (req: IncomingMessage, r
       reportAnswer(options.reporter, { reqId: options.nextId(), method: req.method, path, ip: req.socket.remoteAddress, answer: a, clientId: null, jti: null, outcome: null, ms: null });
     }
   };
+}
+
+function refusalOf(status: 400 | 417 | 503): Error {
+  if (status === 503) return new ServiceUnavailableError('The server is shutting down; send the request again, on a new connection');
+  if (status === 417) return new MalformedRequestError(417, 'The Expect header is not supported: only 100-continue is');
+  return new MalformedRequestError(400, 'The request has no Host header (RFC 9112 section 3.2), which is required since HTTP/1.1');
 }

@@ -87,7 +87,9 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
     serverFactory: (handler) => {
       const listener = function (this: Server, req: IncomingMessage, res: ServerResponse): void {
         if (req.headers.host === undefined && req.httpVersion === '1.1') refuse(req, res, 400);
-        else if (!fastPath(req, res, this.listening)) handler(req, res);
+        // Closing (server.close() called): a request on a connection still open gets the 503 here.
+        else if (!this.listening) refuse(req, res, 503);
+        else if (!fastPath(req, res)) handler(req, res);
       };
       const timeouts = {
         headersTimeout: limits.headersTimeoutMs,
@@ -112,6 +114,8 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
     frameworkErrors: (err, request, reply) => sendError(err, request, reply),
     // Requests Node's parser refuses before any route: the same records and headers, not fastify's.
     clientErrorHandler: createParserRefusals({ reporter, nextId }),
+    // Its own 503 has no record, no no-store and no log line: the listener answers those instead.
+    return503OnClosing: false,
     bodyLimit: BODY_LIMIT,
     exposeHeadRoutes: false,
     requestTimeout: limits.requestTimeoutMs,

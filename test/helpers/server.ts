@@ -21,8 +21,20 @@ export const DAY = 24 * HOUR;
 export const ISSUER = 'https://issuer.example.test';
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
+/**
+ * The two doors of the server, which every endpoint test goes through (`describe.each(DOORS)`):
+ * a real socket, where a POST of a form takes the fast path (`fast-path.ts`), and fastify's
+ * `inject`, which never reaches the fast path and is answered by fastify's routes.
+ */
+export const DOORS = ['fast path', 'fastify'] as const;
+export type Door = (typeof DOORS)[number];
+
 export interface TestServer {
   app: TokenctlApp;
+  /** The door {@link post} goes through. */
+  door: Door;
+  /** POSTs a form (an object, or a raw body string) through {@link door}. */
+  post(path: string, form: Record<string, string> | string, headers?: Record<string, string>): Promise<Answer>;
   engine: Engine;
   store: TokenStore;
   clock: ManualClock;
@@ -39,23 +51,37 @@ export interface TestServerOptions extends Omit<EngineOptions, 'store' | 'clock'
   https?: BuildServerOptions['https'];
   connections?: BuildServerOptions['connections'];
   observer?: BuildServerOptions['observer'];
+  /** The door of `post`: the socket (the default) or fastify's inject. */
+  door?: Door;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const { store = new MemoryStore(), clock = new ManualClock(START), logger, https, connections, observer, ...engineOptions } = options;
+  const { store = new MemoryStore(), clock = new ManualClock(START), logger, https, connections, observer, door = 'fast path', ...engineOptions } = options;
   const engine = new Engine({ issuer: ISSUER, node: 'node-t', ...engineOptions, store, clock });
   const app = buildServer({ engine, logger, https, connections, observer });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
+  const url = `${https ? 'https' : 'http'}://127.0.0.1:${port}`;
   return {
     app,
+    door,
+    post: (path, form, headers) => (door === 'fastify' ? injectForm(app, path, form, headers) : postForm(url, path, form, headers)),
     engine,
     store,
     clock,
     port,
-    url: `${https ? 'https' : 'http'}://127.0.0.1:${port}`,
+    url,
     close: () => app.close(),
   };
+}
+
+/** POSTs a form through fastify's `inject`: its routes, never the fast path. */
+export async function injectForm(app: TokenctlApp, path: string, form: Record<string, string> | string, headers: Record<string, string> = {}): Promise<Answer> {
+  const payload = typeof form === 'string' ? form : new URLSearchParams(form).toString();
+  const r = await app.inject({ method: 'POST', url: path, headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, payload });
+  const h = new Headers();
+  for (const [name, value] of Object.entries(r.headers)) if (value !== undefined) h.set(name, Array.isArray(value) ? value.join(', ') : String(value));
+  return answer(new Response(r.statusCode === 204 ? null : r.rawPayload, { status: r.statusCode, headers: h }));
 }
 
 export interface Client {

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createClient,
+  DOORS,
   expectRecord,
   formAuth,
   HOUR,
   ISSUER,
   issue,
-  postForm,
   rfcBasic,
   START,
   startTestServer,
@@ -16,14 +16,14 @@ import {
 } from '../helpers/server.js';
 
 /** POST /oauth/introspection (spec 4.3, 2.3, 7.2; contract 3). */
-describe('POST /oauth/introspection', () => {
+describe.each(DOORS)('POST /oauth/introspection through the %s', (door) => {
   let s: TestServer;
   let web: Client;
   let spa: Client;
   let resourceServer: Client;
 
   beforeAll(async () => {
-    s = await startTestServer();
+    s = await startTestServer({ door });
     [web, spa, resourceServer] = await Promise.all([
       createClient(s.engine, 'web-app', { scope: 'read write admin' }),
       createClient(s.engine, 'spa-app', { public: true }),
@@ -33,7 +33,7 @@ describe('POST /oauth/introspection', () => {
   afterAll(() => s?.close());
 
   const introspect = (client: Client, token: string, hint = 'access_token') =>
-    postForm(s.url, '/oauth/introspection', { token, token_type_hint: hint, ...formAuth(client) });
+    s.post('/oauth/introspection', { token, token_type_hint: hint, ...formAuth(client) });
 
   describe('an active token: all twelve fields of spec 2.3', () => {
     it('an access token', async () => {
@@ -96,7 +96,7 @@ describe('POST /oauth/introspection', () => {
 
     it('RFC 6749 Basic instead of form credentials (contract 3)', async () => {
       const issued = await issue(s.engine, web);
-      const r = await postForm(s.url, '/oauth/introspection', { token: issued.access_token, token_type_hint: 'access_token' }, { authorization: rfcBasic(resourceServer) });
+      const r = await s.post('/oauth/introspection', { token: issued.access_token, token_type_hint: 'access_token' }, { authorization: rfcBasic(resourceServer) });
       expect(r.status, r.text).toBe(200);
       expect(r.json.active).toBe(true);
     });
@@ -142,14 +142,14 @@ describe('POST /oauth/introspection', () => {
     ])('%s: 401 record naming the client', async (_name, creds) => {
       const issued = await issue(s.engine, web);
       const sent = creds(web);
-      const r = await postForm(s.url, '/oauth/introspection', { token: issued.access_token, token_type_hint: 'access_token', ...sent });
+      const r = await s.post('/oauth/introspection', { token: issued.access_token, token_type_hint: 'access_token', ...sent });
       expectRecord(r, 401, 'Unauthorized', '/oauth/introspection');
       expect(r.json.message).toBe(`The client account or password is incorrect: ${sent.client_id}`);
       expect(r.text).not.toContain('"active"');
     });
 
     it('a public client that sends a password', async () => {
-      const r = await postForm(s.url, '/oauth/introspection', { token: 'x', token_type_hint: 'access_token', client_id: spa.id, client_secret: 'some-password-1' });
+      const r = await s.post('/oauth/introspection', { token: 'x', token_type_hint: 'access_token', client_id: spa.id, client_secret: 'some-password-1' });
       expectRecord(r, 401, 'Unauthorized', '/oauth/introspection');
     });
   });
@@ -158,13 +158,13 @@ describe('POST /oauth/introspection', () => {
     it.each(['token', 'client_id'])('%s missing', async (name) => {
       const form: Record<string, string> = { token: 'tca_' + 'A'.repeat(43), token_type_hint: 'access_token', ...formAuth(web) };
       delete form[name];
-      const r = await postForm(s.url, '/oauth/introspection', form);
+      const r = await s.post('/oauth/introspection', form);
       expectRecord(r, 400, 'Bad Request', '/oauth/introspection');
       expect(r.json.message).toContain(name);
     });
 
     it('token empty counts as missing', async () => {
-      const r = await postForm(s.url, '/oauth/introspection', { token: '', token_type_hint: 'access_token', ...formAuth(web) });
+      const r = await s.post('/oauth/introspection', { token: '', token_type_hint: 'access_token', ...formAuth(web) });
       expectRecord(r, 400, 'Bad Request', '/oauth/introspection');
     });
 
@@ -175,12 +175,12 @@ describe('POST /oauth/introspection', () => {
         [issued.refresh_token, 'refresh_token'],
       ]) {
         for (const hint of [{}, { token_type_hint: '' }] as Record<string, string>[]) {
-          const r = await postForm(s.url, '/oauth/introspection', { token: token!, ...hint, ...formAuth(web) });
+          const r = await s.post('/oauth/introspection', { token: token!, ...hint, ...formAuth(web) });
           expect(r.status, r.text).toBe(200);
           expect(r.json).toMatchObject({ active: true, token_type: type, client_id: web.id });
         }
       }
-      const unknown = await postForm(s.url, '/oauth/introspection', { token: 'tca_' + 'A'.repeat(43), ...formAuth(web) });
+      const unknown = await s.post('/oauth/introspection', { token: 'tca_' + 'A'.repeat(43), ...formAuth(web) });
       expect(unknown.json).toEqual({ active: false });
     });
 

@@ -3,10 +3,10 @@ import {
   answer,
   captureLog,
   createClient,
+  DOORS,
   formAuth,
   HOUR,
   issue,
-  postForm,
   rawRequest,
   rfcBasic,
   specBasic,
@@ -18,7 +18,7 @@ import {
 import { introspected } from '../helpers/engine.js';
 
 /** Request logs carry client_id and jti, never a token, a secret or an Authorization header. */
-describe('request logs', () => {
+describe.each(DOORS)('request logs through the %s', (door) => {
   const log = captureLog();
   let s: TestServer;
   let web: Client;
@@ -26,7 +26,7 @@ describe('request logs', () => {
   const secrets: string[] = [];
 
   beforeAll(async () => {
-    s = await startTestServer({ logger: { level: 'info', stream: log.stream } });
+    s = await startTestServer({ logger: { level: 'info', stream: log.stream }, door });
     [web, spa] = await Promise.all([createClient(s.engine, 'web-app'), createClient(s.engine, 'spa-app', { public: true })]);
     secrets.push(web.secret!, specBasic(web), rfcBasic(web), specBasic(web).slice(6), Buffer.from(web.secret!).toString('base64'));
   });
@@ -37,20 +37,20 @@ describe('request logs', () => {
     const expiring = await issue(s.engine, web, { refreshTtlMs: HOUR });
     const tokens = [issued.access_token, issued.refresh_token, expiring.refresh_token];
 
-    const refreshed = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token }, { authorization: specBasic(web) });
+    const refreshed = await s.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token }, { authorization: specBasic(web) });
     tokens.push(refreshed.json.access_token as string);
-    const introspected = await postForm(s.url, '/oauth/introspection', { token: issued.access_token, token_type_hint: 'access_token', ...formAuth(web) });
-    await postForm(s.url, '/oauth/introspection', { token: issued.refresh_token, token_type_hint: 'refresh_token', ...formAuth(spa) });
-    const revoked = await postForm(s.url, '/oauth/revocation', { token: issued.access_token, token_type_hint: 'access_token' }, { authorization: rfcBasic(web) });
-    await postForm(s.url, '/oauth/revocation', { token: issued.access_token, token_type_hint: 'access_token', client_id: web.id, client_secret: web.secret + 'x' });
+    const introspected = await s.post('/oauth/introspection', { token: issued.access_token, token_type_hint: 'access_token', ...formAuth(web) });
+    await s.post('/oauth/introspection', { token: issued.refresh_token, token_type_hint: 'refresh_token', ...formAuth(spa) });
+    const revoked = await s.post('/oauth/revocation', { token: issued.access_token, token_type_hint: 'access_token' }, { authorization: rfcBasic(web) });
+    await s.post('/oauth/revocation', { token: issued.access_token, token_type_hint: 'access_token', client_id: web.id, client_secret: web.secret + 'x' });
     secrets.push(web.secret + 'x');
     s.clock.advance(HOUR);
-    const expired = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: expiring.refresh_token }, { authorization: specBasic(web) });
+    const expired = await s.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: expiring.refresh_token }, { authorization: specBasic(web) });
     s.clock.set(START);
     expect(expired.text).toContain(expiring.refresh_token); // spec 7.1 echoes it to the client...
     await answer(await fetch(`${s.url}/oauth/token?refresh_token=${issued.refresh_token}&client_secret=${web.secret}`));
     await answer(await fetch(`${s.url}/lookup/${issued.refresh_token}`));
-    await postForm(s.url, '/oauth/token', `grant_type=refresh_token&refresh_token=${issued.refresh_token}&refresh_token=${issued.refresh_token}`, { authorization: specBasic(web) });
+    await s.post('/oauth/token', `grant_type=refresh_token&refresh_token=${issued.refresh_token}&refresh_token=${issued.refresh_token}`, { authorization: specBasic(web) });
 
     const text = log.text();
     for (const t of tokens) expect(text).not.toContain(t.slice(4)); // ...but never the logs
@@ -81,7 +81,7 @@ describe('request logs', () => {
       throw new Error('disk on fire');
     };
     try {
-      const r = await postForm(s.url, '/oauth/introspection', { token: 'tca_' + 'x'.repeat(43), token_type_hint: 'access_token', client_id: spa.id });
+      const r = await s.post('/oauth/introspection', { token: 'tca_' + 'x'.repeat(43), token_type_hint: 'access_token', client_id: spa.id });
       expect(r.status).toBe(500);
       expect(r.text).not.toContain('disk on fire');
     } finally {
@@ -117,11 +117,11 @@ describe('revocation log lines', () => {
     const refreshJti = ((await introspected(s.engine, issued.refresh_token)) as { jti: string }).jti;
     const form = (token: string, hint: string, client = web) => ({ token, token_type_hint: hint, ...formAuth(client) });
 
-    const fast = await postForm(s.url, '/oauth/revocation', form(issued.access_token, 'access_token'));
-    const fastAgain = await postForm(s.url, '/oauth/revocation', form(issued.access_token, 'access_token'));
+    const fast = await s.post('/oauth/revocation', form(issued.access_token, 'access_token'));
+    const fastAgain = await s.post('/oauth/revocation', form(issued.access_token, 'access_token'));
     const routed = await revokeChunked(web, issued.refresh_token, 'refresh_token');
     const routedAgain = await revokeChunked(web, issued.refresh_token, 'refresh_token');
-    const foreign = await postForm(s.url, '/oauth/revocation', form(issued.access_token, 'access_token', other));
+    const foreign = await s.post('/oauth/revocation', form(issued.access_token, 'access_token', other));
     const foreignRouted = await revokeChunked(other, issued.refresh_token, 'refresh_token');
 
     // The wire record is code and message only, whichever path answered.
@@ -153,7 +153,7 @@ describe('log level', () => {
     const s = await startTestServer({ logger: { level: 'warn', stream: log.stream } });
     try {
       await answer(await fetch(s.url + '/healthz'));
-      await postForm(s.url, '/oauth/introspection', 'token=x');
+      await s.post('/oauth/introspection', 'token=x');
       expect(log.lines().filter((l) => l.msg === 'request')).toEqual([]);
     } finally {
       await s.close();

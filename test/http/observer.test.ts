@@ -1,6 +1,7 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AnswerRecord } from '../../src/http/observer.js';
-import { rawExchange } from '../helpers/raw-http.js';
+import { parseRawAnswer, rawExchange } from '../helpers/raw-http.js';
 import { captureLog, createClient, formAuth, HOUR, issue, postForm, specBasic, START, startTestServer, type Client, type TestServer } from '../helpers/server.js';
 
 /**
@@ -150,5 +151,47 @@ describe('the answer observer', () => {
     const lines = log.lines().filter((l) => l.msg === 'request');
     expect(total).toBeGreaterThan(20);
     expect(lines).toHaveLength(total);
+  });
+});
+
+describe('a request on an open connection while the server closes', () => {
+  it("is answered 503 by the server's own writer (record, no-store, Connection: close), observed, and the connection closed", async () => {
+    const records: AnswerRecord[] = [];
+    const s = await startTestServer({ observer: (r) => records.push(r) });
+    const spa = await createClient(s.engine, 'spa-app', { public: true });
+    // Hold an introspection inside the engine, so that its connection stays open while the server closes.
+    let release!: () => void;
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => (entered = r));
+    const gate = new Promise<void>((r) => (release = r));
+    const read = s.store.findClientAndToken.bind(s.store);
+    s.store.findClientAndToken = async (...args) => {
+      entered();
+      await gate;
+      return read(...args);
+    };
+    const body = new URLSearchParams({ token: 'tca_' + 'a'.repeat(43), client_id: spa.id }).toString();
+    const socket = connect(s.port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    const ended = new Promise<void>((r) => socket.on('close', () => r()));
+    socket.write(`POST /oauth/introspection HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    await inside;
+    const closing = s.close();
+    socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    await new Promise((r) => setTimeout(r, 50));
+    release();
+    await ended;
+    await closing;
+    const text = Buffer.concat(chunks).toString('utf8');
+    expect(text.match(/HTTP\/1\.1 \d+/g)).toEqual(['HTTP/1.1 200', 'HTTP/1.1 503']);
+    const last = parseRawAnswer(text);
+    expect(last.headers).toMatchObject({ 'cache-control': 'no-store', pragma: 'no-cache', connection: 'close', 'retry-after': '2' });
+    expect(JSON.parse(last.body)).toMatchObject({ status: 503, error: 'Service Unavailable', path: '/healthz' });
+    // The 503 is written (queued behind the held answer) and recorded first.
+    expect(records.map((r) => [r.endpoint, r.status])).toEqual([
+      ['health', 503],
+      ['introspection', 200],
+    ]);
   });
 });

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createClient, issue, postForm, specBasic, startTestServer, type TestServer } from '../helpers/server.js';
+import { createClient, DOORS, issue, specBasic, startTestServer, type TestServer } from '../helpers/server.js';
 
 /** Issue 19: one refresh token cannot mint access tokens without bound (serve --max-refreshes-per-minute). */
-describe('refreshes of one refresh token per minute', () => {
+describe.each(DOORS)('refreshes of one refresh token per minute, through the %s', (door) => {
   let s: TestServer | undefined;
   afterEach(async () => {
     await s?.close();
@@ -10,10 +10,10 @@ describe('refreshes of one refresh token per minute', () => {
   });
 
   it('past the limit: 429 with Retry-After and the error record, nothing minted; the next minute it works again', async () => {
-    s = await startTestServer({ maxRefreshesPerMinute: 4 });
+    s = await startTestServer({ maxRefreshesPerMinute: 4, door });
     const client = await createClient(s.engine, 'app');
     const issued = await issue(s.engine, client);
-    const refresh = () => postForm(s!.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token }, { authorization: specBasic(client) });
+    const refresh = () => s!.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token }, { authorization: specBasic(client) });
     // The grant's own two tokens count: two refreshes fill the minute.
     expect((await refresh()).status).toBe(200);
     expect((await refresh()).status).toBe(200);

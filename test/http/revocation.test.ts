@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createClient,
+  DOORS,
   expectRecord,
   formAuth,
   HOUR,
   issue,
-  postForm,
   rfcBasic,
   specBasic,
   START,
@@ -16,14 +16,14 @@ import {
 import { introspected, refreshAs } from '../helpers/engine.js';
 
 /** POST /oauth/revocation (spec 4.2, 2.2, 7.2; contract 3). */
-describe('POST /oauth/revocation', () => {
+describe.each(DOORS)('POST /oauth/revocation through the %s', (door) => {
   let s: TestServer;
   let web: Client;
   let spa: Client;
   let other: Client;
 
   beforeAll(async () => {
-    s = await startTestServer();
+    s = await startTestServer({ door });
     [web, spa, other] = await Promise.all([
       createClient(s.engine, 'web-app'),
       createClient(s.engine, 'spa-app', { public: true }),
@@ -33,7 +33,7 @@ describe('POST /oauth/revocation', () => {
   afterAll(() => s?.close());
 
   const revoke = (client: Client, token: string, hint = 'access_token', headers: Record<string, string> = {}) =>
-    postForm(s.url, '/oauth/revocation', { token, token_type_hint: hint, ...formAuth(client) }, headers);
+    s.post('/oauth/revocation', { token, token_type_hint: hint, ...formAuth(client) }, headers);
 
   describe('results of spec 2.2 and contract 3', () => {
     it('scenario I (form client_id + client_secret as is): token_revoke_success naming type and jti', async () => {
@@ -119,7 +119,7 @@ describe('POST /oauth/revocation', () => {
     it('RFC 6749 Basic instead of form credentials (contract 3), also the spec’s header form', async () => {
       for (const auth of [rfcBasic(web), specBasic(web)]) {
         const issued = await issue(s.engine, web);
-        const r = await postForm(s.url, '/oauth/revocation', { token: issued.access_token, token_type_hint: 'access_token' }, { authorization: auth });
+        const r = await s.post('/oauth/revocation', { token: issued.access_token, token_type_hint: 'access_token' }, { authorization: auth });
         expect(r.status, r.text).toBe(200);
         expect(r.json.code).toBe('token_revoke_success');
       }
@@ -135,7 +135,7 @@ describe('POST /oauth/revocation', () => {
     ])('%s', async (_name, creds) => {
       const issued = await issue(s.engine, web);
       const sent = creds(web);
-      const r = await postForm(s.url, '/oauth/revocation', { token: issued.access_token, token_type_hint: 'access_token', ...sent });
+      const r = await s.post('/oauth/revocation', { token: issued.access_token, token_type_hint: 'access_token', ...sent });
       expectRecord(r, 401, 'Unauthorized', '/oauth/revocation');
       expect(r.json.message).toMatch(/incorrect/);
       expect((r.json.message as string).endsWith(sent.client_id)).toBe(true);
@@ -144,7 +144,7 @@ describe('POST /oauth/revocation', () => {
 
     it('a public client that sends a password', async () => {
       const issued = await issue(s.engine, spa);
-      const r = await postForm(s.url, '/oauth/revocation', { token: issued.access_token, token_type_hint: 'access_token', client_id: spa.id, client_secret: 'any-password-1' });
+      const r = await s.post('/oauth/revocation', { token: issued.access_token, token_type_hint: 'access_token', client_id: spa.id, client_secret: 'any-password-1' });
       expectRecord(r, 401, 'Unauthorized', '/oauth/revocation');
       expect(r.json.message).toMatch(new RegExp(`incorrect.*${spa.id}$`));
     });
@@ -154,7 +154,7 @@ describe('POST /oauth/revocation', () => {
     it.each(['token', 'client_id'])('%s missing: 400 Bad Request naming it', async (name) => {
       const form: Record<string, string> = { token: 'tca_' + 'A'.repeat(43), token_type_hint: 'access_token', ...formAuth(web) };
       delete form[name];
-      const r = await postForm(s.url, '/oauth/revocation', form);
+      const r = await s.post('/oauth/revocation', form);
       expectRecord(r, 400, 'Bad Request', '/oauth/revocation');
       expect(r.json.message).toContain(name);
     });
@@ -165,7 +165,7 @@ describe('POST /oauth/revocation', () => {
     ] as const)('token_type_hint missing or empty (contract 3, revised 2026-11): the %s is found and revoked', async (_what, field) => {
       for (const form of [{}, { token_type_hint: '' }] as Record<string, string>[]) {
         const issued = await issue(s.engine, web);
-        const r = await postForm(s.url, '/oauth/revocation', { token: issued[field], ...form, ...formAuth(web) });
+        const r = await s.post('/oauth/revocation', { token: issued[field], ...form, ...formAuth(web) });
         expect(r.status, r.text).toBe(200);
         expect(r.json.code).toBe('token_revoke_success');
         expect(r.json.message).toContain(field);
@@ -175,7 +175,7 @@ describe('POST /oauth/revocation', () => {
 
     it('token_type_hint missing, a token of another client: token_invalid, nothing revoked', async () => {
       const issued = await issue(s.engine, other);
-      const r = await postForm(s.url, '/oauth/revocation', { token: issued.access_token, ...formAuth(web) });
+      const r = await s.post('/oauth/revocation', { token: issued.access_token, ...formAuth(web) });
       expect(r.status).toBe(200);
       expect(r.json.code).toBe('token_invalid');
       expect((await introspected(s.engine, issued.access_token)).active).toBe(true);
@@ -189,13 +189,13 @@ describe('POST /oauth/revocation', () => {
     });
 
     it('a parameter given twice: 400', async () => {
-      const r = await postForm(s.url, '/oauth/revocation', `token=a&token=b&token_type_hint=access_token&client_id=${web.id}&client_secret=${web.secret}`);
+      const r = await s.post('/oauth/revocation', `token=a&token=b&token_type_hint=access_token&client_id=${web.id}&client_secret=${web.secret}`);
       expectRecord(r, 400, 'Bad Request', '/oauth/revocation');
       expect(r.json.message).toMatch(/token.*more than once/);
     });
 
     it('form client_id and a Basic header for another client: 400', async () => {
-      const r = await postForm(s.url, '/oauth/revocation', { token: 'x', token_type_hint: 'access_token', client_id: other.id }, { authorization: rfcBasic(web) });
+      const r = await s.post('/oauth/revocation', { token: 'x', token_type_hint: 'access_token', client_id: other.id }, { authorization: rfcBasic(web) });
       expectRecord(r, 400, 'Bad Request', '/oauth/revocation');
     });
   });

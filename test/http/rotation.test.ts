@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ROTATION_RACE_WINDOW_MS } from '../../src/engine/context.js';
-import { createClient, formAuth, issue, postForm, SECOND, specBasic, startTestServer, type Client, type TestServer } from '../helpers/server.js';
+import { createClient, DOORS, formAuth, issue, SECOND, specBasic, startTestServer, type Client, type TestServer } from '../helpers/server.js';
 
 
 
 /** `serve --rotate-refresh-tokens` and `--refresh-grace` over HTTP (contract 3, RFC 9700 §4.14.2). */
-describe('refresh token rotation over HTTP', () => {
+describe.each(DOORS)('refresh token rotation over HTTP, through the %s', (door) => {
   let s: TestServer | undefined;
   let client: Client;
   afterEach(async () => {
@@ -14,13 +14,13 @@ describe('refresh token rotation over HTTP', () => {
   });
 
   async function start(options: { rotateRefreshTokens: boolean; refreshGraceMs?: number }) {
-    s = await startTestServer(options);
+    s = await startTestServer({ ...options, door });
     client = await createClient(s.engine, 'app');
     return s;
   }
-  const refresh = (token: string) => postForm(s!.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token }, { authorization: specBasic(client) });
+  const refresh = (token: string) => s!.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: token }, { authorization: specBasic(client) });
   const active = async (token: string) =>
-    (await postForm(s!.url, '/oauth/introspection', { token, token_type_hint: 'refresh_token', ...formAuth(client) })).json.active;
+    (await s!.post('/oauth/introspection', { token, token_type_hint: 'refresh_token', ...formAuth(client) })).json.active;
 
   it('each refresh returns a new refresh token; the replaced one is no longer active', async () => {
     await start({ rotateRefreshTokens: true });

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createClient,
+  DOORS,
   DAY,
   formAuth,
   HOUR,
   issue,
-  postForm,
   specBasic,
   START,
   startTestServer,
@@ -17,23 +17,25 @@ import {
  * Spec part 3, row by row, over HTTP only: each transition is triggered through an endpoint and
  * its next state observed through /oauth/introspection. Both authentication scenarios.
  */
-describe.each([
-  ['scenario I (confidential client)', false],
-  ['scenario II (public client)', true],
-])('spec part 3 state table, %s', (_name, isPublic) => {
+describe.each(
+  DOORS.flatMap((door) => [
+    ['scenario I (confidential client)', false, door] as const,
+    ['scenario II (public client)', true, door] as const,
+  ]),
+)('spec part 3 state table, %s, through the %s', (_name, isPublic, door) => {
   let s: TestServer;
   let client: Client;
 
   beforeAll(async () => {
-    s = await startTestServer();
+    s = await startTestServer({ door });
     client = await createClient(s.engine, 'app', { public: isPublic });
   });
   afterAll(() => s?.close());
 
-  const refresh = (token: string) => postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token }, { authorization: specBasic(client) });
-  const revoke = (token: string, hint: string) => postForm(s.url, '/oauth/revocation', { token, token_type_hint: hint, ...formAuth(client) });
+  const refresh = (token: string) => s.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: token }, { authorization: specBasic(client) });
+  const revoke = (token: string, hint: string) => s.post('/oauth/revocation', { token, token_type_hint: hint, ...formAuth(client) });
   const introspect = async (token: string, hint: string) =>
-    (await postForm(s.url, '/oauth/introspection', { token, token_type_hint: hint, ...formAuth(client) })).json;
+    (await s.post('/oauth/introspection', { token, token_type_hint: hint, ...formAuth(client) })).json;
 
   it('row 1: active → (validity period ends) → expired; refresh with it is 401 invalid_token', async () => {
     const issued = await issue(s.engine, client, { accessTtlMs: HOUR, refreshTtlMs: DAY });

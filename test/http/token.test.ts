@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createClient,
   DAY,
+  DOORS,
   formAuth,
   HOUR,
   issue,
-  postForm,
   rfcBasic,
   specBasic,
   START,
@@ -17,14 +17,14 @@ import {
 import { introspected } from '../helpers/engine.js';
 
 /** POST /oauth/token (spec 4.1, 2.1, 7.1; contract 3) over a real socket. */
-describe('POST /oauth/token', () => {
+describe.each(DOORS)('POST /oauth/token through the %s', (door) => {
   let s: TestServer;
   let web: Client; // confidential: spec scenario I
   let spa: Client; // public: spec scenario II
   let other: Client;
 
   beforeAll(async () => {
-    s = await startTestServer();
+    s = await startTestServer({ door });
     [web, spa, other] = await Promise.all([
       createClient(s.engine, 'web-app'),
       createClient(s.engine, 'spa-app', { public: true }),
@@ -34,7 +34,7 @@ describe('POST /oauth/token', () => {
   afterAll(() => s?.close());
 
   const refresh = (client: Client, refreshToken: string, extra: Record<string, string> = {}, auth = specBasic(client)) =>
-    postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: refreshToken, ...extra }, { authorization: auth });
+    s.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: refreshToken, ...extra }, { authorization: auth });
 
   describe('success: the token response of spec 2.1', () => {
     it('scenario I (double-Base64 header): 200 with all nine fields, typed as 2.1 says', async () => {
@@ -79,7 +79,7 @@ describe('POST /oauth/token', () => {
 
     it('a public client may send only the client_id form parameter, without a header (contract 3)', async () => {
       const issued = await issue(s.engine, spa);
-      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token, client_id: spa.id });
+      const r = await s.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token, client_id: spa.id });
       expect(r.status, r.text).toBe(200);
     });
 
@@ -201,31 +201,31 @@ describe('POST /oauth/token', () => {
     });
 
     it('no client authentication at all: no challenge, and the description says what to send', async () => {
-      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token });
+      const r = await s.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token });
       expectInvalidClient(r, false);
       expect(r.json.error_description).toMatch(/Authorization header.*client_id and client_secret/);
     });
 
     it('client_secret in the form without client_id: no challenge, the description names client_id', async () => {
-      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token, client_secret: web.secret! });
+      const r = await s.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token, client_secret: web.secret! });
       expectInvalidClient(r, false);
       expect(r.json.error_description).toMatch(/client_id is missing/);
     });
 
     it('a confidential client presenting only client_id in the form: no challenge', async () => {
-      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token, client_id: web.id });
+      const r = await s.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token, client_id: web.id });
       expectInvalidClient(r, false);
       expect(r.json.error_description).toBe(`The client account or password is incorrect: ${web.id}`);
     });
 
     it('client_secret_post with a wrong password: 401 invalid_client without a challenge', async () => {
-      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token, client_id: web.id, client_secret: 'not-the-password' });
+      const r = await s.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, web)).refresh_token, client_id: web.id, client_secret: 'not-the-password' });
       expectInvalidClient(r, false);
       expect(r.json.error_description).toBe(`The client account or password is incorrect: ${web.id}`);
     });
 
     it('a public client that sends a password in the form: no challenge', async () => {
-      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, spa)).refresh_token, client_id: spa.id, client_secret: 'some-password-1' });
+      const r = await s.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: (await issue(s.engine, spa)).refresh_token, client_id: spa.id, client_secret: 'some-password-1' });
       expectInvalidClient(r, false);
     });
 
@@ -242,26 +242,26 @@ describe('POST /oauth/token', () => {
   describe('client_secret_post (RFC 6749 §2.3.1; contract 3, revised 2026-11)', () => {
     it('client_id and client_secret in the form, no header: 200 with the token response', async () => {
       const issued = await issue(s.engine, web);
-      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token, ...formAuth(web) });
+      const r = await s.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token, ...formAuth(web) });
       expect(r.status, r.text).toBe(200);
       expect(r.json).toMatchObject({ refresh_token: issued.refresh_token, token_type: 'bearer', org_id: 'org-web-app' });
     });
 
     it('the form password is the registered one as is: its Base64 (the spec header’s inner form) is refused', async () => {
       const issued = await issue(s.engine, web);
-      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token, client_id: web.id, client_secret: Buffer.from(web.secret!).toString('base64') });
+      const r = await s.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token, client_id: web.id, client_secret: Buffer.from(web.secret!).toString('base64') });
       expectInvalidClientBody(r);
     });
 
     it('a public client’s client_id alone still works (spec scenario II without a header)', async () => {
       const issued = await issue(s.engine, spa);
-      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token, client_id: spa.id });
+      const r = await s.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token, client_id: spa.id });
       expect(r.status, r.text).toBe(200);
     });
 
     it('another client’s refresh token through client_secret_post: 401 invalid_token, not recognised', async () => {
       const issued = await issue(s.engine, other);
-      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token, ...formAuth(web) });
+      const r = await s.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token, ...formAuth(web) });
       expect(r.status).toBe(401);
       expect(r.json).toEqual({ error: 'invalid_token', error_description: expect.stringMatching(/not recognised/) });
     });
@@ -269,32 +269,32 @@ describe('POST /oauth/token', () => {
 
   describe('bad requests: 400 in the RFC 6749 shape', () => {
     it('grant_type missing: invalid_request naming it', async () => {
-      const r = await postForm(s.url, '/oauth/token', { refresh_token: 'x' }, { authorization: specBasic(web) });
+      const r = await s.post('/oauth/token', { refresh_token: 'x' }, { authorization: specBasic(web) });
       expect(r.status).toBe(400);
       expect(r.json).toEqual({ error: 'invalid_request', error_description: expect.stringContaining('grant_type') });
     });
 
     it('grant_type empty counts as missing (RFC 6749 §3.1)', async () => {
-      const r = await postForm(s.url, '/oauth/token', 'grant_type=&refresh_token=x', { authorization: specBasic(web) });
+      const r = await s.post('/oauth/token', 'grant_type=&refresh_token=x', { authorization: specBasic(web) });
       expect(r.status).toBe(400);
       expect(r.json.error).toBe('invalid_request');
     });
 
     it.each(['authorization_code', 'client_credentials', 'password', 'REFRESH_TOKEN'])('grant_type=%s: unsupported_grant_type', async (grantType) => {
-      const r = await postForm(s.url, '/oauth/token', { grant_type: grantType, refresh_token: 'x' }, { authorization: specBasic(web) });
+      const r = await s.post('/oauth/token', { grant_type: grantType, refresh_token: 'x' }, { authorization: specBasic(web) });
       expect(r.status).toBe(400);
       expect(r.json.error).toBe('unsupported_grant_type');
     });
 
     it('refresh_token missing: invalid_request naming it', async () => {
-      const r = await postForm(s.url, '/oauth/token', { grant_type: 'refresh_token' }, { authorization: specBasic(web) });
+      const r = await s.post('/oauth/token', { grant_type: 'refresh_token' }, { authorization: specBasic(web) });
       expect(r.status).toBe(400);
       expect(r.json).toEqual({ error: 'invalid_request', error_description: expect.stringContaining('refresh_token') });
     });
 
     it('a parameter given twice: invalid_request', async () => {
       const rt = (await issue(s.engine, web)).refresh_token;
-      const r = await postForm(s.url, '/oauth/token', `grant_type=refresh_token&refresh_token=${rt}&refresh_token=${rt}`, { authorization: specBasic(web) });
+      const r = await s.post('/oauth/token', `grant_type=refresh_token&refresh_token=${rt}&refresh_token=${rt}`, { authorization: specBasic(web) });
       expect(r.status).toBe(400);
       expect(r.json).toEqual({ error: 'invalid_request', error_description: expect.stringContaining('refresh_token') });
     });

@@ -1,0 +1,22 @@
+import type { ClientRequest } from '../../engine/client-requests.js';
+import type { Engine } from '../../engine/engine.js';
+import type { ClientOutcome } from '../../engine/results.js';
+import { endpointCredentials } from '../credentials.js';
+import { required, tokenTypeHint } from '../form.js';
+import type { Endpoint } from './endpoint.js';
+
+/**
+ * Revocation and introspection (spec 4.2, 4.3) read the same request: `token`, an optional
+ * `token_type_hint`, and the client's credentials (spec part 5: form parameters, or instead
+ * `Authorization: Basic`). `call` is the endpoint's one engine call.
+ */
+export function presentedTokenEndpoint(path: string, call: (engine: Engine, request: ClientRequest) => Promise<ClientOutcome<unknown>>): Endpoint {
+  return {
+    path,
+    async run(engine, form, authorization, ip) {
+      const token = required(form, 'token');
+      tokenTypeHint(form); // optional and checked (contract 3), but only a hint: the token is found whatever its type
+      return call(engine, { credentials: endpointCredentials(authorization, form), token, source: ip });
+    },
+  };
+}
