@@ -2,6 +2,7 @@ import cluster from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
 import { Engine } from '../engine/engine.js';
 import type { AnswerObserver } from '../http/observer.js';
+import { isLoopback } from '../serve/transport.js';
 import type { StoreObserver, TokenStore } from '../store/store.js';
 import { httpObserver } from './http-observer.js';
 import { startMetricsListener, type MetricsListener, type MetricsSource } from './listener.js';
@@ -90,6 +91,13 @@ export class ServeObservability {
       ? async () => ({ contentType: registry.contentType, body: await registry.metrics() })
       : clusterSource();
     return startMetricsListener(asked.host, asked.port, source);
+  }
+
+  /** What the operator should hear about the metrics listener's address, if anything. */
+  warning(): string | undefined {
+    const host = this.settings.metrics?.host;
+    if (host === undefined || isLoopback(host)) return undefined;
+    return `the metrics listener on ${host} is plain HTTP without authentication: it shows traffic and error rates${this.settings.metrics!.clientLabel ? ' and client ids' : ''}; keep it on an admin network or behind a firewall`;
   }
 }
 

@@ -70,6 +70,8 @@ export async function serve(settings: ServeSettings, openEngine: (options: Parti
   }
   const metrics = await settings.observability?.listen();
   if (metrics) out.note(`metrics on ${metrics.url}`);
+  const metricsWarning = settings.observability?.warning();
+  if (metricsWarning) out.warn(metricsWarning);
   // A store file deleted or replaced under the server: stop, with the reason (issue 19).
   const storeWatch = watchStoreFile(settings.storeLocation ?? engine.store.location);
 
