@@ -23,16 +23,12 @@ export interface RefreshRequest extends ClientRequest {
 const failedBy = new WeakMap<object, string>();
 
 /**
- * Runs `work` for the authenticated client `clientId`; an error it throws is remembered as that
- * client's (see {@link clientOfFailure}), and thrown on unchanged: errors keep their one vocabulary.
+ * Remembers `err`, thrown after the client `clientId` was authenticated, as that client's (see
+ * {@link clientOfFailure}) and returns it, to be thrown on unchanged: errors keep their one vocabulary.
  */
-export async function asClient<T>(clientId: string, work: () => Promise<T> | T): Promise<T> {
-  try {
-    return await work();
-  } catch (err) {
-    if (typeof err === 'object' && err !== null) failedBy.set(err, clientId);
-    throw err;
-  }
+export function failedFor(err: unknown, clientId: string): unknown {
+  if (typeof err === 'object' && err !== null) failedBy.set(err, clientId);
+  return err;
 }
 
 /**

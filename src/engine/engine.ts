@@ -10,7 +10,7 @@ import { InvalidInputError } from './errors.js';
 import { inspect, introspectionOf } from './introspect.js';
 import { issueGrants, issueTokens, type IssueInput } from './issue.js';
 import { countPurgeable, countTokens, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
-import { asClient, type ClientRequest, type RefreshRequest } from './client-requests.js';
+import { failedFor, type ClientRequest, type RefreshRequest } from './client-requests.js';
 import { refresh, refreshAsOperator } from './refresh.js';
 import type { ClientOutcome, ClientView, Inspection, IntrospectionResult, RevocationResult, TokenResponse, TokenView } from './results.js';
 import { countBulk, revokeAsOperator, revokeBulk, revokeFound, type BulkOptions, type BulkRevocation } from './revoke.js';
@@ -99,19 +99,25 @@ export class Engine {
    * read, then refreshes. A confidential client's token is refreshed only by that client.
    */
   async refreshAsClient(request: RefreshRequest): Promise<ClientOutcome<TokenResponse>> {
-    const { client, record, presentedAt } = await this.authenticatePresenting(request);
-    return asClient(client.id, async () => {
+    // When the request was taken up, before its token was read: a lost rotation race is told by it.
+    const presentedAt = this.ctx.clock.now();
+    const { client, token: record } = await this.authenticatePresenting(request);
+    try {
       const response = await refresh(this.ctx, { client, refreshToken: request.token, scope: request.scope }, record, presentedAt);
       return { result: response, clientId: client.id, jti: response.jti, done: { kind: 'refreshed', rotated: response.refresh_token !== request.token } };
-    });
+    } catch (err) {
+      throw failedFor(err, client.id);
+    }
   }
   /** Spec 4.2, POST /oauth/revocation: the client revokes one of its own tokens (contract 3). */
   async revokeAsClient(request: ClientRequest): Promise<ClientOutcome<RevocationResult>> {
-    const { client, record } = await this.authenticatePresenting(request);
-    return asClient(client.id, async () => {
+    const { client, token: record } = await this.authenticatePresenting(request);
+    try {
       const { result, jti, done } = await revokeFound(this.ctx, client, record);
       return { result, clientId: client.id, jti, done };
-    });
+    } catch (err) {
+      throw failedFor(err, client.id);
+    }
   }
   /**
    * Spec 4.3, POST /oauth/introspection. A confidential client may introspect any token (a
@@ -119,17 +125,14 @@ export class Engine {
    * its id, only its own: any other token is inactive to it (contract 3, revised 2026-11).
    */
   async introspectAsClient(request: ClientRequest): Promise<ClientOutcome<IntrospectionResult>> {
-    const { client, record } = await this.authenticatePresenting(request);
+    const { client, token: record } = await this.authenticatePresenting(request);
     const visible = client.secretHash !== null || record?.clientId === client.id;
     const result = introspectionOf(this.ctx, visible ? record : null, this.ctx.clock.now());
     return { result, clientId: client.id, jti: result.active ? result.jti : null, done: { kind: 'introspected', active: result.active } };
   }
-  /** Spec part 5 for a request that presents a token: the client and the token's record (null: none), in one store read. */
-  private async authenticatePresenting(request: ClientRequest): Promise<{ client: ClientRecord; record: TokenRecord | null; presentedAt: number }> {
-    // When the request was taken up, before its token was read: a lost rotation race is told by it.
-    const presentedAt = this.ctx.clock.now();
-    const found = await this.authenticator.authenticateAndFind(request.credentials, presentedDigest(request.token), request.source);
-    return { client: found.client, record: found.token, presentedAt };
+  /** Spec part 5 for a request that presents a token: the client, and the token's record (null: none), in one store read. */
+  private authenticatePresenting(request: ClientRequest): Promise<{ client: ClientRecord; token: TokenRecord | null }> {
+    return this.authenticator.authenticateAndFind(request.credentials, presentedDigest(request.token), request.source);
   }
 
   // ---- the lifecycle --------------------------------------------------------------------------

@@ -14,7 +14,10 @@ import type { StoreFaults } from '../store-faults.js';
  */
 export interface Endpoint {
   path: string;
-  /** Throws for a refusal (the engine's errors, or the form's). `ip`: the peer, for the brute-force budgets. */
+  /**
+   * Throws (or rejects) for a refusal: the engine's errors, or the form's. `ip`: the peer, for the
+   * brute-force budgets.
+   */
   run(engine: Engine, form: Form, authorization: string | undefined, ip: string | undefined): Promise<ClientOutcome<unknown>>;
 }
 

@@ -13,7 +13,8 @@ import type { Endpoint } from './endpoint.js';
 export function presentedTokenEndpoint(path: string, call: (engine: Engine, request: ClientRequest) => Promise<ClientOutcome<unknown>>): Endpoint {
   return {
     path,
-    async run(engine, form, authorization, ip) {
+    // Not async: what it throws before the engine call is caught by the handler all the same.
+    run(engine, form, authorization, ip) {
       const token = required(form, 'token');
       tokenTypeHint(form); // optional and checked (contract 3), but only a hint: the token is found whatever its type
       return call(engine, { credentials: endpointCredentials(authorization, form), token, source: ip });
