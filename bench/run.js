@@ -209,6 +209,8 @@ async function main() {
         () => measure(rep, 'ceiling.introspect', () => startCeiling(workDir, `ceiling-${n}`), REQUESTS.ceiling.introspect, ceilingTokens),
         p && (() => measure(rep, 'peer.introspect', keep, REQUESTS.peer.introspect, p.introspectFile, { checkActive: true })),
         tk && (() => measure(rep, 'tokenctl.introspect', () => startTokenctl(workDir, `tk1k-${n}`, /** @type {string} */ (t1k)), REQUESTS.tokenctl.introspect, s.t1k.accessFile, { checkActive: true })),
+        // Metrics on (serve --metrics-port 0), beside the run without: metrics_cost_ratio.
+        tk && (() => measure(rep, 'tokenctl.introspect_metrics', () => startTokenctl(workDir, `tk1km-${n}`, /** @type {string} */ (t1k), [], { serveArgs: ['--metrics-port', '0'] }), REQUESTS.tokenctl.introspect, s.t1k.accessFile, { checkActive: true })),
         tk && (() => measure(rep, 'tokenctl.introspect_1m', () => startTokenctl(workDir, `tk1m-${n}`, /** @type {string} */ (t1m)), REQUESTS.tokenctl.introspect, s.t1m.accessFile, { checkActive: true })),
         tk && pg && (() => measure(rep, 'tokenctl.introspect_pg_1node', () => startTokenctl(workDir, `tkpg1-${n}`, pg.url, [], { node: 'bench-a' }), REQUESTS.tokenctl.introspect, s.t1k.accessFile, { checkActive: true })),
         tk && pg && (() => measureTwoNodes(rep, 'tokenctl.introspect_pg_2nodes', pg.url, s.t1k.accessFile, twoNodeCores)),

@@ -70,10 +70,11 @@ export async function tokenctlServeMissing() {
  * port 0, default durability and pool size. `opt.node` names the node (`--node`, for several
  * nodes on one PostgreSQL store); `opt.core` pins it elsewhere than the server core (null: not pinned).
  * @param {string} workDir @param {string} name @param {string} db @param {string[]} [nodeArgs] e.g. --cpu-prof
- * @param {{ node?: string, core?: string|null }} [opt]
+ * `opt.serveArgs` are more flags of serve (e.g. --metrics-port 0).
+ * @param {{ node?: string, core?: string|null, serveArgs?: string[] }} [opt]
  */
 export function startTokenctl(workDir, name, db, nodeArgs = [], opt = {}) {
-  const args = [...nodeArgs, join(ROOT, 'bin/run.js'), 'serve', '--host', '127.0.0.1', '--port', '0', '--db', db];
+  const args = [...nodeArgs, join(ROOT, 'bin/run.js'), 'serve', '--host', '127.0.0.1', '--port', '0', '--db', db, ...(opt.serveArgs ?? [])];
   if (serveFlags.includes('--log-level')) args.push('--log-level', 'warn');
   if (opt.node !== undefined) args.push('--node', opt.node);
   return startServer('tokenctl serve', process.execPath, args, { log: join(workDir, `${name}.log`), env: { ...process.env, NODE_ENV: 'production' }, core: opt.core });

@@ -48,6 +48,7 @@ export const FIGURES = [
   { key: 'pg_refresh_ratio_to_sqlite', label: 'refresh, PostgreSQL 1 node / SQLite', target: '≥ 0.5', ok: (v) => v >= 0.5 },
   { key: 'pg_bulk_revoke_100k_ms', label: 'bulk revocation of 100k tokens, PostgreSQL, ms', target: '≤ 1000', ok: (v) => v <= 1000 },
   { key: 'pg_bulk_revoke_max_stall_ms', label: 'longest wait of a revocation during it, ms', target: '≤ 100', ok: (v) => v <= 100 },
+  { key: 'metrics_cost_ratio', label: 'introspection, metrics on / off (serve --metrics-port)', target: '≥ 0.97', ok: (v) => v >= 0.97 },
 ];
 
 /**
@@ -96,6 +97,7 @@ export function figures(reps) {
     pg_refresh_ratio_to_sqlite: med((r) => ratio(rps(r, 'tokenctl.refresh_pg'), rps(r, 'tokenctl.refresh'))),
     pg_bulk_revoke_100k_ms: med((r) => r.pgBulk?.elapsed_ms),
     pg_bulk_revoke_max_stall_ms: med((r) => r.pgBulk?.max_stall_ms),
+    metrics_cost_ratio: med((r) => ratio(rps(r, 'tokenctl.introspect_metrics'), rps(r, 'tokenctl.introspect'))),
   };
 }
 

@@ -6,6 +6,7 @@ import { durationFlag, lifetimeFlag } from '../cli/flags.js';
 import { serveLogStream } from '../cli/render/log-line.js';
 import { ServeError } from '../serve/errors.js';
 import type { ServeSettings } from '../serve/run.js';
+import type { ServeObservability } from '../metrics/observability.js';
 import type { OpenStoreOptions } from '../store/open-store.js';
 
 export default class Serve extends BaseCommand<typeof Serve> {
@@ -50,15 +51,30 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
     'db-timeout': durationFlag({ description: 'PostgreSQL: the longest a request waits on the database before it answers 503 [default: 5s]', helpGroup: 'STORE' }),
     'max-connections': Flags.integer({ description: 'Open connections at once, per process; past it new ones are closed and idle keep-alive ones make room', default: 1000, min: 1, max: 1_000_000 }),
     workers: Flags.integer({ description: 'Processes serving the port (node:cluster), each with its own store connection; use the cores of a bigger machine', default: 1, min: 1, max: 64 }),
+    'metrics-port': Flags.integer({ description: 'Serve Prometheus metrics at http://<metrics-host>:<port>/metrics, summed over all workers; 0 picks a free port (printed on stderr) [default: off]', min: 0, max: 65535, helpGroup: 'METRICS' }),
+    'metrics-host': Flags.string({ description: 'Address of the metrics listener (keep it off the public network)', default: '127.0.0.1', helpGroup: 'METRICS' }),
+    'metrics-client-label': Flags.boolean({ description: 'Count answers per authenticated client too (tokenctl_client_requests_total{client}), for the first --metrics-max-clients clients', helpGroup: 'METRICS' }),
+    'metrics-max-clients': Flags.integer({ description: 'With --metrics-client-label: clients with a label of their own; later ones count as "other"', default: 100, min: 1, max: 10_000, helpGroup: 'METRICS' }),
+    trace: Flags.boolean({ description: 'OpenTelemetry spans around the three endpoints and their store calls; needs an SDK loaded into the process (docs/observability.md)', helpGroup: 'METRICS' }),
     'log-level': Flags.string({ description: 'Request logs at info; warn or error keeps only problems', options: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], default: 'info' }),
   };
 
+  /** Metrics and tracing when asked for: made before the store opens, which reports to it. */
+  private observability?: ServeObservability;
+
   protected override storeOptions(): OpenStoreOptions {
     // retryBudgetMs: a request's 2 s (the store's default), not the CLI's 30 s.
-    return { ...super.storeOptions(), poolSize: this.flags['pool-size'], statementTimeoutMs: this.flags['db-timeout'] ?? 5000, backgroundCheckpoints: true, retryBudgetMs: undefined };
+    const observer = this.observability?.local?.storeObserver;
+    return { ...super.storeOptions(), poolSize: this.flags['pool-size'], statementTimeoutMs: this.flags['db-timeout'] ?? 5000, backgroundCheckpoints: true, retryBudgetMs: undefined, ...(observer && { observer }) };
   }
 
   async run(): Promise<void> {
+    const f = this.flags;
+    if (f['metrics-port'] !== undefined || f.trace) {
+      const { ServeObservability } = await import('../metrics/observability.js');
+      const metrics = f['metrics-port'] === undefined ? undefined : { host: f['metrics-host'], port: f['metrics-port'], clientLabel: f['metrics-client-label'], maxClients: f['metrics-max-clients'] };
+      this.observability = new ServeObservability({ metrics, trace: f.trace }, f.workers);
+    }
     // The HTTP server (fastify) is loaded only by this command.
     const { runServe } = await import('../serve/run.js');
     const out = { line: (text: string) => this.log(text), warn: (text: string) => this.warn(text), note: (text: string) => this.logToStderr(text) };
@@ -96,6 +112,7 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
       storeLocation: this.storeLocation(),
       storeOptions: this.storeOptions(),
       maxConnections: f['max-connections'],
+      observability: this.observability,
     };
   }
 }

@@ -7,6 +7,7 @@ import { startServer } from './listen.js';
 import { checkStoreWritable, watchStoreFile } from './store-watch.js';
 import { chooseTransport, type TransportFlags } from './transport.js';
 import { connectionBudgetWarning, type OpenStoreOptions } from '../store/open-store.js';
+import type { ServeObservability } from '../metrics/observability.js';
 
 export interface ServeSettings extends TransportFlags {
   port: number;
@@ -34,6 +35,8 @@ export interface ServeSettings extends TransportFlags {
   maxConnections?: number;
   /** Where this process writes its request log lines (the command chooses the format). */
   logStream: NodeJS.WritableStream;
+  /** Metrics and tracing (`--metrics-port`, `--trace`); none without. */
+  observability?: ServeObservability;
 }
 
 /** How `serve` talks to its operator: stdout lines, warnings and notes on stderr. */
@@ -66,6 +69,10 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
     const budget = await connectionBudgetWarning(settings.storeLocation, settings.storeOptions?.poolSize, settings.workers ?? 1);
     if (budget) out.warn(budget);
   }
+  const metrics = await settings.observability?.listen();
+  if (metrics) out.note(`metrics on ${metrics.url}`);
+  const metricsWarning = settings.observability?.warning();
+  if (metricsWarning) out.warn(metricsWarning);
   // A store file deleted or replaced under the server: stop, with the reason (issue 19).
   const storeWatch = watchStoreFile(settings.storeLocation ?? engine.store.location);
 
@@ -95,6 +102,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
         issuerFromUrl: settings.issuer === undefined,
         logLevel: settings.logLevel,
         maxConnections: settings.maxConnections,
+        observability: settings.observability?.settings,
       },
       (message) => fatal(message),
     );
@@ -108,13 +116,15 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
     ]);
     storeWatch.stop();
     if ('signal' in stop) out.note(`${stop.signal}: finishing requests in flight in ${workerCount} workers, then stopping`);
+    await metrics?.close();
     await workers.stop();
     if ('message' in stop) throw storeError(stop.message, stop.code);
     return;
   }
 
   const server = await startServer({
-    engine,
+    engine: settings.observability?.serving(engine) ?? engine,
+    observer: settings.observability?.local?.answerObserver,
     host: settings.host,
     port: settings.port,
     tls: transport.tls,
@@ -134,6 +144,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
   const stop = await Promise.race([stopSignal.then((signal) => ({ signal })), storeWatch.changed.then((message) => ({ message }))]);
   storeWatch.stop();
   if ('signal' in stop) out.note(`${stop.signal}: finishing requests in flight, then stopping`);
+  await metrics?.close();
   await server.close();
   if ('message' in stop) throw storeError(stop.message, 'store_replaced');
 }

@@ -1,4 +1,5 @@
 import { Engine, type EngineOptions } from '../engine/engine.js';
+import type { ObservabilitySettings } from '../metrics/observability.js';
 import { openStore, type OpenStoreOptions } from '../store/open-store.js';
 import { startServer } from './listen.js';
 import type { TlsMaterial } from './tls.js';
@@ -15,6 +16,8 @@ export interface WorkerSettings {
   issuerFromUrl: boolean;
   logLevel: string;
   maxConnections?: number;
+  /** Metrics and tracing, as the primary's flags asked. */
+  observability?: ObservabilitySettings;
 }
 
 /** Messages from a worker to the primary. */
@@ -33,10 +36,12 @@ export interface WorkerCommand {
  * in flight, closes the store and exits 0.
  */
 async function runWorker(settings: WorkerSettings): Promise<void> {
-  const store = await openStore(settings.storeLocation, settings.storeOptions);
-  const engine = new Engine({ ...settings.engine, store });
+  const observability = settings.observability && (await import('../metrics/observability.js')).workerObservability(settings.observability);
+  const store = await openStore(settings.storeLocation, { ...settings.storeOptions, observer: observability?.storeObserver });
+  const engine = new Engine({ ...settings.engine, store: observability ? observability.instrumentStore(store) : store });
   const server = await startServer({
     engine,
+    observer: observability?.answerObserver,
     host: settings.host,
     port: settings.port,
     tls: settings.tls,
