@@ -3,9 +3,10 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/cli.js';
 
-/** The pages a reader reaches from the README: it, every page in docs/, the bench's pages. */
+/** The pages a reader reaches from the README: it, every page in docs/, the threat model, the bench's pages. */
 const PAGES = [
   'README.md',
+  'SECURITY.md',
   ...readdirSync(join(ROOT, 'docs'))
     .filter((f) => f.endsWith('.md'))
     .map((f) => `docs/${f}`),
