@@ -8,6 +8,7 @@ import { ServeError } from '../serve/errors.js';
 import type { ServeSettings } from '../serve/run.js';
 import type { ServeObservability } from '../metrics/observability.js';
 import type { OpenStoreOptions } from '../store/open-store.js';
+import type { TokenStore } from '../store/store.js';
 
 export default class Serve extends BaseCommand<typeof Serve> {
   static override storeUse = 'create' as const;
@@ -61,6 +62,12 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
 
   /** Metrics and tracing when asked for: made before the store opens, which reports to it. */
   private observability?: ServeObservability;
+
+  /** The store as the server uses it: timed and traced when metrics or tracing were asked for. */
+  protected override async openStore(): Promise<TokenStore> {
+    const store = await super.openStore();
+    return this.observability?.local?.instrumentStore(store) ?? store;
+  }
 
   protected override storeOptions(): OpenStoreOptions {
     // retryBudgetMs: a request's 2 s (the store's default), not the CLI's 30 s.

@@ -1,6 +1,5 @@
 import cluster from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
-import { Engine } from '../engine/engine.js';
 import type { AnswerObserver } from '../http/observer.js';
 import { isLoopback } from '../serve/transport.js';
 import type { StoreObserver, TokenStore } from '../store/store.js';
@@ -76,11 +75,6 @@ export class ServeObservability {
     else if (settings.metrics) new AggregatorRegistry();
   }
 
-  /** An engine like `engine` (same configuration) on its store as `instrumentStore` made it. */
-  serving(engine: Engine): Engine {
-    if (!this.local) return engine;
-    return new Engine({ ...engine.config, store: this.local.instrumentStore(engine.store) });
-  }
 
   /** Starts the metrics listener, when asked for: this process's registry, or the workers' aggregate. */
   async listen(): Promise<MetricsListener | undefined> {

@@ -123,7 +123,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
   }
 
   const server = await startServer({
-    engine: settings.observability?.serving(engine) ?? engine,
+    engine,
     observer: settings.observability?.local?.answerObserver,
     host: settings.host,
     port: settings.port,
