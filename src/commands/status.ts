@@ -32,7 +32,7 @@ With --url (the metrics listener of serve --metrics-port) it reads the server's 
 
   private async metrics(given: string): Promise<MetricsStatus> {
     const { metricsUrl, statusOnce, watchStatus } = await import('../metrics/status-watch.js');
-    const { renderMetricsStatus } = await import('../metrics/status-render.js');
+    const { renderMetricsStatus } = await import('../cli/render/metrics-status.js');
     let url: string;
     try {
       url = metricsUrl(given);

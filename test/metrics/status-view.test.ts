@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { httpObserver } from '../../src/metrics/http-observer.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { quantileOf } from '../../src/metrics/scrape.js';
-import { renderMetricsStatus } from '../../src/metrics/status-render.js';
+import { renderMetricsStatus } from '../../src/cli/render/metrics-status.js';
 import { metricsStatus } from '../../src/metrics/status-view.js';
 import { startMetricsListener } from '../../src/metrics/listener.js';
 import { ServeObservability } from '../../src/metrics/observability.js';

@@ -1,4 +1,4 @@
-import type { MetricsStatus } from './status-view.js';
+import type { MetricsStatus } from '../../metrics/status-view.js';
 
 const n = (value: number): string => (Number.isInteger(value) ? String(value) : value.toFixed(1));
 const orDash = (value: number | null, unit = ''): string => (value === null ? '-' : `${n(value)}${unit}`);
