@@ -1,3 +1,4 @@
+import { clientDeletedEvent } from './events.js';
 import { randomBytes } from 'node:crypto';
 import { DuplicateClientError, type ClientRecord } from '../store/store.js';
 import { isRegistrableClientId } from './client-auth.js';
@@ -106,7 +107,7 @@ export async function getClientOrThrow(ctx: EngineContext, id: string): Promise<
 
 export async function deleteClient(ctx: EngineContext, id: string, actor: string): Promise<ClientView> {
   const client = await getClientOrThrow(ctx, id);
-  if (!(await ctx.store.deleteClient(id))) throw new NotFoundError(`no client with id "${id}"`);
+  if (!(await ctx.store.deleteClient(id, clientDeletedEvent(id, ctx.clock.now())))) throw new NotFoundError(`no client with id "${id}"`);
   await audit(ctx, actor, 'client.delete', `client:${id}`, 1, 'client and its tokens deleted');
   return clientView(client);
 }

@@ -1,3 +1,4 @@
+import { tokenEvent } from './events.js';
 import type { ClientRecord, TokenRecord } from '../store/store.js';
 import { findPresentedToken, type EngineContext } from './context.js';
 import { InvalidTokenError, NotFoundError, RefreshLimitError, ReuseDetectedError } from './errors.js';
@@ -110,7 +111,7 @@ async function replacedPresented(
     target: `grant:${token.grantId} client:${client.id}`,
     count: 0,
     detail: `replaced refresh_token ${token.jti} presented again; grant revoked`,
-  });
+  }, tokenEvent(token, now, 'reuse_detected', true));
   throw new ReuseDetectedError(revoked, refreshToken);
 }
 

@@ -1,5 +1,6 @@
 import { tokenState, type BulkSelector, type ClientRecord, type TokenRecord } from '../store/store.js';
 import { audit } from './audit.js';
+import { bulkEvent, tokenEvent } from './events.js';
 import { findPresentedToken, type EngineContext } from './context.js';
 import { InvalidInputError, NotFoundError, PartialBulkRevocationError } from './errors.js';
 import type { ClientAction, Revocation, RevocationResult } from './results.js';
@@ -48,11 +49,11 @@ async function revokeRecord(ctx: EngineContext, token: TokenRecord, actor: strin
     // Replaced by rotation (or superseded in a grace period): the answer is token_already_revoked,
     // but its grant ends all the same (contract 3, revised 2026-11): whoever
     // still presents a replaced refresh token, the session is compromised. Harmless when done.
-    const revoked = await ctx.store.revokeGrant(token.grantId, now, { ...trail, action: 'token.revoke_grant', target: `${token.jti} grant:${token.grantId} client:${token.clientId}` });
+    const revoked = await ctx.store.revokeGrant(token.grantId, now, { ...trail, action: 'token.revoke_grant', target: `${token.jti} grant:${token.grantId} client:${token.clientId}` }, tokenEvent(token, now, 'revoked', true));
     return alreadyRevoked(token, revoked > 0 ? { kind: 'revoked', grant: true } : { kind: 'revoke_noop' });
   }
   if (state === 'revoked') return alreadyRevoked(token, { kind: 'revoke_noop' });
-  const changed = await ctx.store.revokeToken(token.jti, now, token.type === 'refresh_token', trail);
+  const changed = await ctx.store.revokeToken(token.jti, now, token.type === 'refresh_token', trail, tokenEvent(token, now));
   if (!changed) {
     // Revoked concurrently between our read and our write: the other request won (RFC 7009).
     return alreadyRevoked(token, { kind: 'revoke_noop' });
@@ -86,14 +87,17 @@ export async function countBulk(ctx: EngineContext, selector: BulkSelector): Pro
   return ctx.store.countRevocable(selector, ctx.clock.now());
 }
 
-async function checkSelector(ctx: EngineContext, selector: BulkSelector): Promise<void> {
+/** Checks what the selector names exists; returns the token a `jti` selector names (else null). */
+async function checkSelector(ctx: EngineContext, selector: BulkSelector): Promise<TokenRecord | null> {
   if ('jti' in selector) {
-    if (!(await ctx.store.findTokenByJti(selector.jti))) throw new NotFoundError(`no token with jti ${selector.jti} in ${ctx.store.location}`);
-    return;
+    const token = await ctx.store.findTokenByJti(selector.jti);
+    if (!token) throw new NotFoundError(`no token with jti ${selector.jti} in ${ctx.store.location}`);
+    return token;
   }
   if (selector.clientId !== undefined && !(await ctx.store.getClient(selector.clientId))) {
     throw new NotFoundError(`no client with id "${selector.clientId}" (see: tokenctl client list)`);
   }
+  return null;
 }
 
 /** Tokens (SQLite, memory) or grants (PostgreSQL) per batch: each batch is one short transaction. */
@@ -121,8 +125,10 @@ export interface BulkRevocation {
  * way says exactly how many were revoked before it ({@link PartialBulkRevocationError}).
  */
 export async function revokeBulk(ctx: EngineContext, selector: BulkSelector, actor: string, options: BulkOptions = {}): Promise<BulkRevocation> {
-  await checkSelector(ctx, selector);
+  const named = await checkSelector(ctx, selector);
   const started = Date.now();
+  // One security event for the whole revocation: the store writes it with the last batch.
+  const event = bulkEvent(selector, ctx.clock.now(), named);
   const target = selectorTarget(selector);
   let revoked = 0;
   let interrupted = false;
@@ -135,7 +141,7 @@ export async function revokeBulk(ctx: EngineContext, selector: BulkSelector, act
     const at = ctx.clock.now();
     try {
       const trail = { at, actor, action: 'token.revoke_bulk', target, count: 0, detail: describeSelector(selector) };
-      const batch = await ctx.store.revokeBulk(selector, at, options.batchSize ?? BULK_BATCH, trail, resume);
+      const batch = await ctx.store.revokeBulk(selector, at, options.batchSize ?? BULK_BATCH, trail, resume, event);
       revoked += batch.revoked;
       more = batch.more;
       resume = batch.resume;

@@ -12,6 +12,12 @@
  * All times are integer milliseconds since the Unix epoch.
  */
 
+import type { EventStore, RevocationEvent } from './events.js';
+
+// The outbox part of the interface lives in events.ts; its names are the store interface's too.
+export type * from './events.js';
+export { DuplicateReceiverError } from './events.js';
+
 /** The two kinds of token (spec 2.3 `token_type`). */
 export type TokenType = 'access_token' | 'refresh_token';
 
@@ -182,7 +188,7 @@ export type MintOutcome =
  * A single store may be used by several processes at once (the CLI beside a running server,
  * several server nodes): every answer reflects what is committed, and nothing is cached.
  */
-export interface TokenStore {
+export interface TokenStore extends EventStore {
   /** A short description for operators: the file path or database URL without password. */
   readonly location: string;
 
@@ -195,8 +201,12 @@ export interface TokenStore {
   createClient(client: ClientRecord): Promise<void>;
   getClient(id: string): Promise<ClientRecord | null>;
   listClients(): Promise<ClientRecord[]>;
-  /** Deletes a client and every token issued to it. Returns false if there was none. */
-  deleteClient(id: string): Promise<boolean>;
+  /**
+   * Deletes a client and every token issued to it. Returns false if there was none. With `event`,
+   * and only if it deleted the client, the event is written in the same transaction (see
+   * {@link revokeToken}).
+   */
+  deleteClient(id: string, event?: RevocationEvent): Promise<boolean>;
   /** Replaces a client's secret hash. Returns false if there is no such client. */
   updateClientSecret(id: string, secretHash: string, at: number): Promise<boolean>;
 
@@ -235,8 +245,12 @@ export interface TokenStore {
    * {@link revokeGrant} does (RFC 7009 §2.1: revoking a refresh token ends its access tokens).
    * With `audit`, and only if this call revoked it, the entry is appended in the same
    * transaction too: one durable commit for the revocation and its trail.
+   *
+   * With `event`, and only if this call revoked it, the security event is written to the outbox
+   * in the same transaction, with one delivery per registered receiver (events.ts); with no
+   * receiver registered, nothing is written. The same holds for every `event` argument below.
    */
-  revokeToken(jti: string, at: number, cascadeGrant?: boolean, audit?: AuditEntry): Promise<boolean>;
+  revokeToken(jti: string, at: number, cascadeGrant?: boolean, audit?: AuditEntry, event?: RevocationEvent): Promise<boolean>;
 
   /**
    * Inserts `access`, an access token minted from the refresh token `refreshJti` on the strength
@@ -256,9 +270,10 @@ export interface TokenStore {
    * rotation of the grant that committed before this call is revoked by it; one that has not
    * committed yet is refused. Revoking a grant twice is harmless. With `audit`, the entry is
    * appended in the same transaction when any token changed, its `count` set to how many.
-   * Returns how many tokens changed.
+   * Returns how many tokens changed. With `event`, written as {@link revokeToken} says when any
+   * token changed.
    */
-  revokeGrant(grantId: string, at: number, audit?: AuditEntry): Promise<number>;
+  revokeGrant(grantId: string, at: number, audit?: AuditEntry, event?: RevocationEvent): Promise<number>;
 
   /**
    * One batch of a bulk revocation, as one atomic step that holds the store briefly: revokes
@@ -274,8 +289,20 @@ export interface TokenStore {
    * square of it). Once a call answers `more: false`, every grant the
    * selector named when that call ran is revoked, and so stays (see revokeGrant): tokens minted
    * between two batches are revoked by a later one.
+   *
+   * With `event` (the caller passes the same one to every batch): one event for the whole bulk
+   * revocation, not one per batch nor per token. It is written in the transaction of the call that
+   * answers `more: false`, when that call revoked any token or `resume` was given (earlier batches
+   * ran): once the event is out, everything it names is revoked.
    */
-  revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string): Promise<BulkBatch>;
+  revokeBulk(
+    selector: BulkSelector,
+    at: number,
+    limit: number,
+    audit?: AuditEntry,
+    resume?: string,
+    event?: RevocationEvent,
+  ): Promise<BulkBatch>;
 
   /**
    * Refresh token rotation (contract 3, RFC 9700 §4.14.2), as one atomic conditional update:

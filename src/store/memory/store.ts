@@ -16,6 +16,8 @@ import {
   type TokenRecord,
   type TokenStore,
 } from '../store.js';
+import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus, RevocationEvent, SigningKeyRecord } from '../events.js';
+import { MemoryEvents } from './events.js';
 
 export const MEMORY_SCHEMA_VERSION = 1;
 
@@ -29,6 +31,7 @@ export class MemoryStore implements TokenStore {
   private readonly tokens = new Map<string, TokenRecord>(); // by jti
   private readonly byDigest = new Map<string, string>(); // digest -> jti
   private readonly auditLog: AuditEntry[] = [];
+  private readonly events = new MemoryEvents();
   private closed = false;
 
   private check(): void {
@@ -56,10 +59,11 @@ export class MemoryStore implements TokenStore {
     return [...this.clients.values()].sort((a, b) => a.createdAt - b.createdAt || compare(a.id, b.id)).map((c) => ({ ...c }));
   }
 
-  async deleteClient(id: string): Promise<boolean> {
+  async deleteClient(id: string, event?: RevocationEvent): Promise<boolean> {
     this.check();
     if (!this.clients.delete(id)) return false;
     for (const t of [...this.tokens.values()]) if (t.clientId === id) this.remove(t);
+    this.events.emit(event);
     return true;
   }
 
@@ -129,13 +133,14 @@ export class MemoryStore implements TokenStore {
     return this.revocable(selector, now).length;
   }
 
-  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry): Promise<boolean> {
+  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry, event?: RevocationEvent): Promise<boolean> {
     this.check();
     const t = this.tokens.get(jti);
     if (!t || t.revokedAt !== null) return false;
     t.revokedAt = at;
     if (cascadeGrant) this.revokeGrantSync(t.grantId, at);
     if (audit) this.auditLog.push({ ...audit, id: this.auditLog.length + 1 });
+    this.events.emit(event);
     return true;
   }
 
@@ -153,21 +158,26 @@ export class MemoryStore implements TokenStore {
     return 'inserted';
   }
 
-  async revokeGrant(grantId: string, at: number, audit?: AuditEntry): Promise<number> {
+  async revokeGrant(grantId: string, at: number, audit?: AuditEntry, event?: RevocationEvent): Promise<number> {
     this.check();
     const n = this.revokeGrantSync(grantId, at);
     if (n > 0 && audit) this.auditLog.push({ ...audit, count: n, id: this.auditLog.length + 1 });
+    if (n > 0) this.events.emit(event);
     return n;
   }
 
-  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry): Promise<BulkBatch> {
+  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string, event?: RevocationEvent): Promise<BulkBatch> {
     this.check();
     const revocable = this.revocable(selector, at);
     // A jti names one token or one grant: done in one step. Users and clients go in batches.
     const victims = 'jti' in selector ? revocable : revocable.slice(0, Math.max(1, limit));
     for (const t of victims) t.revokedAt = at;
     if (victims.length > 0 && audit) this.auditLog.push({ ...audit, count: victims.length, id: this.auditLog.length + 1 });
-    return { revoked: victims.length, more: victims.length < revocable.length };
+    const more = victims.length < revocable.length;
+    // One event for the whole revocation, with its last batch (a `resume` means earlier ones ran).
+    if (!more && (victims.length > 0 || resume !== undefined)) this.events.emit(event);
+    // The resume only says "a batch ran before" here: the memory store needs no position.
+    return { revoked: victims.length, more, ...(more ? { resume: 'more' } : {}) };
   }
 
   async rotateRefreshToken(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): Promise<RotateOutcome> {
@@ -283,6 +293,69 @@ export class MemoryStore implements TokenStore {
     };
     const grants = new Set(live.filter((t) => t.type === 'refresh_token' && named(t)).map((t) => t.grantId));
     return live.filter((t) => named(t) || grants.has(t.grantId));
+  }
+
+  // ---- security events (events.ts): the outbox lives beside the tokens, in MemoryEvents ----
+
+  async createReceiver(receiver: ReceiverRecord): Promise<void> {
+    this.check();
+    return this.events.createReceiver(receiver);
+  }
+  async getReceiver(id: string): Promise<ReceiverRecord | null> {
+    this.check();
+    return this.events.getReceiver(id);
+  }
+  async findPollReceiver(clientId: string): Promise<ReceiverRecord | null> {
+    this.check();
+    return this.events.findPollReceiver(clientId);
+  }
+  async listReceivers(): Promise<ReceiverStatus[]> {
+    this.check();
+    return this.events.listReceivers();
+  }
+  async deleteReceiver(id: string): Promise<boolean> {
+    this.check();
+    return this.events.deleteReceiver(id);
+  }
+  async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]> {
+    this.check();
+    return this.events.claimPushReceivers(owner, now, leaseMs, limit, perReceiver);
+  }
+  async settleDelivery(owner: string, receiverId: string, eventId: string, outcome: DeliveryOutcome): Promise<void> {
+    this.check();
+    return this.events.settleDelivery(owner, receiverId, eventId, outcome);
+  }
+  async releaseReceiver(owner: string, receiverId: string): Promise<void> {
+    this.check();
+    return this.events.releaseReceiver(owner, receiverId);
+  }
+  async retryDead(receiverId: string, now: number): Promise<number> {
+    this.check();
+    return this.events.retryDead(receiverId, now);
+  }
+  async pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]> {
+    this.check();
+    return this.events.pendingDeliveries(receiverId, limit);
+  }
+  async ackDeliveries(receiverId: string, eventIds: readonly string[], at: number): Promise<number> {
+    this.check();
+    return this.events.ackDeliveries(receiverId, eventIds, at);
+  }
+  async purgeDeliveredEvents(limit: number): Promise<number> {
+    this.check();
+    return this.events.purgeDeliveredEvents(limit);
+  }
+  async listSigningKeys(): Promise<SigningKeyRecord[]> {
+    this.check();
+    return this.events.listSigningKeys();
+  }
+  async addSigningKey(key: SigningKeyRecord, ifNoCurrent?: boolean): Promise<boolean> {
+    this.check();
+    return this.events.addSigningKey(key, ifNoCurrent);
+  }
+  async deleteRetiredKeys(before: number): Promise<number> {
+    this.check();
+    return this.events.deleteRetiredKeys(before);
   }
 
   private purgeable(t: TokenRecord, before: number): boolean {

@@ -21,6 +21,7 @@ import {
   type TokenStore,
   type TokenType,
 } from '../store.js';
+import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus, RevocationEvent, SigningKeyRecord } from '../events.js';
 import { Batcher, insertMints, MAX_BATCH, MAX_MINT_BATCH, readClientsAndTokens, revokeTokens, type Mint, type Revocation } from './batching.js';
 import { Database, withClient } from './database.js';
 import { isUniqueViolation, mapPgError, redactUrl } from './errors.js';
@@ -166,7 +167,7 @@ export class PostgresStore implements TokenStore {
     return (await this.db.query<ClientRecord>(`SELECT ${CLIENT_COLUMNS} FROM clients ORDER BY created_at, id COLLATE "C"`)).rows;
   }
 
-  async deleteClient(id: string): Promise<boolean> {
+  async deleteClient(id: string, _event?: RevocationEvent): Promise<boolean> {
     return this.db.transaction(async (db) => {
       // Its grants' locks first, as every grant revocation takes them: a mint under way commits
       // first (and its token goes with the client), a later one finds the grant gone.
@@ -232,7 +233,7 @@ export class PostgresStore implements TokenStore {
     return (await this.db.query<{ n: number }>(`${sql} SELECT count(*) AS n FROM tokens WHERE ${condition}`, params)).rows[0]?.n ?? 0;
   }
 
-  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry): Promise<boolean> {
+  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry, _event?: RevocationEvent): Promise<boolean> {
     if (cascadeGrant) return revokeWithGrant(this.db, jti, at, audit);
     return this.revocations.add({ jti, at, audit });
   }
@@ -241,11 +242,11 @@ export class PostgresStore implements TokenStore {
     return this.mints.add({ access, refreshJti, limit });
   }
 
-  async revokeGrant(grantId: string, at: number, audit?: AuditEntry): Promise<number> {
+  async revokeGrant(grantId: string, at: number, audit?: AuditEntry, _event?: RevocationEvent): Promise<number> {
     return revokeGrant(this.db, grantId, at, audit);
   }
 
-  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string): Promise<BulkBatch> {
+  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string, _event?: RevocationEvent): Promise<BulkBatch> {
     return revokeBulk(this.db, selector, at, limit, audit, resume);
   }
 
@@ -291,6 +292,54 @@ export class PostgresStore implements TokenStore {
   poolState(): PoolState {
     return this.db.poolState();
   }
+
+  // ---- security events (events.ts): not yet implemented on this store (issue 18, in progress) ----
+
+  async createReceiver(_receiver: ReceiverRecord): Promise<void> {
+    throw notYet();
+  }
+  async getReceiver(_id: string): Promise<ReceiverRecord | null> {
+    throw notYet();
+  }
+  async findPollReceiver(_clientId: string): Promise<ReceiverRecord | null> {
+    throw notYet();
+  }
+  async listReceivers(): Promise<ReceiverStatus[]> {
+    throw notYet();
+  }
+  async deleteReceiver(_id: string): Promise<boolean> {
+    throw notYet();
+  }
+  async claimPushReceivers(_owner: string, _now: number, _leaseMs: number, _limit: number, _perReceiver: number): Promise<ClaimedReceiver[]> {
+    throw notYet();
+  }
+  async settleDelivery(_owner: string, _receiverId: string, _eventId: string, _outcome: DeliveryOutcome): Promise<void> {
+    throw notYet();
+  }
+  async releaseReceiver(_owner: string, _receiverId: string): Promise<void> {
+    throw notYet();
+  }
+  async retryDead(_receiverId: string, _now: number): Promise<number> {
+    throw notYet();
+  }
+  async pendingDeliveries(_receiverId: string, _limit: number): Promise<Delivery[]> {
+    throw notYet();
+  }
+  async ackDeliveries(_receiverId: string, _eventIds: readonly string[], _at: number): Promise<number> {
+    throw notYet();
+  }
+  async purgeDeliveredEvents(_limit: number): Promise<number> {
+    throw notYet();
+  }
+  async listSigningKeys(): Promise<SigningKeyRecord[]> {
+    throw notYet();
+  }
+  async addSigningKey(_key: SigningKeyRecord, _ifNoCurrent?: boolean): Promise<boolean> {
+    throw notYet();
+  }
+  async deleteRetiredKeys(_before: number): Promise<number> {
+    throw notYet();
+  }
 }
 
 /** The schema unqualified names resolve to, when the caller named none. */
@@ -299,4 +348,8 @@ async function currentSchema(db: PoolClient, location: string): Promise<string> 
   const schema = rows[0]?.schema;
   if (!schema) throw new Error(`cannot open ${location}: its search_path names no existing schema; name one with ?schema=NAME in the URL`);
   return schema;
+}
+
+function notYet(): Error {
+  return new Error('security events are not implemented on this store yet (issue 18)');
 }

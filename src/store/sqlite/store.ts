@@ -15,6 +15,7 @@ import {
   type TokenRecord,
   type TokenStore,
 } from '../store.js';
+import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus, RevocationEvent, SigningKeyRecord } from '../events.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { mapError } from './errors.js';
 import { GroupCommit } from './group-commit.js';
@@ -139,7 +140,7 @@ export class SqliteStore implements TokenStore {
     return this.run(() => this.st.listClients.all() as ClientRecord[]);
   }
 
-  async deleteClient(id: string): Promise<boolean> {
+  async deleteClient(id: string, _event?: RevocationEvent): Promise<boolean> {
     return this.write(() => {
       this.cache.forgetClients();
       return this.st.deleteClient.run(id).changes === 1;
@@ -189,7 +190,7 @@ export class SqliteStore implements TokenStore {
     return this.run(() => (this.st.bulk[selectorKind(selector)].count.get({ ...selector, at: now }) as { n: number }).n);
   }
 
-  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry): Promise<boolean> {
+  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry, _event?: RevocationEvent): Promise<boolean> {
     return this.write(() => this.tx.revoke(jti, at, cascadeGrant, audit));
   }
 
@@ -201,11 +202,11 @@ export class SqliteStore implements TokenStore {
    * Writers take turns on the file (every write is BEGIN IMMEDIATE), so a mint that commits after
    * this finds its refresh token revoked, and one that committed before is revoked here.
    */
-  async revokeGrant(grantId: string, at: number, audit?: AuditEntry): Promise<number> {
+  async revokeGrant(grantId: string, at: number, audit?: AuditEntry, _event?: RevocationEvent): Promise<number> {
     return this.write(() => this.tx.withAudit(this.st.revokeGrant.run(at, grantId).changes, audit));
   }
 
-  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string): Promise<BulkBatch> {
+  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string, _event?: RevocationEvent): Promise<BulkBatch> {
     return this.write(() => this.tx.revokeBulk(selector, at, limit, audit, resume));
   }
 
@@ -286,4 +287,56 @@ export class SqliteStore implements TokenStore {
       throw mapError(error, this.location);
     }
   }
+
+  // ---- security events (events.ts): not yet implemented on this store (issue 18, in progress) ----
+
+  async createReceiver(_receiver: ReceiverRecord): Promise<void> {
+    throw notYet();
+  }
+  async getReceiver(_id: string): Promise<ReceiverRecord | null> {
+    throw notYet();
+  }
+  async findPollReceiver(_clientId: string): Promise<ReceiverRecord | null> {
+    throw notYet();
+  }
+  async listReceivers(): Promise<ReceiverStatus[]> {
+    throw notYet();
+  }
+  async deleteReceiver(_id: string): Promise<boolean> {
+    throw notYet();
+  }
+  async claimPushReceivers(_owner: string, _now: number, _leaseMs: number, _limit: number, _perReceiver: number): Promise<ClaimedReceiver[]> {
+    throw notYet();
+  }
+  async settleDelivery(_owner: string, _receiverId: string, _eventId: string, _outcome: DeliveryOutcome): Promise<void> {
+    throw notYet();
+  }
+  async releaseReceiver(_owner: string, _receiverId: string): Promise<void> {
+    throw notYet();
+  }
+  async retryDead(_receiverId: string, _now: number): Promise<number> {
+    throw notYet();
+  }
+  async pendingDeliveries(_receiverId: string, _limit: number): Promise<Delivery[]> {
+    throw notYet();
+  }
+  async ackDeliveries(_receiverId: string, _eventIds: readonly string[], _at: number): Promise<number> {
+    throw notYet();
+  }
+  async purgeDeliveredEvents(_limit: number): Promise<number> {
+    throw notYet();
+  }
+  async listSigningKeys(): Promise<SigningKeyRecord[]> {
+    throw notYet();
+  }
+  async addSigningKey(_key: SigningKeyRecord, _ifNoCurrent?: boolean): Promise<boolean> {
+    throw notYet();
+  }
+  async deleteRetiredKeys(_before: number): Promise<number> {
+    throw notYet();
+  }
+}
+
+function notYet(): Error {
+  return new Error('security events are not implemented on this store yet (issue 18)');
 }

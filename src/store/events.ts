@@ -1,0 +1,193 @@
+/**
+ * Security events (issue 18): what a revocation tells the resource servers, kept in the store as
+ * an outbox, and the receivers it is delivered to.
+ *
+ * A revocation that changed something writes its event in its own transaction, with one delivery
+ * per registered receiver (fan-out at write time: no dispatcher, nothing to lose between the
+ * revocation and the outbox). With no receiver registered nothing is written at all: events cost
+ * nothing until somebody listens. A delivery stays until it is delivered (push: the receiver
+ * answered 202; poll: the receiver acknowledged it) or the operator removes the receiver.
+ *
+ * Stores only keep and hand out what they are given: signing (JWS), HTTP and the retry policy
+ * live in `src/events/`. All times are integer milliseconds since the Unix epoch.
+ */
+
+/** Why tokens were revoked. */
+export type RevocationReason =
+  /** A client (RFC 7009) or an operator (`tokenctl revoke`) asked. */
+  | 'revoked'
+  /** A replaced refresh token was presented again (RFC 9700 §4.14.2): its grant ended. */
+  | 'reuse_detected'
+  /** The client was deleted, and every token issued to it with it. */
+  | 'client_deleted';
+
+/**
+ * What one revocation covers. A receiver drops every cached answer the event covers:
+ * - `token`: the token `jti` (an access token; a refresh token's grant is `grant`);
+ * - `grant`: every token of grant `grantId`. Introspection answers do not name the grant (spec
+ *   2.3), so a receiver drops the answers of `username` at `clientId`: a superset, never less;
+ * - `user`: every token of `username` (at `clientId` only, when it is set);
+ * - `client`: every token of `clientId`.
+ */
+export type RevocationScope = 'token' | 'grant' | 'user' | 'client';
+
+/** The content of one Security Event Token before it is signed: what the engine hands the store. */
+export interface RevocationEvent {
+  /** The event's id, the SET's `jti`: a UUID v7 made by the engine. Unique. */
+  id: string;
+  /** When the revocation took effect (ms). */
+  at: number;
+  reason: RevocationReason;
+  scope: RevocationScope;
+  /** The token presented or named (`token`, and `grant` when a token led to it). */
+  jti?: string;
+  /** The type of `jti`: `access_token` or `refresh_token` (store.ts TokenType; not imported, to keep events.ts a leaf). */
+  tokenType?: 'access_token' | 'refresh_token';
+  /** Set for `token` and `grant`. */
+  grantId?: string;
+  /** Set for `token`, `grant` and `user`. */
+  username?: string;
+  /** Set for every scope but `user` without a client. */
+  clientId?: string;
+}
+
+/** How a receiver gets its events. */
+export type DeliveryMethod =
+  /** RFC 8935: tokenctl POSTs each SET to the receiver's endpoint. */
+  | 'push'
+  /** RFC 8936: the receiver POSTs to tokenctl's poll endpoint, authenticated as client `clientId`. */
+  | 'poll';
+
+/** A registered receiver (`tokenctl receiver add`). */
+export interface ReceiverRecord {
+  /** A name the operator chose: letters, digits, `.`, `_`, `-`. */
+  id: string;
+  delivery: DeliveryMethod;
+  /** push: the receiver's https:// endpoint; poll: null. */
+  endpointUrl: string | null;
+  /**
+   * push: the value of the `Authorization` header sent with each SET (a credential of the
+   * receiver's, never printed back), or null for none; poll: null.
+   */
+  authorization: string | null;
+  /** push: PEM of a CA to trust for the endpoint's certificate besides the system's, or null. */
+  caPem: string | null;
+  /** poll: the registered client the receiver authenticates as; push: null. */
+  clientId: string | null;
+  /** The SETs' `aud` for this receiver. */
+  audience: string;
+  createdAt: number;
+}
+
+/** A receiver and how its deliveries stand, for `tokenctl receiver list`. */
+export interface ReceiverStatus extends ReceiverRecord {
+  /** Deliveries waiting (push: to be sent or retried; poll: not yet acknowledged). */
+  pending: number;
+  /** Push deliveries given up on after their retries (the dead letters). */
+  dead: number;
+  /** When the oldest pending delivery's event happened, or null. */
+  oldestPendingAt: number | null;
+  /** The last error of a push delivery (what the receiver answered, or why it could not be reached), or null. */
+  lastError: string | null;
+  /** When a delivery to it last succeeded, or null. */
+  lastDeliveredAt: number | null;
+}
+
+/** One event due to one receiver. */
+export interface Delivery {
+  receiverId: string;
+  event: RevocationEvent;
+  /** Failed attempts so far (push). */
+  attempts: number;
+}
+
+/** What became of one push delivery. */
+export type DeliveryOutcome =
+  /** The receiver took it (202): the delivery is gone. */
+  | { kind: 'delivered'; at: number }
+  /** It failed and is tried again at `retryAt`; the receiver's later events wait behind it. */
+  | { kind: 'retry'; at: number; retryAt: number; error: string }
+  /** Given up on: kept as a dead letter, visible in `receiver list`, requeued by `receiver retry`. */
+  | { kind: 'dead'; at: number; error: string };
+
+/** A push receiver leased to one deliverer, with its next deliveries in event order. */
+export interface ClaimedReceiver {
+  receiver: ReceiverRecord;
+  /** The receiver's oldest pending deliveries, oldest first; the first is due. */
+  deliveries: Delivery[];
+}
+
+/** A key tokenctl signs events with (ES256 by default). */
+export interface SigningKeyRecord {
+  /** The JWK `kid`. */
+  kid: string;
+  /** The JWS `alg`, e.g. `ES256`. */
+  alg: string;
+  /** The private key as a JWK, JSON. Never printed, never served. */
+  privateJwk: string;
+  /** The public key as a JWK, JSON: what the JWKS publishes. */
+  publicJwk: string;
+  createdAt: number;
+  /** When a newer key replaced it (it stays in the JWKS a while, for SETs signed before), or null: current. */
+  retiredAt: number | null;
+}
+
+/**
+ * The outbox and its receivers: part of every {@link TokenStore}. Safe to use from several
+ * processes and nodes at once: a push receiver is leased to one deliverer at a time.
+ *
+ * Events are written by the revocation methods of TokenStore themselves (their `event`
+ * argument), never by a separate call: the event commits with the revocation or not at all.
+ */
+export interface EventStore {
+  /** Registers a receiver. Rejects with {@link DuplicateReceiverError} if the id exists. */
+  createReceiver(receiver: ReceiverRecord): Promise<void>;
+  getReceiver(id: string): Promise<ReceiverRecord | null>;
+  /** The poll receiver that client `clientId` polls as, or null (at most one per client). */
+  findPollReceiver(clientId: string): Promise<ReceiverRecord | null>;
+  /** Every receiver with its delivery counts, by id. */
+  listReceivers(): Promise<ReceiverStatus[]>;
+  /** Removes a receiver and its pending and dead deliveries. False if there was none. */
+  deleteReceiver(id: string): Promise<boolean>;
+
+  /**
+   * Push: leases up to `limit` push receivers whose oldest pending delivery is due at `now` and
+   * that no one else holds (no lease, or one that ended before `now`), to `owner` until
+   * `now + leaseMs`, each with up to `perReceiver` of its oldest pending deliveries, in event
+   * order. Of several processes calling at once, each receiver goes to one.
+   */
+  claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]>;
+  /** Records what became of one push delivery by the lease holder `owner` (ignored if the lease moved on). */
+  settleDelivery(owner: string, receiverId: string, eventId: string, outcome: DeliveryOutcome): Promise<void>;
+  /** Ends `owner`'s lease of a receiver early, so that its next due delivery goes out at once. */
+  releaseReceiver(owner: string, receiverId: string): Promise<void>;
+  /** Requeues a receiver's dead letters, due at `now`, attempts reset. Returns how many. */
+  retryDead(receiverId: string, now: number): Promise<number>;
+
+  /** Poll (RFC 8936): the receiver's pending deliveries, oldest first, at most `limit`. */
+  pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]>;
+  /** Poll: acknowledges these events (RFC 8936 `ack`): their deliveries are gone. Unknown ids are ignored. Returns how many. */
+  ackDeliveries(receiverId: string, eventIds: readonly string[], at: number): Promise<number>;
+
+  /** Deletes up to `limit` events no delivery refers to any more. Returns how many. */
+  purgeDeliveredEvents(limit: number): Promise<number>;
+
+  /** Every signing key, newest first. */
+  listSigningKeys(): Promise<SigningKeyRecord[]>;
+  /**
+   * Adds `key` as the current key and retires the previous current one at `key.createdAt`, in one
+   * transaction. With `ifNoCurrent`, only when there is no current key (start-up of several nodes
+   * at once: one key wins); returns false when it did nothing.
+   */
+  addSigningKey(key: SigningKeyRecord, ifNoCurrent?: boolean): Promise<boolean>;
+  /** Deletes keys retired before `before` (they are out of the JWKS). Returns how many. */
+  deleteRetiredKeys(before: number): Promise<number>;
+}
+
+/** A receiver with this id exists already. */
+export class DuplicateReceiverError extends Error {
+  constructor(readonly receiverId: string) {
+    super(`a receiver with id "${receiverId}" already exists`);
+    this.name = 'DuplicateReceiverError';
+  }
+}
