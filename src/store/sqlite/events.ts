@@ -35,7 +35,7 @@ function prepareEventStatements(db: Database.Database) {
   return {
     // The revocation path: one lookup when nobody listens (the first row of a small table, or none).
     hasReceivers: p('SELECT 1 FROM receivers LIMIT 1').pluck(true),
-    insertEvent: p('INSERT INTO security_events (id, at, payload) VALUES (?, ?, ?)'),
+    insertEvent: p('INSERT INTO security_events (id, at, payload, refs) VALUES (?, ?, ?, (SELECT count(*) FROM receivers))'),
     fanOut: p(`INSERT INTO event_deliveries (receiver_id, event_seq, state, attempts, next_attempt_at)
       SELECT id, @seq, 'pending', 0, @at FROM receivers`),
 
@@ -65,8 +65,7 @@ function prepareEventStatements(db: Database.Database) {
     retryDead: p(`UPDATE event_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ? WHERE receiver_id = ? AND state = 'dead'`),
     ack: p(`DELETE FROM event_deliveries WHERE receiver_id = @receiverId AND state = 'pending'
       AND event_seq IN (SELECT seq FROM security_events WHERE id IN (SELECT value FROM json_each(@ids)))`),
-    purge: p(`DELETE FROM security_events WHERE seq IN (SELECT e.seq FROM security_events e
-      WHERE NOT EXISTS (SELECT 1 FROM event_deliveries d WHERE d.event_seq = e.seq) ORDER BY e.seq LIMIT ?)`),
+    purge: p('DELETE FROM security_events WHERE seq IN (SELECT seq FROM security_events WHERE refs = 0 ORDER BY seq LIMIT ?)'),
 
     listKeys: p(`SELECT ${KEY_COLUMNS} FROM signing_keys ORDER BY created_at DESC, kid`),
     hasCurrentKey: p('SELECT 1 FROM signing_keys WHERE retired_at IS NULL').pluck(true),
