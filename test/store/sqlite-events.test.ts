@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
+import { runNode, spawnNode } from '../helpers/node-script.js';
 import { T0, makeClient, makeToken } from '../helpers/records.js';
 import { makeEvent, makePushReceiver, makePollReceiver } from './events-contract.js';
 
@@ -13,26 +12,6 @@ import { makeEvent, makePushReceiver, makePollReceiver } from './events-contract
  * nodes, the CLI beside a server): leases raced by real processes, and an event that outlives the
  * process that wrote it. The single-process semantics are the contract's (events-contract.ts).
  */
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const STORE_MODULE = path.join(ROOT, 'src/store/sqlite/index.ts');
-
-/** A Node process that can import the TypeScript sources, running `script` (an ES module). */
-function spawnNode(script: string, env: Record<string, string>) {
-  return spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, env: { ...process.env, ...env, STORE_MODULE } });
-}
-
-function runNode(script: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawnNode(script, env);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe('SqliteStore security events across processes', () => {
   let dir: string;

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import {
   DuplicateReceiverError,
   type ClaimedReceiver,
@@ -10,6 +10,7 @@ import {
   type RevocationEvent,
   type SigningKeyRecord,
 } from '../events.js';
+import { insertUnique } from './errors.js';
 
 /** Queues a synchronous write step for the store's next group commit (store.ts `write`). */
 export type WriteStep = <T>(step: () => T) => Promise<T>;
@@ -108,16 +109,7 @@ export class SqliteEvents implements EventStore {
   }
 
   async createReceiver(receiver: ReceiverRecord): Promise<void> {
-    await this.write(() => {
-      try {
-        this.st.insertReceiver.run(receiver);
-      } catch (error) {
-        if (error instanceof Database.SqliteError && /^SQLITE_CONSTRAINT_(PRIMARYKEY|UNIQUE)$/.test(error.code)) {
-          throw new DuplicateReceiverError(receiver.id);
-        }
-        throw error;
-      }
-    });
+    await this.write(() => insertUnique(() => this.st.insertReceiver.run(receiver), () => new DuplicateReceiverError(receiver.id)));
   }
 
   async getReceiver(id: string): Promise<ReceiverRecord | null> {
