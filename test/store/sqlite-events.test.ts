@@ -2,7 +2,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildSpecAuthorization } from '../../src/engine/client-auth.js';
+import { Engine } from '../../src/engine/engine.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
+import { tokenctl } from '../helpers/cli.js';
+import { post, startServe, stopServe } from '../helpers/load.js';
 import { runNode, spawnNode } from '../helpers/node-script.js';
 import { T0, makeClient, makeToken } from '../helpers/records.js';
 import { makeEvent, makePushReceiver, makePollReceiver } from './events-contract.js';
@@ -131,4 +135,39 @@ describe('SqliteStore security events across processes', () => {
       }
     });
   }
+
+  it('every revocation of a running server (two workers), of the CLI and of the engine writes its event, each once, in order', { timeout: 120_000 }, async () => {
+    const store = await SqliteStore.open(file);
+    const engine = new Engine({ store });
+    try {
+      const { client, client_secret } = await engine.createClient({ name: 'events', id: 'events-client' }, 'test');
+      await store.createReceiver(makePollReceiver('poll-1', client.client_id));
+      const [g1, g2] = [await engine.issue({ clientId: client.client_id, username: 'ann' }), await engine.issue({ clientId: client.client_id, username: 'bob' })];
+      const serve = await startServe(['--db', file, '--workers', '2', '--log-level', 'warn']);
+      try {
+        const form = { client_id: client.client_id, client_secret: client_secret! };
+        // RFC 7009 on the server: the refresh token ends its grant (scope grant); again: nothing new.
+        for (let i = 0; i < 2; i++) expect((await post(`${serve.url}/oauth/revocation`, { token: g1.refresh_token, ...form })).status).toBe(200);
+        // An access token alone (scope token).
+        expect((await post(`${serve.url}/oauth/revocation`, { token: g2.access_token, token_type_hint: 'access_token' }, { authorization: buildSpecAuthorization(client.client_id, client_secret!) })).status).toBe(200);
+      } finally {
+        await stopServe(serve);
+      }
+      // The CLI beside it: a user in bulk (scope user), once for all of the user's tokens.
+      const cli = await tokenctl(['revoke', '--user', 'bob', '--yes', '--json', '--db', file], { timeoutMs: 60_000 });
+      expect(cli.code, cli.stderr).toBe(0);
+      await engine.deleteClient(client.client_id, 'cli:test'); // scope client, reason client_deleted
+      const events = (await store.pendingDeliveries('poll-1', 100)).map((d) => d.event);
+      expect(events.map((e) => [e.scope, e.reason, e.username ?? null, e.tokenType ?? null])).toEqual([
+        ['grant', 'revoked', 'ann', 'refresh_token'],
+        ['token', 'revoked', 'bob', 'access_token'],
+        ['user', 'revoked', 'bob', null],
+        ['client', 'client_deleted', null, null],
+      ]);
+      expect(events.every((e) => e.clientId === undefined || e.clientId === client.client_id)).toBe(true);
+      expect(new Set(events.map((e) => e.id)).size).toBe(4);
+    } finally {
+      await store.close();
+    }
+  });
 });
