@@ -38,7 +38,7 @@ function prepareEventStatements(db: Database.Database) {
     hasReceivers: p('SELECT 1 FROM receivers LIMIT 1').pluck(true),
     insertEvent: p('INSERT INTO security_events (id, at, payload, refs) VALUES (?, ?, ?, (SELECT count(*) FROM receivers))'),
     fanOut: p(`INSERT INTO event_deliveries (receiver_id, event_seq, state, attempts, next_attempt_at)
-      SELECT id, @seq, 'pending', 0, @at FROM receivers`),
+      SELECT id, ?, 'pending', 0, ? FROM receivers`),
 
     insertReceiver: p(`INSERT INTO receivers (id, delivery, endpoint_url, authorization, ca_pem, client_id, audience, created_at)
       VALUES (@id, @delivery, @endpointUrl, @authorization, @caPem, @clientId, @audience, @createdAt)`),
@@ -104,7 +104,7 @@ export class SqliteEvents implements EventStore {
   emitIf<T extends boolean | number>(changed: T, event: RevocationEvent | undefined): T {
     if (!changed || event === undefined || this.st.hasReceivers.get() === undefined) return changed;
     const seq = this.st.insertEvent.run(event.id, event.at, JSON.stringify(event)).lastInsertRowid;
-    this.st.fanOut.run({ seq, at: event.at });
+    this.st.fanOut.run(seq, event.at);
     return changed;
   }
 
