@@ -1,13 +1,4 @@
-import {
-  DuplicateReceiverError,
-  type ClaimedReceiver,
-  type Delivery,
-  type DeliveryOutcome,
-  type EventStore,
-  type ReceiverRecord,
-  type ReceiverStatus,
-  type SigningKeyRecord,
-} from '../events.js';
+import { DuplicateReceiverError, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type EventStore, type ReceiverRecord, type ReceiverStatus, type SigningKeyRecord } from '../events.js';
 import { Rollback, type Database } from './database.js';
 import { isUniqueViolation } from './errors.js';
 import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './outbox.js';
