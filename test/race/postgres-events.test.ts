@@ -131,13 +131,17 @@ describe.skipIf(!PG_URL)('the PostgreSQL outbox raced by processes', { timeout: 
       // 2. An event handed out in a later claim although an earlier holder's 'delivered' returned within its lease.
       const deliveredInLease = new Map<string, number>(); // receiver|event -> the claim time it was delivered under
       for (const s of settles) if (s.returnedAt < s.leaseUntil) deliveredInLease.set(`${s.receiverId}|${s.eventId}`, s.claimedAt);
-      let handedAgain = 0;
+      const again: string[] = [];
       for (const c of claims) {
         for (const e of c.events) {
-          const deliveredUnder = deliveredInLease.get(`${c.receiverId}|${e}`);
-          if (deliveredUnder !== undefined && c.now > deliveredUnder) handedAgain++;
+          const key = `${c.receiverId}|${e}`;
+          const deliveredUnder = deliveredInLease.get(key);
+          if (deliveredUnder !== undefined && c.now > deliveredUnder) {
+            again.push(JSON.stringify({ key, claims: claims.filter((x) => x.receiverId === c.receiverId && x.events.includes(e)), settles: settles.filter((x) => `${x.receiverId}|${x.eventId}` === key) }));
+          }
         }
       }
+      const handedAgain = again.length;
 
       // 3. Nothing lost: one deliverer drains what is left; every delivery ends delivered or dead.
       for (let i = 0; i < 1000; i++) {
@@ -155,10 +159,11 @@ describe.skipIf(!PG_URL)('the PostgreSQL outbox raced by processes', { timeout: 
         rounds: ROUNDS, events: produced, claims: claims.length, delivered: settles.length, taken_over: takenOver.length,
         slow_deliverers: results.reduce((n, r) => n + r.stale, 0), double_held: doubleHeld, handed_again: handedAgain, dead,
       });
-      expect(claims.length).toBeGreaterThan(ROUNDS); // the race happened
+      expect(claims.length).toBeGreaterThan(ROUNDS / 10); // the race happened (claims come only when something is due)
+      expect(settles.length).toBeGreaterThan(0);
       expect(takenOver.length).toBeGreaterThan(0); // leases did move between owners
       expect(doubleHeld).toBe(0);
-      expect(handedAgain).toBe(0);
+      expect(again).toEqual([]);
       expect(status.map((r) => r.pending)).toEqual(receivers.map(() => 0));
       expect(await store.purgeDeliveredEvents(100_000)).toBe(produced - (await eventsWithDeliveries(url, schema)));
     });
