@@ -74,7 +74,10 @@ export class PushDeliverer {
   private readonly pushTimeoutMs: number;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  /** Not started, or stopped: no round is scheduled. */
   private stopped = true;
+  /** stop() was called: a round in progress sends nothing more. */
+  private stopping = false;
   private lastHousekeeping = 0;
   private readonly push: typeof pushSet;
 
@@ -90,12 +93,14 @@ export class PushDeliverer {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.stopping = false;
     this.schedule(0);
   }
 
   /** Stops claiming; waits for the pushes in flight to be settled, then releases the leases. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.running;
@@ -133,7 +138,7 @@ export class PushDeliverer {
       const key = await this.options.keys.current();
       for (const d of deliveries) {
         // Keep a margin: a push started now must be settled before the lease ends.
-        if (this.stopped || this.now() + this.pushTimeoutMs + 1_000 > claimedAt + this.leaseMs) break;
+        if (this.stopping || this.now() + this.pushTimeoutMs + 1_000 > claimedAt + this.leaseMs) break;
         const set = await signSet(d.event, this.options.issuer(), receiver.audience, key, this.now());
         const result = await this.push(receiver, set, this.pushTimeoutMs);
         const at = this.now();

@@ -134,11 +134,13 @@ describe('a crash between the revocation and the delivery', () => {
     const until = Date.now() + 10_000;
     while (receiver.refused === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     expect(receiver.refused).toBeGreaterThan(0);
+    // The failed attempt is recorded (a retry due in about a second): now the server dies.
+    while (Date.now() < until && (await store.json<{ last_error: string | null }[]>(['receiver', 'list']))[0]!.last_error === null) await new Promise((r) => setTimeout(r, 20));
     await s!.serve.kill('SIGKILL');
     receiver.unavailable = false;
     expect(receiver.accepted).toHaveLength(0);
     s!.serve = await startServe(['--db', store.db, '--log-level', 'warn']);
-    // The lease of the killed process ends within 30 s at worst; its retry is due within seconds.
+    // Its retry is due within seconds (had it died holding a lease mid-push: within the 30 s lease).
     await receiver.waitFor(1, 40_000);
     const [claims] = await verifySets(s!.serve.url, receiver.accepted);
     expect(claims!.sub_id.id).toBe(t.jti);
