@@ -79,6 +79,7 @@ export class PushDeliverer {
   /** stop() was called: a round in progress sends nothing more. */
   private stopping = false;
   private lastHousekeeping = 0;
+  private lastFailureLogged = -Infinity;
   private readonly push: typeof pushSet;
 
   constructor(private readonly options: DelivererOptions) {
@@ -121,7 +122,14 @@ export class PushDeliverer {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
       this.running = this.tick()
-        .catch((err: unknown) => this.options.log?.('error', { err }, 'event delivery failed; trying again'))
+        .catch((err: unknown) => {
+          // The store unreachable fails every round: say so once a minute, not ten times a second.
+          const now = this.now();
+          if (now - this.lastFailureLogged >= HOUSEKEEPING_MS) {
+            this.lastFailureLogged = now;
+            this.options.log?.('error', { err }, 'event delivery failed; trying again');
+          }
+        })
         .finally(() => {
           this.running = undefined;
           this.schedule(this.intervalMs);

@@ -12,11 +12,17 @@ export interface EventDelivery {
 /**
  * Starts the push deliverer of this process (issue 18). Every serving process runs one, workers
  * too: the store's leases decide which process sends to which receiver. Makes sure there is a
- * current signing key first (of several nodes starting at once, one key wins).
+ * current signing key first (of several nodes starting at once, one key wins); a store that
+ * refuses (unreachable at that moment) does not stop serve: the deliverer tries again.
  */
 export async function startEventDelivery(engine: Engine, log: FastifyBaseLogger): Promise<EventDelivery> {
   const keys = new SigningKeys(engine.store);
-  await keys.ensureCurrent();
+  try {
+    await keys.ensureCurrent();
+  } catch (err) {
+    // Not fatal: tokens are served, and the deliverer's housekeeping makes the key once it can.
+    log.error({ err }, 'security events: no signing key yet; events are kept and sent once the store allows');
+  }
   const deliverer = new PushDeliverer({
     store: engine.store,
     keys,

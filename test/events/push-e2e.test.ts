@@ -34,6 +34,16 @@ async function tearDown(s: Setup | undefined): Promise<void> {
   s.store.cleanup();
 }
 
+/** A server and a receiver for the describe block it is called in: `s.current`. */
+function withSetup(): { current: Setup } {
+  const holder = {} as { current: Setup };
+  beforeAll(async () => {
+    holder.current = await setUp();
+  });
+  afterAll(() => tearDown(holder.current));
+  return holder;
+}
+
 async function post(url: string, form: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form).toString(), signal: AbortSignal.timeout(10_000) });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
@@ -42,14 +52,10 @@ async function post(url: string, form: Record<string, string>): Promise<{ status
 const payloadOf = (claims: Record<string, any>) => claims.events[TOKENS_REVOKED]; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 describe('push to a real HTTPS receiver, SQLite', () => {
-  let s: Setup | undefined;
-  beforeAll(async () => {
-    s = await setUp();
-  });
-  afterAll(() => tearDown(s));
+  const s = withSetup();
 
   it('every kind of revocation, from HTTP and the CLI, yields exactly one verified SET', async () => {
-    const { store, receiver, serve } = s!;
+    const { store, receiver, serve } = s.current;
     const app = await createClient(store);
     const other = await createClient(store);
     const doomed = await createClient(store);
@@ -119,14 +125,10 @@ describe('push to a real HTTPS receiver, SQLite', () => {
 });
 
 describe('a crash between the revocation and the delivery', () => {
-  let s: Setup | undefined;
-  beforeAll(async () => {
-    s = await setUp();
-  });
-  afterAll(() => tearDown(s));
+  const s = withSetup();
 
   it('the server is killed (SIGKILL) while the receiver answers 503; after a restart the event arrives', async () => {
-    const { store, receiver } = s!;
+    const { store, receiver } = s.current;
     const app = await createClient(store);
     receiver.unavailable = true;
     const t = await issue(store, app.id, 'alice');
@@ -136,13 +138,13 @@ describe('a crash between the revocation and the delivery', () => {
     expect(receiver.refused).toBeGreaterThan(0);
     // The failed attempt is recorded (a retry due in about a second): now the server dies.
     while (Date.now() < until && (await store.json<{ last_error: string | null }[]>(['receiver', 'list']))[0]!.last_error === null) await new Promise((r) => setTimeout(r, 20));
-    await s!.serve.kill('SIGKILL');
+    await s.current.serve.kill('SIGKILL');
     receiver.unavailable = false;
     expect(receiver.accepted).toHaveLength(0);
-    s!.serve = await startServe(['--db', store.db, '--log-level', 'warn']);
+    s.current.serve = await startServe(['--db', store.db, '--log-level', 'warn']);
     // Its retry is due within seconds (had it died holding a lease mid-push: within the 30 s lease).
     await receiver.waitFor(1, 40_000);
-    const [claims] = await verifySets(s!.serve.url, receiver.accepted);
+    const [claims] = await verifySets(s.current.serve.url, receiver.accepted);
     expect(claims!.sub_id.id).toBe(t.jti);
     const listed = await store.json<{ pending: number; last_error: string | null }[]>(['receiver', 'list']);
     expect(listed[0]).toMatchObject({ pending: 0, last_error: 'HTTP 503' });
@@ -150,14 +152,10 @@ describe('a crash between the revocation and the delivery', () => {
 });
 
 describe('a receiver down for a minute', () => {
-  let s: Setup | undefined;
-  beforeAll(async () => {
-    s = await setUp();
-  });
-  afterAll(() => tearDown(s));
+  const s = withSetup();
 
   it('gets every event, in order, once it is back', async () => {
-    const { store, receiver } = s!;
+    const { store, receiver } = s.current;
     const app = await createClient(store);
     await receiver.down();
     const started = Date.now();
@@ -175,7 +173,7 @@ describe('a receiver down for a minute', () => {
     expect(listed[0]!.last_error).toMatch(/ECONNREFUSED/);
     await receiver.up();
     await receiver.waitFor(6, 45_000);
-    const claims = await verifySets(s!.serve.url, receiver.accepted);
+    const claims = await verifySets(s.current.serve.url, receiver.accepted);
     expect(claims.map((c) => c.sub_id.id)).toEqual(jtis);
     expect(receiver.duplicates()).toBe(0);
   }, 130_000);
