@@ -6,6 +6,7 @@ import { PG_URL, dropSchema, openTestStore, testSchemaName, withPg } from '../he
 import { PGBOUNCER, PGBOUNCER_SKIP_MESSAGE, startPgBouncer, type PgBouncer, type PoolMode } from '../helpers/pgbouncer.js';
 import { T0, makeClient, makeGrant } from '../helpers/records.js';
 import { describeStoreContract } from './contract.js';
+import { describeEventStoreContract } from './events-contract.js';
 
 /**
  * The PostgreSQL store through a stock PgBouncer (Debian's, no special settings), in
@@ -38,6 +39,7 @@ for (const mode of ['transaction', 'session'] as PoolMode[]) {
     });
 
     describeStoreContract(`PostgresStore via PgBouncer (${mode})`, () => openTestStore(bouncer.url));
+    describeEventStoreContract(`PostgresStore via PgBouncer (${mode})`, () => openTestStore(bouncer.url));
 
     it('opens with ?schema=, keeps every table in that schema, and nothing in public', async () => {
       const schema = testSchemaName();
@@ -48,7 +50,9 @@ for (const mode of ['transaction', 'session'] as PoolMode[]) {
         await store.insertTokens([refresh, access]);
         expect(await store.revokeToken(refresh.jti, T0 + 1, true)).toBe(true);
         expect((await store.findTokenByJti(access.jti))?.revokedAt).toBe(T0 + 1);
-        expect(await tablesIn(schema)).toEqual(['audit', 'clients', 'grants', 'migrations', 'tokenctl_meta', 'tokens']);
+        expect(await tablesIn(schema)).toEqual([
+          'audit', 'clients', 'event_deliveries', 'grants', 'migrations', 'receivers', 'security_events', 'signing_keys', 'tokenctl_meta', 'tokens',
+        ]);
         expect(await tablesIn('public')).not.toContain('tokens');
         expect(bouncer.log()).not.toMatch(/unsupported startup parameter/);
       } finally {

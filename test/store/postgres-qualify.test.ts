@@ -3,6 +3,7 @@ import { Qualifier, STORE_TABLES, qualifyTables } from '../../src/store/postgres
 import { INSERT_TOKENS, LIST_AUDIT, PURGE_BATCH, REVOKE_GRANT, STATS, listTokensQuery, revocableQuery, MINT_ACCESS, ROTATE, LOCK_REVOKED_GRANT, bulkGrantBatch } from '../../src/store/postgres/statements.js';
 import { PG_SKIP_MESSAGE, PG_URL, openTestStore } from '../helpers/pg.js';
 import { describeStoreContract } from './contract.js';
+import { describeEventStoreContract } from './events-contract.js';
 
 /**
  * The PostgreSQL store keeps no search_path on its connections (PgBouncer in transaction mode
@@ -59,7 +60,9 @@ describe('qualifyTables', () => {
     expect(qualified(bulkGrantBatch({ username: 'alice' }, 1, 10, null).sql)).toBe(2);
     expect(q(ROTATE)).toContain('SELECT 1 FROM g'); // a CTE's name stays as it is
     expect(qualified(PURGE_BATCH)).toBe(4);
-    expect(qualified(REVOKE_GRANT)).toBe(1);
+    // The tokens, the audit line, and the event: security_events, event_deliveries, receivers twice (outbox.ts).
+    expect(qualified(REVOKE_GRANT)).toBe(6);
+    expect(q(REVOKE_GRANT)).toContain('CROSS JOIN "ts".receivers rc');
     expect(qualified(STATS)).toBe(3);
     expect(q(STATS)).toContain('AS clients'); // the column alias, unqualified
     expect(qualified(LIST_AUDIT)).toBe(1);
@@ -91,4 +94,5 @@ describe.skipIf(!PG_URL)('PostgresStore without a search_path to its schema', ()
   // reached the server unqualified fails with "relation does not exist".
   const elsewhere = `${url}${url.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c search_path=tokenctl_nowhere')}`;
   describeStoreContract('PostgresStore, every statement qualified', () => openTestStore(elsewhere));
+  describeEventStoreContract('PostgresStore, every statement qualified', () => openTestStore(elsewhere));
 });

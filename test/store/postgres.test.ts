@@ -19,6 +19,10 @@ import {
 } from '../helpers/pg.js';
 import { HOUR, T0, makeClient, makeGrant, makeToken, revokeAllBulk } from '../helpers/records.js';
 import { describeStoreContract } from './contract.js';
+import { describeEventStoreContract } from './events-contract.js';
+
+/** `url` with every transaction of its connections SERIALIZABLE. */
+const serializable = (url: string) => `${url}${url.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c default_transaction_isolation=serializable')}`;
 
 /** The store's own pool, to watch its connections. */
 const poolOf = (store: PostgresStore) => (store as unknown as { db: { pool: Pool } }).db.pool;
@@ -67,6 +71,9 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
   const url = PG_URL ?? '';
 
   describeStoreContract('PostgresStore', () => openTestStore(url));
+  describeEventStoreContract('PostgresStore', () => openTestStore(url));
+  // Every transaction SERIALIZABLE (a startup option: fine on a direct connection, not through PgBouncer).
+  describeEventStoreContract('PostgresStore at SERIALIZABLE', () => openTestStore(serializable(url)));
 
   describe('on PostgreSQL', () => {
     /** Run after each test whatever happened in it: closing stores, dropping schemas. */
@@ -95,7 +102,9 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
     it('creates its schema, keeps everything in it, and keeps data across reopening', async () => {
       const schema = freshSchema();
       const a = await node(schema);
-      expect(await tablesOf(schema)).toEqual(['audit', 'clients', 'grants', 'migrations', META_TABLE, 'tokens'].sort());
+      expect(await tablesOf(schema)).toEqual(
+        ['audit', 'clients', 'event_deliveries', 'grants', 'migrations', 'receivers', 'security_events', 'signing_keys', META_TABLE, 'tokens'].sort(),
+      );
       await a.createClient(makeClient({ id: 'client-1' }));
       const { refresh, access } = makeGrant({ clientId: 'client-1' });
       await a.insertTokens([refresh, access]);
@@ -116,7 +125,8 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       await a.insertTokens([old.refresh, old.access]);
       await a.close();
       await withPg(url, schema, (db) =>
-        db.query(`CREATE INDEX audit_target ON audit (target); DROP TABLE grants; DELETE FROM migrations WHERE version > 1;
+        db.query(`CREATE INDEX audit_target ON audit (target); DROP TABLE grants, receivers, security_events, event_deliveries, signing_keys;
+          DELETE FROM migrations WHERE version > 1;
           UPDATE ${META_TABLE} SET value = '1' WHERE key = 'schema_version'`),
       );
       const b = await node(schema);

@@ -1,6 +1,7 @@
-import { StoreUnavailableError, type AuditEntry, type ClientAndToken, type MintLimit, type MintOutcome, type TokenRecord } from '../store.js';
+import { StoreUnavailableError, type AuditEntry, type ClientAndToken, type MintLimit, type MintOutcome, type RevocationEvent, type TokenRecord } from '../store.js';
 import type { Database } from './database.js';
-import { FIND_CLIENTS_AND_TOKENS, REVOKE_ONE, REVOKE_TOKENS } from './statements.js';
+import { eventParams } from './outbox.js';
+import { FIND_CLIENTS_AND_TOKENS, optionalAudit, REVOKE_ONE, REVOKE_ONE_LOGGED, REVOKE_TOKENS } from './statements.js';
 import { mintOutcome } from './writes.js';
 
 /** An answer of a batch's `run` for one item that failed alone: that call is rejected with `error`. */
@@ -95,6 +96,8 @@ export interface Revocation {
   jti: string;
   at: number;
   audit?: AuditEntry;
+  /** Written with the revocation, in the same statement (outbox.ts). */
+  event?: RevocationEvent;
 }
 
 /**
@@ -117,6 +120,7 @@ export function revokeTokens(db: Database): (items: Revocation[]) => Promise<(bo
         column((r) => r.jti), column((r) => r.at), column((r) => r.audit?.at ?? 0), column((r) => r.audit?.actor ?? ''),
         column((r) => r.audit?.action ?? ''), column((r) => r.audit?.target ?? ''), column((r) => r.audit?.count ?? 0),
         column((r) => r.audit?.detail ?? ''), column((r) => r.audit !== undefined),
+        column((r) => r.event?.id ?? null), column((r) => r.event?.at ?? null), column((r) => eventParams(r.event)[2]),
       ]);
       const revoked = new Set(rows.map((r) => r.jti));
       return items.map((r) => first.get(r.jti) === r && revoked.has(r.jti));
@@ -124,16 +128,10 @@ export function revokeTokens(db: Database): (items: Revocation[]) => Promise<(bo
   };
 }
 
-/** One revocation, with its audit line, in one statement. */
+/** One revocation, with its audit line and its event, in one statement. */
 async function revokeOne(db: Database, r: Revocation): Promise<boolean> {
-  if (r.audit === undefined) return ((await db.query(REVOKE_ONE, [r.at, r.jti])).rowCount ?? 0) === 1;
-  const a = r.audit;
-  const { rows } = await db.query<{ revoked: boolean }>(
-    `WITH r AS (UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL RETURNING 1),
-      a AS (INSERT INTO audit (at, actor, action, target, count, detail) SELECT $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM r))
-      SELECT EXISTS (SELECT 1 FROM r) AS revoked`,
-    [r.at, r.jti, a.at, a.actor, a.action, a.target, a.count, a.detail],
-  );
+  if (r.audit === undefined && r.event === undefined) return ((await db.query(REVOKE_ONE, [r.at, r.jti])).rowCount ?? 0) === 1;
+  const { rows } = await db.query<{ revoked: boolean }>(REVOKE_ONE_LOGGED, [r.at, r.jti, ...optionalAudit(r.audit), ...eventParams(r.event)]);
   return rows[0]?.revoked === true;
 }
 

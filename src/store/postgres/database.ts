@@ -66,15 +66,19 @@ export class Database {
    * Runs `work` in one transaction on one connection: committed if it returns a value, rolled
    * back if it returns a {@link Rollback} or throws. Run again whole after a deadlock or a
    * serialization failure, so `work` must do nothing but its statements.
+   *
+   * `lock`, a `LOCK TABLE` statement, is sent with the BEGIN (the same round trip): it is taken
+   * before the transaction's first snapshot, which SERIALIZABLE keeps for the whole transaction.
    */
-  async transaction<T>(work: (db: TransactionClient) => Promise<T | Rollback<T>>): Promise<T> {
+  async transaction<T>(work: (db: TransactionClient) => Promise<T | Rollback<T>>, options: { lock?: string } = {}): Promise<T> {
     this.check();
+    const begin = options.lock === undefined ? this.begin : `${this.begin}; ${this.qualify(options.lock)}`;
     return this.retrying(() =>
       withClient(this.pool, async (connection) => {
         const db: TransactionClient = {
           query: <R extends QueryResultRow = QueryResultRow>(sql: string, params: unknown[] = []) => connection.query<R>(this.qualify(sql), params),
         };
-        await connection.query(this.begin);
+        await connection.query(begin);
         try {
           const result = await work(db);
           await connection.query(result instanceof Rollback ? 'ROLLBACK' : 'COMMIT');

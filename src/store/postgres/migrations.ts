@@ -16,7 +16,7 @@ export const META_TABLE = 'tokenctl_meta';
 export const APPLICATION = 'tokenctl';
 
 /** Tables tokenctl creates: finding one of them without {@link META_TABLE} means another application's. */
-const OWN_TABLES = ['migrations', 'clients', 'tokens', 'audit', 'grants'];
+const OWN_TABLES = ['migrations', 'clients', 'tokens', 'audit', 'grants', 'receivers', 'security_events', 'event_deliveries', 'signing_keys'];
 
 /**
  * The schema history, the same shape as the SQLite store's. Never edit a migration that has
@@ -145,6 +145,64 @@ export const MIGRATIONS: readonly Migration[] = [
       DROP INDEX IF EXISTS grants_client;
       CREATE INDEX grants_user ON grants (username, grant_id);
       CREATE INDEX grants_client ON grants (client_id, grant_id);
+    `,
+  },
+  {
+    // Security events (issue 18): the outbox every revocation writes to in its own transaction
+    // (events.ts, outbox.ts), the receivers it is delivered to, and the keys SETs are signed with.
+    // No foreign keys between the outbox tables: a check per delivery would lock the receiver's row
+    // in every revocation (a multixact under load); deleteReceiver and the revocations exclude
+    // each other by a table lock instead (outbox.ts), so no delivery is left without its receiver.
+    version: 5,
+    name: 'security events: receivers, the outbox and its deliveries, signing keys',
+    sql: `
+      CREATE TABLE receivers (
+        id                TEXT PRIMARY KEY,
+        delivery          TEXT NOT NULL CHECK (delivery IN ('push', 'poll')),
+        endpoint_url      TEXT,
+        auth_header       TEXT,
+        ca_pem            TEXT,
+        client_id         TEXT,
+        audience          TEXT NOT NULL,
+        created_at        BIGINT NOT NULL,
+        -- The push deliverer holding the receiver, until lease_until (ms); 0 and NULL: nobody.
+        lease_owner       TEXT,
+        lease_until       BIGINT NOT NULL DEFAULT 0,
+        last_error        TEXT,
+        last_delivered_at BIGINT
+      );
+
+      -- seq orders the events (the order of their inserts); the payload is the RevocationEvent.
+      CREATE TABLE security_events (
+        seq     BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id      TEXT NOT NULL UNIQUE,
+        at      BIGINT NOT NULL,
+        payload JSONB NOT NULL
+      );
+
+      -- One row per event and receiver until it is delivered (push) or acknowledged (poll), then deleted.
+      CREATE TABLE event_deliveries (
+        receiver_id     TEXT NOT NULL,
+        event_seq       BIGINT NOT NULL,
+        state           TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'dead')),
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at BIGINT NOT NULL,
+        last_error      TEXT,
+        PRIMARY KEY (receiver_id, event_seq)
+      );
+      -- purgeDeliveredEvents: is an event still referred to?
+      CREATE INDEX event_deliveries_event ON event_deliveries (event_seq);
+
+      CREATE TABLE signing_keys (
+        kid         TEXT PRIMARY KEY,
+        alg         TEXT NOT NULL,
+        private_jwk TEXT NOT NULL,
+        public_jwk  TEXT NOT NULL,
+        created_at  BIGINT NOT NULL,
+        retired_at  BIGINT
+      );
+      -- One current key at most, whatever races.
+      CREATE UNIQUE INDEX signing_keys_current ON signing_keys ((retired_at IS NULL)) WHERE retired_at IS NULL;
     `,
   },
 ];

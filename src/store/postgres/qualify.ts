@@ -7,7 +7,9 @@
  */
 
 /** The tables a store owns (migrations.ts creates them): the only names ever qualified. */
-export const STORE_TABLES: readonly string[] = ['tokens', 'clients', 'audit', 'grants', 'migrations', 'tokenctl_meta'];
+export const STORE_TABLES: readonly string[] = [
+  'tokens', 'clients', 'audit', 'grants', 'migrations', 'tokenctl_meta', 'receivers', 'security_events', 'event_deliveries', 'signing_keys',
+];
 
 /** Words after which a name is a table (DML): `FROM t`, `JOIN t`, `INSERT INTO t`, `UPDATE t`, `DELETE ... USING t`, `LOCK TABLE t`. */
 const TABLE_BEFORE = new Set(['from', 'join', 'into', 'update', 'using', 'table', 'only']);

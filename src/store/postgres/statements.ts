@@ -1,4 +1,5 @@
-import type { AuditEntry, BulkSelector, TokenFilter, TokenRecord, TokenState } from '../store.js';
+import type { AuditEntry, BulkSelector, RevocationEvent, TokenFilter, TokenRecord, TokenState } from '../store.js';
+import { eventParams, oneEventCtes, outboxCtes } from './outbox.js';
 
 /*
  * The PostgreSQL store's SQL, beside the SQLite store's same statements. Rows come back under the
@@ -116,8 +117,44 @@ export const PURGE_BATCH = `WITH e AS (SELECT jti FROM tokens WHERE expires_at <
 /** The tuple before every other: a scan after it reads the whole table. */
 export const FIRST_TUPLE = '(0,0)';
 
-/** Every unrevoked token of the grant $2 (after {@link LOCK_REVOKED_GRANT}). */
-export const REVOKE_GRANT = 'UPDATE tokens SET revoked_at = $1 WHERE grant_id = $2 AND revoked_at IS NULL';
+/**
+ * Every unrevoked token of the grant $2 at $1 (after {@link LOCK_REVOKED_GRANT}), with its audit
+ * line ($3–$8 from {@link auditParams}; $9 false for none) and its event ($11–$13, outbox.ts) in
+ * the same statement: both when a token changed, their count then being how many; or, with $10,
+ * always, the count as given (the grant's token was revoked first, in the same transaction).
+ * Answers how many tokens changed (n).
+ */
+export const REVOKE_GRANT = `WITH g AS (UPDATE tokens SET revoked_at = $1 WHERE grant_id = $2 AND revoked_at IS NULL RETURNING 1),
+  changed AS (SELECT count(*) AS n FROM g),
+  a AS (INSERT INTO audit (at, actor, action, target, count, detail)
+    SELECT $3, $4, $5, $6, CASE WHEN $10::bool THEN $7::bigint ELSE changed.n END, $8 FROM changed WHERE $9::bool AND ($10::bool OR changed.n > 0)),
+  ${oneEventCtes(11, '$10::bool OR (SELECT n FROM changed) > 0')}
+  SELECT n::int AS n FROM changed`;
+
+/** The parameters of {@link REVOKE_GRANT}. */
+export function revokeGrantParams(at: number, grantId: string, audit: AuditEntry | undefined, always: boolean, event: RevocationEvent | undefined): unknown[] {
+  return [at, grantId, ...optionalAudit(audit), always, ...eventParams(event)];
+}
+
+/** {@link auditParams} and whether to write it ($n+6): all placeholders for none. */
+export function optionalAudit(audit: AuditEntry | undefined): unknown[] {
+  return audit === undefined ? [0, '', '', '', 0, '', false] : [...auditParams(audit), true];
+}
+
+/**
+ * The last look of a bulk revocation, once a batch from the first grant found the last ones:
+ * whether any grant the selector names is still unrevoked (`more`: one came in meanwhile), in a
+ * snapshot of its own; if none is, the revocation's event is written (outbox.ts).
+ */
+export function bulkRemainder(selector: Exclude<BulkSelector, { jti: string }>, event: RevocationEvent | undefined): Where {
+  const where = selectorWhere(selector, []);
+  return {
+    sql: `WITH remaining AS (SELECT EXISTS (SELECT 1 FROM grants WHERE revoked_at IS NULL AND ${where.sql}) AS more),
+      ${oneEventCtes(where.params.length + 1, 'NOT (SELECT more FROM remaining)')}
+      SELECT more FROM remaining`,
+    params: [...where.params, ...eventParams(event)],
+  };
+}
 
 /** The live tokens of the grants $2 (after {@link bulkGrantBatch} revoked and locked them). */
 export const REVOKE_GRANTS_LIVE = 'UPDATE tokens SET revoked_at = $1 WHERE grant_id = ANY($2::text[]) AND revoked_at IS NULL AND expires_at > $1';
@@ -270,17 +307,29 @@ export function auditParams(e: AuditEntry): unknown[] {
 export const REVOKE_ONE = 'UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL';
 
 /**
+ * One token ($2) revoked at $1 if it is not yet, with its audit line ($3–$9, {@link optionalAudit})
+ * and its event ($10–$12, outbox.ts) only then. Answers whether it revoked it.
+ */
+export const REVOKE_ONE_LOGGED = `WITH r AS (UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL RETURNING 1),
+  a AS (INSERT INTO audit (at, actor, action, target, count, detail) SELECT $3, $4, $5, $6, $7, $8 WHERE $9::bool AND EXISTS (SELECT 1 FROM r)),
+  ${oneEventCtes(10, 'EXISTS (SELECT 1 FROM r)')}
+  SELECT EXISTS (SELECT 1 FROM r) AS revoked`;
+
+/**
  * Single-token revocations that arrived together (revokeToken without cascade), in one statement
- * and so one commit: $1 the jtis (distinct), $2 their instants, and their audit lines ($3–$8, one
- * per token; $9 false where there is none). Each token is revoked if it is not yet, and its audit
- * line written only then; the jtis this statement revoked come back.
+ * and so one commit: $1 the jtis (distinct), $2 their instants, their audit lines ($3–$8, one
+ * per token; $9 false where there is none) and their events ($10–$12: id, at, payload; null where
+ * there is none). Each token is revoked if it is not yet, and its audit line and event written
+ * only then; the jtis this statement revoked come back.
  */
 export const REVOKE_TOKENS = `WITH q AS (
-    SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::bool[])
-      WITH ORDINALITY AS x (jti, at, audit_at, actor, action, target, count, detail, logged, i)),
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::bool[],
+        $10::text[], $11::bigint[], $12::text[])
+      WITH ORDINALITY AS x (jti, at, audit_at, actor, action, target, count, detail, logged, event_id, event_at, payload, i)),
   r AS (UPDATE tokens t SET revoked_at = q.at FROM q WHERE t.jti = q.jti AND t.revoked_at IS NULL RETURNING t.jti),
   a AS (INSERT INTO audit (at, actor, action, target, count, detail)
-    SELECT q.audit_at, q.actor, q.action, q.target, q.count, q.detail FROM q JOIN r ON r.jti = q.jti WHERE q.logged ORDER BY q.i)
+    SELECT q.audit_at, q.actor, q.action, q.target, q.count, q.detail FROM q JOIN r ON r.jti = q.jti WHERE q.logged ORDER BY q.i),
+  ${outboxCtes('SELECT q.event_id, q.event_at, q.payload FROM q JOIN r ON r.jti = q.jti ORDER BY q.i')}
   SELECT jti FROM r`;
 
 /**

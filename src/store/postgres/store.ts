@@ -24,8 +24,10 @@ import {
 import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus, RevocationEvent, SigningKeyRecord } from '../events.js';
 import { Batcher, insertMints, MAX_BATCH, MAX_MINT_BATCH, readClientsAndTokens, revokeTokens, type Mint, type Revocation } from './batching.js';
 import { Database, withClient } from './database.js';
+import { PostgresEvents } from './events.js';
 import { isUniqueViolation, mapPgError, redactUrl } from './errors.js';
 import { identify, META_TABLE, migrate } from './migrations.js';
+import { eventParams, oneEventCtes, OUTBOX_LOCK } from './outbox.js';
 import { DEFAULT_POOL_SIZE, checkSchemaName, createPool, schemaFromUrl } from './pool.js';
 import {
   auditParams,
@@ -87,6 +89,7 @@ export class PostgresStore implements TokenStore {
   private readonly mints: Batcher<Mint, MintOutcome>;
   /** Where this process's next purge batch scans for revoked tokens from (writes.ts). */
   private readonly purgeScan: PurgeScan = { from: FIRST_TUPLE };
+  private readonly events: PostgresEvents;
 
   private constructor(
     private readonly db: Database,
@@ -101,6 +104,7 @@ export class PostgresStore implements TokenStore {
     this.revocations = new Batcher(revokeTokens(db), inFlight, MAX_BATCH, commitBatch);
     // A mint batch holds its grant locks to its commit: small, so that a revocation waits little.
     this.mints = new Batcher(insertMints(db), inFlight, MAX_MINT_BATCH, commitBatch);
+    this.events = new PostgresEvents(db);
   }
 
   /**
@@ -167,14 +171,21 @@ export class PostgresStore implements TokenStore {
     return (await this.db.query<ClientRecord>(`SELECT ${CLIENT_COLUMNS} FROM clients ORDER BY created_at, id COLLATE "C"`)).rows;
   }
 
-  async deleteClient(id: string, _event?: RevocationEvent): Promise<boolean> {
-    return this.db.transaction(async (db) => {
-      // Its grants' locks first, as every grant revocation takes them: a mint under way commits
-      // first (and its token goes with the client), a later one finds the grant gone.
-      await db.query('SELECT 1 FROM grants WHERE client_id = $1 ORDER BY grant_id FOR UPDATE', [id]);
-      // Its grants and tokens go by ON DELETE CASCADE, in the same statement.
-      return (await db.query('DELETE FROM clients WHERE id = $1', [id])).rowCount === 1;
-    });
+  async deleteClient(id: string, event?: RevocationEvent): Promise<boolean> {
+    return this.db.transaction(
+      async (db) => {
+        // Its grants' locks first, as every grant revocation takes them: a mint under way commits
+        // first (and its token goes with the client), a later one finds the grant gone.
+        await db.query('SELECT 1 FROM grants WHERE client_id = $1 ORDER BY grant_id FOR UPDATE', [id]);
+        // Its grants and tokens go by ON DELETE CASCADE, in the same statement; its event with them.
+        const deleted = await db.query<{ n: number }>(
+          `WITH d AS (DELETE FROM clients WHERE id = $1 RETURNING 1), ${oneEventCtes(2, 'EXISTS (SELECT 1 FROM d)')} SELECT count(*)::int AS n FROM d`,
+          [id, ...eventParams(event)],
+        );
+        return deleted.rows[0]?.n === 1;
+      },
+      { lock: OUTBOX_LOCK },
+    );
   }
 
   async updateClientSecret(id: string, secretHash: string, at: number): Promise<boolean> {
@@ -233,21 +244,21 @@ export class PostgresStore implements TokenStore {
     return (await this.db.query<{ n: number }>(`${sql} SELECT count(*) AS n FROM tokens WHERE ${condition}`, params)).rows[0]?.n ?? 0;
   }
 
-  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry, _event?: RevocationEvent): Promise<boolean> {
-    if (cascadeGrant) return revokeWithGrant(this.db, jti, at, audit);
-    return this.revocations.add({ jti, at, audit });
+  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry, event?: RevocationEvent): Promise<boolean> {
+    if (cascadeGrant) return revokeWithGrant(this.db, jti, at, audit, event);
+    return this.revocations.add({ jti, at, audit, event });
   }
 
   async insertMintedAccess(access: TokenRecord, refreshJti: string, limit?: MintLimit): Promise<MintOutcome> {
     return this.mints.add({ access, refreshJti, limit });
   }
 
-  async revokeGrant(grantId: string, at: number, audit?: AuditEntry, _event?: RevocationEvent): Promise<number> {
-    return revokeGrant(this.db, grantId, at, audit);
+  async revokeGrant(grantId: string, at: number, audit?: AuditEntry, event?: RevocationEvent): Promise<number> {
+    return revokeGrant(this.db, grantId, at, audit, event);
   }
 
-  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string, _event?: RevocationEvent): Promise<BulkBatch> {
-    return revokeBulk(this.db, selector, at, limit, audit, resume);
+  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string, event?: RevocationEvent): Promise<BulkBatch> {
+    return revokeBulk(this.db, selector, at, limit, audit, resume, event);
   }
 
   async rotateRefreshToken(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): Promise<RotateOutcome> {
@@ -293,52 +304,53 @@ export class PostgresStore implements TokenStore {
     return this.db.poolState();
   }
 
-  // ---- security events (events.ts): not yet implemented on this store (issue 18, in progress) ----
+  // ---- security events (events.ts): receivers, deliveries and keys in events.ts; the
+  // revocations above write the outbox themselves, in their own statements (outbox.ts) ----
 
-  async createReceiver(_receiver: ReceiverRecord): Promise<void> {
-    throw notYet();
+  async createReceiver(receiver: ReceiverRecord): Promise<void> {
+    return this.events.createReceiver(receiver);
   }
-  async getReceiver(_id: string): Promise<ReceiverRecord | null> {
-    throw notYet();
+  async getReceiver(id: string): Promise<ReceiverRecord | null> {
+    return this.events.getReceiver(id);
   }
-  async findPollReceiver(_clientId: string): Promise<ReceiverRecord | null> {
-    throw notYet();
+  async findPollReceiver(clientId: string): Promise<ReceiverRecord | null> {
+    return this.events.findPollReceiver(clientId);
   }
   async listReceivers(): Promise<ReceiverStatus[]> {
-    throw notYet();
+    return this.events.listReceivers();
   }
-  async deleteReceiver(_id: string): Promise<boolean> {
-    throw notYet();
+  async deleteReceiver(id: string): Promise<boolean> {
+    return this.events.deleteReceiver(id);
   }
-  async claimPushReceivers(_owner: string, _now: number, _leaseMs: number, _limit: number, _perReceiver: number): Promise<ClaimedReceiver[]> {
-    throw notYet();
+  async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]> {
+    return this.events.claimPushReceivers(owner, now, leaseMs, limit, perReceiver);
   }
-  async settleDelivery(_owner: string, _receiverId: string, _eventId: string, _outcome: DeliveryOutcome): Promise<void> {
-    throw notYet();
+  async settleDelivery(owner: string, receiverId: string, eventId: string, outcome: DeliveryOutcome): Promise<void> {
+    return this.events.settleDelivery(owner, receiverId, eventId, outcome);
   }
-  async releaseReceiver(_owner: string, _receiverId: string): Promise<void> {
-    throw notYet();
+  async releaseReceiver(owner: string, receiverId: string): Promise<void> {
+    return this.events.releaseReceiver(owner, receiverId);
   }
-  async retryDead(_receiverId: string, _now: number): Promise<number> {
-    throw notYet();
+  async retryDead(receiverId: string, now: number): Promise<number> {
+    return this.events.retryDead(receiverId, now);
   }
-  async pendingDeliveries(_receiverId: string, _limit: number): Promise<Delivery[]> {
-    throw notYet();
+  async pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]> {
+    return this.events.pendingDeliveries(receiverId, limit);
   }
-  async ackDeliveries(_receiverId: string, _eventIds: readonly string[], _at: number): Promise<number> {
-    throw notYet();
+  async ackDeliveries(receiverId: string, eventIds: readonly string[], at: number): Promise<number> {
+    return this.events.ackDeliveries(receiverId, eventIds, at);
   }
-  async purgeDeliveredEvents(_limit: number): Promise<number> {
-    throw notYet();
+  async purgeDeliveredEvents(limit: number): Promise<number> {
+    return this.events.purgeDeliveredEvents(limit);
   }
   async listSigningKeys(): Promise<SigningKeyRecord[]> {
-    throw notYet();
+    return this.events.listSigningKeys();
   }
-  async addSigningKey(_key: SigningKeyRecord, _ifNoCurrent?: boolean): Promise<boolean> {
-    throw notYet();
+  async addSigningKey(key: SigningKeyRecord, ifNoCurrent?: boolean): Promise<boolean> {
+    return this.events.addSigningKey(key, ifNoCurrent);
   }
-  async deleteRetiredKeys(_before: number): Promise<number> {
-    throw notYet();
+  async deleteRetiredKeys(before: number): Promise<number> {
+    return this.events.deleteRetiredKeys(before);
   }
 }
 
@@ -348,8 +360,4 @@ async function currentSchema(db: PoolClient, location: string): Promise<string> 
   const schema = rows[0]?.schema;
   if (!schema) throw new Error(`cannot open ${location}: its search_path names no existing schema; name one with ?schema=NAME in the URL`);
   return schema;
-}
-
-function notYet(): Error {
-  return new Error('security events are not implemented on this store yet (issue 18)');
 }

@@ -1,8 +1,10 @@
-import type { AuditEntry, BulkBatch, BulkSelector, MintLimit, MintOutcome, RotateOutcome, TokenRecord } from '../store.js';
+import type { AuditEntry, BulkBatch, BulkSelector, MintLimit, MintOutcome, RevocationEvent, RotateOutcome, TokenRecord } from '../store.js';
 import { Rollback, type Database, type TransactionClient } from './database.js';
+import { eventParams, oneEventCtes, OUTBOX_LOCK } from './outbox.js';
 import {
   auditParams,
   bulkGrantBatch,
+  bulkRemainder,
   FIRST_TUPLE,
   INSERT_AUDIT,
   INSERT_GRANT_TOKENS,
@@ -15,6 +17,7 @@ import {
   REVOKE_GRANTS_LIVE,
   REVOKE_ONE,
   revocableQuery,
+  revokeGrantParams,
   ROTATE,
   tokenColumns,
 } from './statements.js';
@@ -26,16 +29,24 @@ import {
  * batching.ts. And purge, whose scan goes on where the last batch stopped.
  */
 
+/**
+ * A transaction that revokes, and so may write a security event: the outbox's lock is taken with
+ * its BEGIN, before its snapshot (outbox.ts).
+ */
+function revoking<T>(db: Database, work: (tx: TransactionClient) => Promise<T | Rollback<T>>): Promise<T> {
+  return db.transaction(work, { lock: OUTBOX_LOCK });
+}
+
 /** revokeToken with the cascade: the token, and its whole grant, under the grant lock. */
-export async function revokeWithGrant(db: Database, jti: string, at: number, audit?: AuditEntry): Promise<boolean> {
-  return db.transaction(async (tx) => {
+export async function revokeWithGrant(db: Database, jti: string, at: number, audit?: AuditEntry, event?: RevocationEvent): Promise<boolean> {
+  return revoking(db, async (tx) => {
     // The grant lock first, as every grant revocation; the token names its grant.
     const grantId = (await tx.query<{ grantId: string }>(LOCK_REVOKED_GRANT_OF_TOKEN, [at, jti])).rows[0]?.grantId;
     if (grantId === undefined) return new Rollback(false);
     // The row lock taken here makes this call the one that revoked it, or not.
     if ((await tx.query(REVOKE_ONE, [at, jti])).rowCount !== 1) return new Rollback(false);
-    await tx.query(REVOKE_GRANT, [at, grantId]);
-    if (audit) await tx.query(INSERT_AUDIT, auditParams(audit));
+    // The rest of the grant, the audit line and the event: one statement.
+    await tx.query(REVOKE_GRANT, revokeGrantParams(at, grantId, audit, true, event));
     return true;
   });
 }
@@ -54,15 +65,14 @@ export async function mintOutcome(db: Pick<TransactionClient, 'query'>, access: 
   return outcome.limited ? 'limited' : 'revoked'; // limited: only when nothing else stopped it
 }
 
-export async function revokeGrant(db: Database, grantId: string, at: number, audit?: AuditEntry): Promise<number> {
-  return db.transaction(async (tx) => {
+export async function revokeGrant(db: Database, grantId: string, at: number, audit?: AuditEntry, event?: RevocationEvent): Promise<number> {
+  return revoking(db, async (tx) => {
     await tx.query(LOCK_REVOKED_GRANT, [at, grantId]);
     // A statement of its own: its snapshot, taken once the lock is ours, has every token minted
     // by a transaction that held the lock before us (READ COMMITTED; at SERIALIZABLE, a mint we
-    // cannot see makes one of the two fail with a serialization error, and it runs again).
-    const revoked = (await tx.query(REVOKE_GRANT, [at, grantId])).rowCount ?? 0;
-    if (revoked > 0 && audit) await tx.query(INSERT_AUDIT, auditParams({ ...audit, count: revoked }));
-    return revoked;
+    // cannot see makes one of the two fail with a serialization error, and it runs again). The
+    // audit line and the event go with it, when it changed anything.
+    return (await tx.query<{ n: number }>(REVOKE_GRANT, revokeGrantParams(at, grantId, audit, false, event))).rows[0]?.n ?? 0;
   });
 }
 
@@ -70,30 +80,53 @@ export async function revokeGrant(db: Database, grantId: string, at: number, aud
  * A batch of grants in grant_id order, resumed after the last one revoked (`resume`). A batch
  * that finds fewer than `limit` sends the next back to the first grant: grants created behind the
  * cursor meanwhile, and ones a concurrent revocation held (FOR UPDATE waits, then skips what it
- * revoked), are found there. Done only when a batch from the first grant finds none unrevoked.
+ * revoked), are found there. Done only when a batch from the first grant finds none unrevoked:
+ * when it found the last ones, a statement of its own (a new snapshot) looks again, and the
+ * revocation's one event is written with that look, when this batch revoked a token or earlier
+ * batches ran (`resume` given).
  */
-export async function revokeBulk(db: Database, selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string): Promise<BulkBatch> {
-  if ('jti' in selector) return { revoked: await revokeJti(db, selector.jti, at, audit), more: false };
+export async function revokeBulk(
+  db: Database,
+  selector: BulkSelector,
+  at: number,
+  limit: number,
+  audit?: AuditEntry,
+  resume?: string,
+  event?: RevocationEvent,
+): Promise<BulkBatch> {
+  if ('jti' in selector) return { revoked: await revokeJti(db, selector.jti, at, audit, event), more: false };
   const max = Math.max(1, limit);
   const after = resume === undefined || resume === '' ? null : resume;
-  return db.transaction(async (tx) => {
+  return revoking(db, async (tx) => {
     const batch = bulkGrantBatch(selector, at, max, after);
     const rows = (await tx.query<{ grantId: string; last: string }>(batch.sql, batch.params)).rows;
-    if (rows.length === 0) return after === null ? { revoked: 0, more: false } : { revoked: 0, more: true, resume: '' };
-    // A statement of its own, after the grant locks: its snapshot has what mints holding them committed.
-    const revoked = (await tx.query(REVOKE_GRANTS_LIVE, [at, rows.map((r) => r.grantId)])).rowCount ?? 0;
-    if (revoked > 0 && audit) await tx.query(INSERT_AUDIT, auditParams({ ...audit, count: revoked }));
-    return { revoked, more: true, resume: rows.length < max ? '' : rows[0]!.last };
+    let revoked = 0;
+    if (rows.length > 0) {
+      // A statement of its own, after the grant locks: its snapshot has what mints holding them committed.
+      revoked = (await tx.query(REVOKE_GRANTS_LIVE, [at, rows.map((r) => r.grantId)])).rowCount ?? 0;
+      if (revoked > 0 && audit) await tx.query(INSERT_AUDIT, auditParams({ ...audit, count: revoked }));
+    }
+    if (rows.length === max) return { revoked, more: true, resume: rows[0]!.last };
+    if (after !== null) return { revoked, more: true, resume: '' };
+    const emit = revoked > 0 || resume !== undefined ? event : undefined;
+    // Nothing found from the first grant, and no event to write: this batch's own look was the last.
+    if (rows.length === 0 && emit === undefined) return { revoked: 0, more: false };
+    const last = bulkRemainder(selector, emit);
+    const more = (await tx.query<{ more: boolean }>(last.sql, last.params)).rows[0]?.more === true;
+    return more ? { revoked, more: true, resume: '' } : { revoked, more: false };
   });
 }
 
 /** `revoke --jti`: the live token, and its whole grant under the grant lock when it is a refresh token. */
-async function revokeJti(db: Database, jti: string, at: number, audit: AuditEntry | undefined): Promise<number> {
+async function revokeJti(db: Database, jti: string, at: number, audit: AuditEntry | undefined, event: RevocationEvent | undefined): Promise<number> {
   const { sql, params, condition } = revocableQuery({ jti }, at);
-  return db.transaction(async (tx) => {
+  const statement = `${sql}, u AS (UPDATE tokens SET revoked_at = $1 WHERE ${condition} RETURNING 1),
+    ${oneEventCtes(params.length + 1, 'EXISTS (SELECT 1 FROM u)')}
+    SELECT count(*)::int AS n FROM u`;
+  return revoking(db, async (tx) => {
     const named = (await tx.query<{ grantId: string; type: string }>('SELECT grant_id AS "grantId", type FROM tokens WHERE jti = $1', [jti])).rows[0];
     if (named?.type === 'refresh_token') await tx.query(LOCK_REVOKED_GRANT, [at, named.grantId]);
-    const revoked = (await tx.query(`${sql} UPDATE tokens SET revoked_at = $1 WHERE ${condition}`, params)).rowCount ?? 0;
+    const revoked = (await tx.query<{ n: number }>(statement, [...params, ...eventParams(event)])).rows[0]?.n ?? 0;
     if (revoked === 0) return new Rollback(0); // nothing live: the grant stays as it was
     if (audit) await tx.query(INSERT_AUDIT, auditParams({ ...audit, count: revoked }));
     return revoked;

@@ -1,0 +1,218 @@
+import {
+  DuplicateReceiverError,
+  type ClaimedReceiver,
+  type Delivery,
+  type DeliveryOutcome,
+  type EventStore,
+  type ReceiverRecord,
+  type ReceiverStatus,
+  type SigningKeyRecord,
+} from '../events.js';
+import { Rollback, type Database } from './database.js';
+import { isUniqueViolation } from './errors.js';
+import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './outbox.js';
+
+/** A receiver's columns under the record's names, of the table or its alias `t`. */
+function receiverColumns(t = 'receivers'): string {
+  return `${t}.id, ${t}.delivery, ${t}.endpoint_url AS "endpointUrl", ${t}.auth_header AS "authorization", ${t}.ca_pem AS "caPem",
+    ${t}.client_id AS "clientId", ${t}.audience, ${t}.created_at AS "createdAt"`;
+}
+const RECEIVER_COLUMNS = receiverColumns();
+
+const KEY_COLUMNS = 'kid, alg, private_jwk AS "privateJwk", public_jwk AS "publicJwk", created_at AS "createdAt", retired_at AS "retiredAt"';
+
+/** The pending deliveries of the receivers $1, at most $2 each, oldest first, with when the first is due. */
+const PENDING = `SELECT d.receiver_id AS "receiverId", e.payload AS event, d.attempts, d.next_attempt_at AS "nextAttemptAt"
+  FROM unnest($1::text[]) AS c (id)
+  CROSS JOIN LATERAL (SELECT receiver_id, event_seq, attempts, next_attempt_at FROM event_deliveries
+    WHERE receiver_id = c.id AND state = 'pending' ORDER BY event_seq LIMIT $2) d
+  JOIN security_events e ON e.seq = d.event_seq
+  ORDER BY d.receiver_id, d.event_seq`;
+
+/**
+ * Leases up to $4 push receivers to $1 until $2 + $3: those nobody holds (no lease, or one ended
+ * by $2) whose oldest pending delivery is due at $2, the longest unleased first. SKIP LOCKED: a
+ * receiver another claim (or a settlement) holds right now is passed over, never waited for;
+ * and a row another claim leased after this statement's snapshot is checked again, in its new
+ * version (READ COMMITTED; SERIALIZABLE fails and runs again), so each goes to one owner.
+ */
+const CLAIM = `WITH c AS (SELECT id FROM receivers r
+    WHERE delivery = 'push' AND (lease_owner IS NULL OR lease_until <= $2)
+      AND (SELECT d.next_attempt_at FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'pending' ORDER BY d.event_seq LIMIT 1) <= $2
+    ORDER BY lease_until, id COLLATE "C" LIMIT $4 FOR UPDATE SKIP LOCKED)
+  UPDATE receivers r SET lease_owner = $1, lease_until = $2::bigint + $3::bigint FROM c WHERE r.id = c.id
+  RETURNING ${receiverColumns('r')}`;
+
+/**
+ * What became of one delivery ($3, an event id) of receiver $1, said by $2: applied only while $2
+ * holds the lease, under the receiver's row lock, so that a claim by another owner waits for it
+ * or passes over the receiver, and a settlement after the lease moved on changes nothing.
+ * $4 the outcome's kind, $5 its time, $6 retryAt, $7 its error.
+ */
+const SETTLE = `WITH holder AS (SELECT id FROM receivers WHERE id = $1 AND lease_owner = $2 FOR NO KEY UPDATE),
+  d AS (SELECT d.receiver_id, d.event_seq FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
+    WHERE d.receiver_id = (SELECT id FROM holder) AND e.id = $3 AND d.state = 'pending'),
+  gone AS (DELETE FROM event_deliveries x USING d WHERE $4 = 'delivered' AND x.receiver_id = d.receiver_id AND x.event_seq = d.event_seq RETURNING 1),
+  failed AS (UPDATE event_deliveries x SET attempts = x.attempts + 1, last_error = $7,
+      state = CASE WHEN $4 = 'dead' THEN 'dead' ELSE 'pending' END, next_attempt_at = coalesce($6::bigint, x.next_attempt_at)
+    FROM d WHERE $4 <> 'delivered' AND x.receiver_id = d.receiver_id AND x.event_seq = d.event_seq RETURNING 1)
+  UPDATE receivers SET
+    last_delivered_at = CASE WHEN EXISTS (SELECT 1 FROM gone) THEN $5::bigint ELSE last_delivered_at END,
+    last_error = CASE WHEN EXISTS (SELECT 1 FROM failed) THEN $7 ELSE last_error END
+  WHERE id = (SELECT id FROM holder) AND (EXISTS (SELECT 1 FROM gone) OR EXISTS (SELECT 1 FROM failed))`;
+
+/** Acknowledged events ($2, ids) of receiver $1 at $3: their deliveries deleted; how many. */
+const ACK = `WITH gone AS (DELETE FROM event_deliveries d USING security_events e
+      WHERE d.receiver_id = $1 AND d.state = 'pending' AND d.event_seq = e.seq AND e.id = ANY($2::text[]) RETURNING 1),
+    seen AS (UPDATE receivers SET last_delivered_at = $3 WHERE id = $1 AND EXISTS (SELECT 1 FROM gone))
+  SELECT count(*)::int AS n FROM gone`;
+
+const STATUS = `SELECT ${receiverColumns('r')},
+    (SELECT count(*) FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'pending') AS pending,
+    (SELECT count(*) FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'dead') AS dead,
+    (SELECT min(e.at) FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
+      WHERE d.receiver_id = r.id AND d.state = 'pending') AS "oldestPendingAt",
+    r.last_error AS "lastError", r.last_delivered_at AS "lastDeliveredAt"
+  FROM receivers r ORDER BY r.id COLLATE "C"`;
+
+/** Up to $1 events no delivery refers to; SKIP LOCKED lets purges on several nodes share the work. */
+const PURGE_EVENTS = `WITH p AS (SELECT seq FROM security_events e
+    WHERE NOT EXISTS (SELECT 1 FROM event_deliveries d WHERE d.event_seq = e.seq) ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
+  DELETE FROM security_events WHERE seq IN (SELECT seq FROM p)`;
+
+/** Adding a key: one at a time, whatever the node, so that the current one is always retired first. */
+const KEYS_CHANGE = 'LOCK TABLE signing_keys IN SHARE ROW EXCLUSIVE MODE';
+
+type PendingRow = Delivery & { nextAttemptAt: number };
+
+/**
+ * The PostgreSQL {@link EventStore}: receivers, the outbox's deliveries and signing keys
+ * (migration 5). The revocations write the outbox themselves (outbox.ts); this is everything
+ * else, each call one statement or one short transaction, safe from any number of nodes.
+ */
+export class PostgresEvents implements EventStore {
+  constructor(private readonly db: Database) {}
+
+  async createReceiver(r: ReceiverRecord): Promise<void> {
+    try {
+      await this.db.transaction(
+        async (tx) => {
+          await tx.query(RECEIVERS_READ_TOKENS);
+          await tx.query(
+            `INSERT INTO receivers (id, delivery, endpoint_url, auth_header, ca_pem, client_id, audience, created_at)
+              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+            [r.id, r.delivery, r.endpointUrl, r.authorization, r.caPem, r.clientId, r.audience, r.createdAt],
+          );
+        },
+        { lock: RECEIVERS_CHANGE },
+      );
+    } catch (error) {
+      if (isUniqueViolation(error, 'receivers_pkey')) throw new DuplicateReceiverError(r.id);
+      throw error;
+    }
+  }
+
+  async getReceiver(id: string): Promise<ReceiverRecord | null> {
+    return (await this.db.query<ReceiverRecord>(`SELECT ${RECEIVER_COLUMNS} FROM receivers WHERE id = $1`, [id])).rows[0] ?? null;
+  }
+
+  async findPollReceiver(clientId: string): Promise<ReceiverRecord | null> {
+    const sql = `SELECT ${RECEIVER_COLUMNS} FROM receivers WHERE delivery = 'poll' AND client_id = $1 ORDER BY created_at, id COLLATE "C" LIMIT 1`;
+    return (await this.db.query<ReceiverRecord>(sql, [clientId])).rows[0] ?? null;
+  }
+
+  async listReceivers(): Promise<ReceiverStatus[]> {
+    return (await this.db.query<ReceiverStatus>(STATUS)).rows;
+  }
+
+  async deleteReceiver(id: string): Promise<boolean> {
+    return this.db.transaction(
+      async (tx) => (await tx.query('WITH d AS (DELETE FROM event_deliveries WHERE receiver_id = $1) DELETE FROM receivers WHERE id = $1', [id])).rowCount === 1,
+      { lock: RECEIVERS_CHANGE },
+    );
+  }
+
+  async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]> {
+    if (limit <= 0) return [];
+    const receivers = (await this.db.query<ReceiverRecord>(CLAIM, [owner, now, leaseMs, limit])).rows;
+    if (receivers.length === 0) return [];
+    // Read after the lease committed, in a snapshot of their own: whatever an earlier holder
+    // settled before the lease came here is in it, and nobody else settles from now on.
+    const pending = await this.pendingOf(receivers.map((r) => r.id), Math.max(1, perReceiver));
+    const claimed: ClaimedReceiver[] = [];
+    const idle: string[] = [];
+    for (const receiver of [...receivers].sort((a, b) => compare(a.id, b.id))) {
+      const mine = pending.filter((d) => d.receiverId === receiver.id);
+      // Settled by the previous holder (its lease had ended) between the claim's look and this read.
+      if (mine.length === 0 || mine[0]!.nextAttemptAt > now) idle.push(receiver.id);
+      else claimed.push({ receiver, deliveries: mine.slice(0, perReceiver).map(delivery) });
+    }
+    for (const id of idle) await this.releaseReceiver(owner, id);
+    return claimed;
+  }
+
+  async settleDelivery(owner: string, receiverId: string, eventId: string, outcome: DeliveryOutcome): Promise<void> {
+    const retryAt = outcome.kind === 'retry' ? outcome.retryAt : null;
+    const error = outcome.kind === 'delivered' ? null : outcome.error;
+    await this.db.query(SETTLE, [receiverId, owner, eventId, outcome.kind, outcome.at, retryAt, error]);
+  }
+
+  async releaseReceiver(owner: string, receiverId: string): Promise<void> {
+    await this.db.query('UPDATE receivers SET lease_owner = NULL, lease_until = 0 WHERE id = $1 AND lease_owner = $2', [receiverId, owner]);
+  }
+
+  async retryDead(receiverId: string, now: number): Promise<number> {
+    const sql = "UPDATE event_deliveries SET state = 'pending', attempts = 0, next_attempt_at = $2 WHERE receiver_id = $1 AND state = 'dead'";
+    return (await this.db.query(sql, [receiverId, now])).rowCount ?? 0;
+  }
+
+  async pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]> {
+    if (limit <= 0) return [];
+    return (await this.pendingOf([receiverId], limit)).map(delivery);
+  }
+
+  async ackDeliveries(receiverId: string, eventIds: readonly string[], at: number): Promise<number> {
+    if (eventIds.length === 0) return 0;
+    return (await this.db.query<{ n: number }>(ACK, [receiverId, eventIds, at])).rows[0]?.n ?? 0;
+  }
+
+  async purgeDeliveredEvents(limit: number): Promise<number> {
+    if (limit <= 0) return 0;
+    return (await this.db.query(PURGE_EVENTS, [limit])).rowCount ?? 0;
+  }
+
+  async listSigningKeys(): Promise<SigningKeyRecord[]> {
+    return (await this.db.query<SigningKeyRecord>(`SELECT ${KEY_COLUMNS} FROM signing_keys ORDER BY created_at DESC, kid COLLATE "C" DESC`)).rows;
+  }
+
+  async addSigningKey(key: SigningKeyRecord, ifNoCurrent = false): Promise<boolean> {
+    return this.db.transaction(
+      async (tx) => {
+        // Under the lock, with a snapshot taken after it, every key added before is seen.
+        if (!ifNoCurrent) await tx.query('UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL', [key.createdAt]);
+        else if ((await tx.query('SELECT 1 FROM signing_keys WHERE retired_at IS NULL')).rowCount !== 0) return new Rollback(false);
+        await tx.query('INSERT INTO signing_keys (kid, alg, private_jwk, public_jwk, created_at, retired_at) VALUES ($1, $2, $3, $4, $5, NULL)', [
+          key.kid, key.alg, key.privateJwk, key.publicJwk, key.createdAt,
+        ]);
+        return true;
+      },
+      { lock: KEYS_CHANGE },
+    );
+  }
+
+  async deleteRetiredKeys(before: number): Promise<number> {
+    return (await this.db.query('DELETE FROM signing_keys WHERE retired_at < $1', [before])).rowCount ?? 0;
+  }
+
+  private async pendingOf(receiverIds: string[], limit: number): Promise<PendingRow[]> {
+    return (await this.db.query<PendingRow>(PENDING, [receiverIds, limit])).rows;
+  }
+}
+
+function delivery(row: PendingRow): Delivery {
+  return { receiverId: row.receiverId, event: row.event, attempts: row.attempts };
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
