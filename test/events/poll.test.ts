@@ -6,17 +6,19 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/store/memory/index.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { TokenStore } from '../../src/store/store.js';
+import { openTestStore, PG_URL } from '../helpers/pg.js';
 import { TOKENS_REVOKED } from '../../src/events/set.js';
 import { createClient, issue, ISSUER, rfcBasic, startTestServer, type Client, type TestServer } from '../helpers/server.js';
 
 /**
  * RFC 8936 poll, the JWKS and the SSF metadata on a real socket, over the in-memory store:
  * authentication, 403 for a client that is no poll receiver, acks, moreAvailable, long poll.
- * Over the in-memory store and SQLite.
+ * Over the in-memory store, SQLite, and PostgreSQL with TOKENCTL_TEST_PG.
  */
 let server: TestServer;
 let rs: Client;
 let dir: string | undefined;
+let dropPg: (() => Promise<void>) | undefined;
 
 const STORES: [string, () => Promise<TokenStore>][] = [
   ['memory', async () => new MemoryStore()],
@@ -27,6 +29,18 @@ const STORES: [string, () => Promise<TokenStore>][] = [
       return SqliteStore.open(join(dir, 'tokens.db'));
     },
   ],
+  ...(PG_URL
+    ? ([
+        [
+          'postgres',
+          async () => {
+            const { store, cleanup } = await openTestStore(PG_URL!, { poolSize: 4 });
+            dropPg = cleanup;
+            return store;
+          },
+        ],
+      ] as [string, () => Promise<TokenStore>][])
+    : []),
 ];
 
 describe.each(STORES)('%s store', (_name, makeStore) => {
@@ -37,7 +51,9 @@ describe.each(STORES)('%s store', (_name, makeStore) => {
   });
   afterEach(async () => {
     await server.close();
-    await server.store.close().catch(() => undefined);
+    if (dropPg) await dropPg();
+    else await server.store.close().catch(() => undefined);
+    dropPg = undefined;
     if (dir) rmSync(dir, { recursive: true, force: true });
     dir = undefined;
   });

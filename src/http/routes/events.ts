@@ -100,7 +100,9 @@ export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
     scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: POLL_BODY_LIMIT }, scope.getDefaultJsonParser('error', 'error'));
     scope.setErrorHandler((err, request, reply) => sendEventsError(err, request, reply));
     // A long poll ends with what it has (nothing) when the server stops, instead of holding shutdown.
+    let closing = false;
     scope.addHook('preClose', async () => {
+      closing = true;
       for (const c of polls) c.abort();
     });
 
@@ -108,6 +110,8 @@ export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
       const receiver = await pollReceiver(deps, request);
       const body = parsePollRequest(request.body);
       const stop = new AbortController();
+      // A poll that was still authenticating when the server began to stop does not wait either.
+      if (closing) stop.abort();
       polls.add(stop);
       // Before the answer is written, 'close' means the client went away.
       reply.raw.once('close', () => stop.abort());
@@ -115,7 +119,8 @@ export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
         const outcome = await poll({ store: deps.engine.store, keys, issuer: () => deps.engine.config.issuer }, receiver, body, stop.signal);
         const errs = Object.keys(outcome.setErrs);
         if (errs.length > 0) request.log.warn({ reqId: request.id, receiver: receiver.id, setErrs: outcome.setErrs }, 'the receiver reported errors for SETs');
-        const answer = okAnswer(outcome.response);
+        // Answered because the server is stopping: the connection goes too, rather than idle in keep-alive.
+        const answer = closing ? { ...okAnswer(outcome.response), headers: { connection: 'close' } } : okAnswer(outcome.response);
         request.answered = { answer, clientId: receiver.clientId, jti: null, outcome: null };
         return replyAnswer(reply, answer);
       } finally {
