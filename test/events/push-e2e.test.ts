@@ -18,12 +18,12 @@ interface Setup {
   serve: ServeProcess;
 }
 
-async function setUp(): Promise<Setup> {
+async function setUp(serveArgs: string[] = []): Promise<Setup> {
   const store = tempStore({ inProcess: true });
   const receiver = await TestReceiver.start(store.dir);
   const added = await store.run(['receiver', 'add', 'gw', '--push', receiver.url, '--ca', receiver.caFile, '--authorization-env', 'RS_AUTH', '--json'], { env: { RS_AUTH: AUTH } });
   expect(added.code, added.stderr).toBe(0);
-  const serve = await startServe(['--db', store.db, '--log-level', 'warn', '--rotate-refresh-tokens']);
+  const serve = await startServe(['--db', store.db, '--log-level', 'warn', '--rotate-refresh-tokens', ...serveArgs], { processGroup: serveArgs.includes('--workers') });
   return { store, receiver, serve };
 }
 
@@ -35,10 +35,10 @@ async function tearDown(s: Setup | undefined): Promise<void> {
 }
 
 /** A server and a receiver for the describe block it is called in: `s.current`. */
-function withSetup(): { current: Setup } {
+function withSetup(serveArgs: string[] = []): { current: Setup } {
   const holder = {} as { current: Setup };
   beforeAll(async () => {
-    holder.current = await setUp();
+    holder.current = await setUp(serveArgs);
   });
   afterAll(() => tearDown(holder.current));
   return holder;
@@ -121,6 +121,25 @@ describe('push to a real HTTPS receiver, SQLite', () => {
     expect(payloadOf(claims[7]!)).toMatchObject({ username: 'gina', client_id: app.id });
     const listed = await store.json<{ pending: number; dead: number; last_delivered_at: number | null }[]>(['receiver', 'list']);
     expect(listed[0]).toMatchObject({ pending: 0, dead: 0, last_delivered_at: expect.any(Number) });
+  });
+});
+
+describe('serve --workers 2', () => {
+  const s = withSetup(['--workers', '2']);
+
+  it('both workers run a deliverer; each event goes out once, in order', async () => {
+    const { store, receiver, serve } = s.current;
+    const app = await createClient(store);
+    const tokens = await store.json<{ access_token: string; jti: string }[]>(['token', 'issue', '--client', app.id, '--user', 'alice', '--count', '20']);
+    // Sequential revocations over new connections: the workers share them.
+    for (const t of tokens) {
+      const res = await fetch(`${serve.url}/oauth/revocation`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', connection: 'close' }, body: new URLSearchParams({ client_id: app.id, client_secret: app.secret!, token: t.access_token }).toString() });
+      expect(res.status).toBe(200);
+    }
+    await receiver.waitFor(tokens.length, 20_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(receiver.duplicates()).toBe(0);
+    expect((await verifySets(serve.url, receiver.accepted)).map((c) => c.sub_id.id)).toEqual(tokens.map((t) => t.jti));
   });
 });
 
