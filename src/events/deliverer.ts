@@ -53,6 +53,8 @@ export interface DelivererOptions {
   perReceiver?: number;
   /** Receivers claimed at once. */
   receivers?: number;
+  /** Told of every settled push (metrics). */
+  onOutcome?: (kind: DeliveryOutcome['kind']) => void;
   /** The push itself (tests). */
   push?: typeof pushSet;
 }
@@ -152,10 +154,12 @@ export class PushDeliverer {
         const at = this.now();
         if (result.kind === 'accepted') {
           await store.settleDelivery(this.owner, receiver.id, d.event.id, { kind: 'delivered', at });
+          this.options.onOutcome?.('delivered');
           continue;
         }
         const outcome = failureOutcome(result, d.attempts, at);
         await store.settleDelivery(this.owner, receiver.id, d.event.id, outcome);
+        this.options.onOutcome?.(outcome.kind);
         this.options.log?.(outcome.kind === 'dead' ? 'error' : 'warn', { receiver: receiver.id, event: d.event.id, attempts: d.attempts + 1, error: result.error }, outcome.kind === 'dead' ? 'event delivery given up: dead letter' : 'event delivery failed; will retry');
         // A retry: the receiver's later events wait behind this one. A dead letter: go on.
         if (outcome.kind === 'retry') break;

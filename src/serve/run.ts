@@ -134,7 +134,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
     connections: { maxConnections: settings.maxConnections },
   });
   force = () => server.app.server.closeAllConnections();
-  const delivery = await startEventDelivery(engine, server.app.log);
+  const delivery = await startEventDelivery(engine, server.app.log, settings.observability?.local?.metrics);
 
   if (settings.demo) {
     out.line(demoInstructions(await prepareDemo(engine, settings.actor), server.url, certFile));

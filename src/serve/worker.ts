@@ -50,7 +50,7 @@ async function runWorker(settings: WorkerSettings): Promise<void> {
     logger: { level: settings.logLevel, stream: process.stderr },
     connections: { maxConnections: settings.maxConnections },
   });
-  const delivery = await startEventDelivery(engine, server.app.log);
+  const delivery = await startEventDelivery(engine, server.app.log, observability?.metrics);
   report({ type: 'listening', url: server.url });
 
   let stopping = false;

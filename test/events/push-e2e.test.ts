@@ -52,7 +52,7 @@ async function post(url: string, form: Record<string, string>): Promise<{ status
 const payloadOf = (claims: Record<string, any>) => claims.events[TOKENS_REVOKED]; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 describe('push to a real HTTPS receiver, SQLite', () => {
-  const s = withSetup();
+  const s = withSetup(['--metrics-port', '0']);
 
   it('every kind of revocation, from HTTP and the CLI, yields exactly one verified SET', async () => {
     const { store, receiver, serve } = s.current;
@@ -121,6 +121,9 @@ describe('push to a real HTTPS receiver, SQLite', () => {
     expect(payloadOf(claims[7]!)).toMatchObject({ username: 'gina', client_id: app.id });
     const listed = await store.json<{ pending: number; dead: number; last_delivered_at: number | null }[]>(['receiver', 'list']);
     expect(listed[0]).toMatchObject({ pending: 0, dead: 0, last_delivered_at: expect.any(Number) });
+    const metricsUrl = /metrics on (http:\/\/\S+)/.exec(serve.stderr() + serve.stdout())![1]!;
+    const scrape = await (await fetch(metricsUrl)).text();
+    expect(scrape).toMatch(new RegExp(`^tokenctl_event_deliveries_total\\{outcome="delivered"\\} ${expected.length}$`, 'm'));
   });
 });
 
