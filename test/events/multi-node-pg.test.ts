@@ -83,3 +83,51 @@ describe.runIf(PG_URL)('push from 3 nodes on PostgreSQL', () => {
     expect(listed[0]).toMatchObject({ pending: 0, dead: 0 });
   }, 90_000);
 });
+
+describe.runIf(PG_URL)('a node killed while it pushes, on PostgreSQL', () => {
+  const schema = testSchemaName();
+  const db = `${PG_URL}${(PG_URL ?? '').includes('?') ? '&' : '?'}schema=${schema}`;
+  const dir = mkdtempSync(join(tmpdir(), 'tokenctl-events-pg-'));
+  const nodes: ServeProcess[] = [];
+  let receiver: TestReceiver;
+
+  const cli = async <T>(args: string[]): Promise<T> => {
+    const r = await tokenctl([...args, '--db', db, '--json'], { timeoutMs: 20_000 });
+    if (r.code !== 0) throw new Error(`tokenctl ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+    return r.json<T>();
+  };
+  const start = async (name: string) => {
+    const node = await startServe(['--db', db, '--node', name, '--issuer', 'https://auth.example.test', '--log-level', 'warn']);
+    nodes.push(node);
+    return node;
+  };
+
+  afterAll(async () => {
+    await Promise.all(nodes.map((n) => stopServe(n).catch(() => undefined)));
+    await receiver?.down();
+    rmSync(dir, { recursive: true, force: true });
+    if (PG_URL) await dropSchema(PG_URL, schema);
+  });
+
+  it('the other node delivers the event once the dead node\'s lease ends', async () => {
+    receiver = await TestReceiver.start(dir);
+    receiver.holdMs = 60_000;
+    const c = await cli<{ client_id: string }>(['client', 'create', '--name', 'app']);
+    await cli(['receiver', 'add', 'gw', '--push', receiver.url, '--ca', receiver.caFile]);
+    const a = await start('node-a');
+    const t = await cli<{ access_token: string; jti: string }>(['token', 'issue', '--client', c.client_id, '--user', 'alice']);
+    await cli(['revoke', t.access_token]);
+    // node-a holds the receiver's lease and waits for its answer: now a second node comes, and node-a dies.
+    const until = Date.now() + 10_000;
+    while (receiver.arrived === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    expect(receiver.arrived).toBe(1);
+    const b = await start('node-b');
+    receiver.holdMs = 0;
+    await a.kill('SIGKILL');
+    await receiver.waitFor(1, 45_000);
+    expect(receiver.accepted).toHaveLength(1);
+    const [claims] = await verifySets(b.url, receiver.accepted);
+    expect(claims!.sub_id.id).toBe(t.jti);
+    expect((await cli<{ pending: number }[]>(['receiver', 'list']))[0]).toMatchObject({ pending: 0 });
+  }, 90_000);
+});

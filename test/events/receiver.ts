@@ -25,6 +25,12 @@ export class TestReceiver {
   /** Attempts answered 503. */
   refused = 0;
   unavailable = false;
+  /** Holds each request this long before answering (0: answers at once); one whose sender died meanwhile is not recorded. */
+  holdMs = 0;
+  /** Requests received so far (answered or not). */
+  arrived = 0;
+  /** Held requests whose connection closed before the answer. */
+  abandoned = 0;
   caFile = '';
   url = '';
   private server: Server | undefined;
@@ -47,6 +53,14 @@ export class TestReceiver {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
+        this.arrived++;
+        if (this.holdMs > 0) {
+          setTimeout(() => (res.destroyed || req.socket.destroyed ? this.abandoned++ : answer()), this.holdMs);
+          return;
+        }
+        answer();
+      });
+      const answer = (): void => {
         if (this.unavailable) {
           this.refused++;
           res.writeHead(503).end();
@@ -56,7 +70,7 @@ export class TestReceiver {
         const claims = JSON.parse(Buffer.from(set.split('.')[1]!, 'base64url').toString('utf8'));
         this.accepted.push({ set, claims, authorization: req.headers.authorization, contentType: req.headers['content-type'] });
         res.writeHead(202).end();
-      });
+      };
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
