@@ -7,11 +7,15 @@ import {
   type TokenRecord,
   type TokenStore,
 } from '../store/store.js';
+import { copyEvents, type EventsCopy } from './copy-events.js';
 import { MigrateError } from './errors.js';
 import { MIGRATE_ACTION, tokenTotal } from './plan.js';
+import { byKey, differingFields, noCounts, Verifier, type CopyCounts } from './verify.js';
 
 export { MigrateError, type MigrateErrorCode } from './errors.js';
 export { MIGRATE_ACTION, planMigration, type MigrationPlan, type StoreContents } from './plan.js';
+export type { CopyCounts } from './verify.js';
+export type { EventsCopy } from './copy-events.js';
 
 /*
  * Copying one store into another (`tokenctl migrate`), typically a SQLite file into PostgreSQL
@@ -27,21 +31,6 @@ export { MIGRATE_ACTION, planMigration, type MigrationPlan, type StoreContents }
 /** Tokens per page: one read of the source, one `insertTokens` transaction, the unit of progress. */
 export const DEFAULT_BATCH_SIZE = 5000;
 
-/** Differences and failures listed by name; the rest are counted. */
-const MAX_LISTED = 20;
-
-/** Counts for one kind of record. */
-export interface CopyCounts {
-  /** Records in the source. */
-  source: number;
-  /** Records written into the target by this run. */
-  copied: number;
-  /** Records the target held already (only with `merge`); left as they were. */
-  present: number;
-  /** Of `present`, those whose fields differ from the source's (the target's version was kept). */
-  differing: number;
-}
-
 export interface MigrationReport {
   clients: CopyCounts;
   tokens: CopyCounts;
@@ -54,6 +43,11 @@ export interface MigrationReport {
    */
   differences: string[];
   elapsedMs: number;
+  /**
+   * Security events (issue 18): receivers and signing keys copied, deliveries not (copy-events.ts).
+   * Absent from an interrupted run's report (they are copied after the tokens).
+   */
+  events?: EventsCopy;
   /** Stopped by the signal at a batch boundary: `tokens.source` of the source's tokens were handled. */
   interrupted?: boolean;
 }
@@ -98,7 +92,7 @@ export async function migrateStore(source: TokenStore, target: TokenStore, optio
   const total = tokenTotal(before);
 
   const clients = await copyClients(source, target, merge);
-  const tokens: CopyCounts = { source: 0, copied: 0, present: 0, differing: 0 };
+  const tokens = noCounts();
   const verify = new Verifier(target.location);
   // One page of the source at a time, in its own jti order: memory holds a page, not a store.
   // The target is asked for the same jtis (not a range: its order may differ from the source's).
@@ -120,6 +114,7 @@ export async function migrateStore(source: TokenStore, target: TokenStore, optio
   }
   const afterClients = byKey(await target.listClients(), (c) => c.id);
   for (const c of clients.records) verify.check(`client ${c.id}`, c, afterClients.get(c.id), clients.preexisting.has(c.id), clients.counts);
+  const events = await copyEvents(source, target, verify);
   verify.throwIfFailed();
 
   const audit = await copyAudit(sourceAudit, target, merge);
@@ -141,6 +136,7 @@ export async function migrateStore(source: TokenStore, target: TokenStore, optio
     verified: verify.identical,
     differences: verify.differences,
     elapsedMs: Date.now() - started,
+    events,
   };
   await target.appendAudit({
     at: Date.now(),
@@ -148,7 +144,7 @@ export async function migrateStore(source: TokenStore, target: TokenStore, optio
     action: MIGRATE_ACTION,
     target: 'store',
     count: clients.counts.copied + tokens.copied,
-    detail: `from ${source.location}: ${clients.counts.copied} clients, ${tokens.copied} tokens, ${audit.copied} audit entries copied${merge ? ' (merge)' : ''}`,
+    detail: `from ${source.location}: ${clients.counts.copied} clients, ${tokens.copied} tokens, ${audit.copied} audit entries copied${eventsDetail(events)}${merge ? ' (merge)' : ''}`,
   });
   return report;
 }
@@ -171,7 +167,7 @@ async function interrupted(
     count: clients.copied + tokens.copied,
     detail: `interrupted: from ${source.location}: ${clients.copied} clients, ${tokens.copied} of ${total} tokens copied; the audit trail not yet (run again with --merge to finish)`,
   });
-  const none: CopyCounts = { source: 0, copied: 0, present: 0, differing: 0 };
+  const none = noCounts();
   return { clients, tokens, audit: none, verified: 0, differences: [], elapsedMs: Date.now() - started, interrupted: true };
 }
 
@@ -180,7 +176,7 @@ async function copyClients(source: TokenStore, target: TokenStore, merge: boolea
   const records = await source.listClients();
   const existing = merge ? byKey(await target.listClients(), (c) => c.id) : new Map<string, ClientRecord>();
   const preexisting = new Set<string>();
-  const counts: CopyCounts = { source: records.length, copied: 0, present: 0, differing: 0 };
+  const counts = noCounts(records.length);
   for (const client of records) {
     if (existing.has(client.id)) {
       preexisting.add(client.id);
@@ -203,7 +199,7 @@ async function copyClients(source: TokenStore, target: TokenStore, merge: boolea
  * target's own ids. With merge, entries the target already has (same fields) are not repeated.
  */
 async function copyAudit(newestFirst: AuditEntry[], target: TokenStore, merge: boolean): Promise<CopyCounts> {
-  const counts: CopyCounts = { source: newestFirst.length, copied: 0, present: 0, differing: 0 };
+  const counts = noCounts(newestFirst.length);
   const have = new Map<string, number>();
   if (merge) for (const e of await target.listAudit({})) have.set(auditKey(e), (have.get(auditKey(e)) ?? 0) + 1);
   for (const entry of [...newestFirst].reverse()) {
@@ -221,57 +217,16 @@ async function copyAudit(newestFirst: AuditEntry[], target: TokenStore, merge: b
   return counts;
 }
 
-/** Compares each source record with what the target returns for it. */
-class Verifier {
-  identical = 0;
-  readonly differences: string[] = [];
-  private readonly failures: string[] = [];
-
-  constructor(private readonly location: string) {}
-
-  check<R extends object>(what: string, expected: R, actual: R | undefined, preexisting: boolean, counts: CopyCounts): void {
-    if (preexisting) counts.present++;
-    if (actual === undefined) {
-      this.failures.push(`${what} is missing`);
-      return;
-    }
-    const differs = differingFields(expected, actual);
-    if (differs.length === 0) {
-      this.identical++;
-    } else if (preexisting) {
-      counts.differing++; // the target's own version, kept on purpose
-      if (this.differences.length < MAX_LISTED) this.differences.push(`${what}: ${differs.join(', ')}`);
-    } else {
-      this.failures.push(`${what} differs in ${differs.join(', ')}`);
-    }
-  }
-
-  throwIfFailed(): void {
-    if (this.failures.length === 0) return;
-    const shown = this.failures.slice(0, 5).join('; ');
-    const more = this.failures.length > 5 ? ` and ${this.failures.length - 5} more` : '';
-    throw new MigrateError(
-      'verification_failed',
-      `${this.failures.length} records did not read back identical from ${this.location}: ${shown}${more}`,
-      'do not switch to the target; report this as a bug, with the store versions (tokenctl status)',
-    );
-  }
-}
-
-/** Field names whose values differ (every field of either record counts). */
-function differingFields(a: object, b: object): string[] {
-  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-  return [...keys].filter((k) => (a as Record<string, unknown>)[k] !== (b as Record<string, unknown>)[k]);
-}
-
 function sameStats(a: StoreStats, b: StoreStats): boolean {
   return a.clients === b.clients && TOKEN_TYPES.every((type) => differingFields(a.tokens[type], b.tokens[type]).length === 0);
 }
 
-function auditKey(e: AuditEntry): string {
-  return JSON.stringify([e.at, e.actor, e.action, e.target, e.count, e.detail]);
+/** The events part of the migration's audit line, when the source had any. */
+function eventsDetail(e: EventsCopy): string {
+  if (e.receivers.source + e.signingKeys.source === 0) return '';
+  return `, ${e.receivers.copied} receivers and ${e.signingKeys.copied} signing keys (not their ${e.deliveriesNotCopied} undelivered events)`;
 }
 
-function byKey<T>(records: T[], key: (r: T) => string): Map<string, T> {
-  return new Map(records.map((r) => [key(r), r]));
+function auditKey(e: AuditEntry): string {
+  return JSON.stringify([e.at, e.actor, e.action, e.target, e.count, e.detail]);
 }

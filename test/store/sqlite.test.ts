@@ -1,8 +1,6 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/sqlite/migrations.js';
@@ -10,12 +8,11 @@ import { openFile } from '../../src/store/sqlite/open.js';
 import { prepareStatements } from '../../src/store/sqlite/statements.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { NotAStoreError, SchemaTooNewError, StoreUnavailableError, type TokenRecord } from '../../src/store/store.js';
+import { runNode } from '../helpers/node-script.js';
 import { HOUR, MINUTE, T0, makeClient, makeGrant, makeToken, revokeAllBulk } from '../helpers/records.js';
 import { describeStoreContract, type StoreFactory } from './contract.js';
 import { describeEventStoreContract } from './events-contract.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const STORE_MODULE = path.join(ROOT, 'src/store/sqlite/index.ts');
 
 function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'tokenctl-store-'));
@@ -48,22 +45,6 @@ function readFile<T>(file: string, read: (db: Database.Database) => T): T {
   }
 }
 const mode = (file: string) => fs.statSync(file).mode & 0o777;
-
-/** Runs a script in a separate Node process that can import the TypeScript sources. */
-function runNode(script: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      cwd: ROOT,
-      env: { ...process.env, ...env, STORE_MODULE },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe('SqliteStore on disk', () => {
   let dir: string;

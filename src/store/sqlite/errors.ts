@@ -29,3 +29,13 @@ export function mapError(error: unknown, location: string): unknown {
   return error;
 }
 
+
+/** Runs `insert`; a row with the same key already there is thrown as `duplicate()` instead. */
+export function insertUnique(insert: () => unknown, duplicate: () => Error): void {
+  try {
+    insert();
+  } catch (error) {
+    if (error instanceof Database.SqliteError && /^SQLITE_CONSTRAINT_(PRIMARYKEY|UNIQUE)$/.test(error.code)) throw duplicate();
+    throw error;
+  }
+}

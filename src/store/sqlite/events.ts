@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import {
   DuplicateReceiverError,
   type ClaimedReceiver,
@@ -10,6 +10,7 @@ import {
   type RevocationEvent,
   type SigningKeyRecord,
 } from '../events.js';
+import { insertUnique } from './errors.js';
 
 /** Queues a synchronous write step for the store's next group commit (store.ts `write`). */
 export type WriteStep = <T>(step: () => T) => Promise<T>;
@@ -35,9 +36,9 @@ function prepareEventStatements(db: Database.Database) {
   return {
     // The revocation path: one lookup when nobody listens (the first row of a small table, or none).
     hasReceivers: p('SELECT 1 FROM receivers LIMIT 1').pluck(true),
-    insertEvent: p('INSERT INTO security_events (id, at, payload) VALUES (?, ?, ?)'),
+    insertEvent: p('INSERT INTO security_events (id, at, payload, refs) VALUES (?, ?, ?, (SELECT count(*) FROM receivers))'),
     fanOut: p(`INSERT INTO event_deliveries (receiver_id, event_seq, state, attempts, next_attempt_at)
-      SELECT id, @seq, 'pending', 0, @at FROM receivers`),
+      SELECT id, ?, 'pending', 0, ? FROM receivers`),
 
     insertReceiver: p(`INSERT INTO receivers (id, delivery, endpoint_url, authorization, ca_pem, client_id, audience, created_at)
       VALUES (@id, @delivery, @endpointUrl, @authorization, @caPem, @clientId, @audience, @createdAt)`),
@@ -65,8 +66,7 @@ function prepareEventStatements(db: Database.Database) {
     retryDead: p(`UPDATE event_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ? WHERE receiver_id = ? AND state = 'dead'`),
     ack: p(`DELETE FROM event_deliveries WHERE receiver_id = @receiverId AND state = 'pending'
       AND event_seq IN (SELECT seq FROM security_events WHERE id IN (SELECT value FROM json_each(@ids)))`),
-    purge: p(`DELETE FROM security_events WHERE seq IN (SELECT e.seq FROM security_events e
-      WHERE NOT EXISTS (SELECT 1 FROM event_deliveries d WHERE d.event_seq = e.seq) ORDER BY e.seq LIMIT ?)`),
+    purge: p('DELETE FROM security_events WHERE seq IN (SELECT seq FROM security_events WHERE refs = 0 ORDER BY seq LIMIT ?)'),
 
     listKeys: p(`SELECT ${KEY_COLUMNS} FROM signing_keys ORDER BY created_at DESC, kid`),
     hasCurrentKey: p('SELECT 1 FROM signing_keys WHERE retired_at IS NULL').pluck(true),
@@ -104,21 +104,12 @@ export class SqliteEvents implements EventStore {
   emitIf<T extends boolean | number>(changed: T, event: RevocationEvent | undefined): T {
     if (!changed || event === undefined || this.st.hasReceivers.get() === undefined) return changed;
     const seq = this.st.insertEvent.run(event.id, event.at, JSON.stringify(event)).lastInsertRowid;
-    this.st.fanOut.run({ seq, at: event.at });
+    this.st.fanOut.run(seq, event.at);
     return changed;
   }
 
   async createReceiver(receiver: ReceiverRecord): Promise<void> {
-    await this.write(() => {
-      try {
-        this.st.insertReceiver.run(receiver);
-      } catch (error) {
-        if (error instanceof Database.SqliteError && /^SQLITE_CONSTRAINT_(PRIMARYKEY|UNIQUE)$/.test(error.code)) {
-          throw new DuplicateReceiverError(receiver.id);
-        }
-        throw error;
-      }
-    });
+    await this.write(() => insertUnique(() => this.st.insertReceiver.run(receiver), () => new DuplicateReceiverError(receiver.id)));
   }
 
   async getReceiver(id: string): Promise<ReceiverRecord | null> {

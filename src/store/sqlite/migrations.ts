@@ -120,26 +120,32 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
       CREATE INDEX IF NOT EXISTS receivers_poll_client ON receivers (client_id) WHERE delivery = 'poll';
 
-      -- seq: the order of the commits (writers take turns on the file). payload: the RevocationEvent, JSON.
+      -- seq: the order of the commits (writers take turns on the file). payload: the RevocationEvent,
+      -- JSON. refs: how many deliveries refer to it (kept by the trigger below), so that finding the
+      -- events to purge is one look at a partial index, and a revocation writes no index for it.
       CREATE TABLE IF NOT EXISTS security_events (
         seq     INTEGER PRIMARY KEY,
         id      TEXT NOT NULL UNIQUE,
         at      INTEGER NOT NULL,
-        payload TEXT NOT NULL
+        payload TEXT NOT NULL,
+        refs    INTEGER NOT NULL
       ) STRICT;
+      CREATE INDEX IF NOT EXISTS security_events_delivered ON security_events (seq) WHERE refs = 0;
 
       -- One row per event due to a receiver, until it is delivered or acknowledged; 'dead': given up on.
       CREATE TABLE IF NOT EXISTS event_deliveries (
         receiver_id     TEXT NOT NULL REFERENCES receivers (id) ON DELETE CASCADE,
-        event_seq       INTEGER NOT NULL REFERENCES security_events (seq),
+        event_seq       INTEGER NOT NULL,
         state           TEXT NOT NULL CHECK (state IN ('pending', 'dead')),
         attempts        INTEGER NOT NULL,
         next_attempt_at INTEGER NOT NULL,
         last_error      TEXT,
         PRIMARY KEY (receiver_id, event_seq)
       ) STRICT, WITHOUT ROWID;
-      -- purgeDeliveredEvents (and the foreign key): is an event still referred to?
-      CREATE INDEX IF NOT EXISTS event_deliveries_event ON event_deliveries (event_seq);
+      -- However a delivery goes (delivered, acknowledged, its receiver removed), its event has one less.
+      CREATE TRIGGER IF NOT EXISTS event_deliveries_gone AFTER DELETE ON event_deliveries BEGIN
+        UPDATE security_events SET refs = refs - 1 WHERE seq = OLD.event_seq;
+      END;
 
       CREATE TABLE IF NOT EXISTS signing_keys (
         kid         TEXT PRIMARY KEY,

@@ -17,7 +17,7 @@ import {
 } from '../store.js';
 import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus, RevocationEvent, SigningKeyRecord } from '../events.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
-import { mapError } from './errors.js';
+import { insertUnique, mapError } from './errors.js';
 import { SqliteEvents } from './events.js';
 import { GroupCommit } from './group-commit.js';
 import { Listing } from './listing.js';
@@ -107,14 +107,7 @@ export class SqliteStore implements TokenStore {
   async createClient(client: ClientRecord): Promise<void> {
     await this.write(() => {
       this.cache.forgetClients();
-      try {
-        this.st.insertClient.run(client);
-      } catch (error) {
-        if (error instanceof Database.SqliteError && /^SQLITE_CONSTRAINT_(PRIMARYKEY|UNIQUE)$/.test(error.code)) {
-          throw new DuplicateClientError(client.id);
-        }
-        throw error;
-      }
+      insertUnique(() => this.st.insertClient.run(client), () => new DuplicateClientError(client.id));
     });
   }
 
