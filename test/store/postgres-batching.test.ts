@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/store.js';
-import type { AuditEntry, TokenRecord } from '../../src/store/store.js';
+import type { AuditEntry, RevocationEvent, TokenRecord } from '../../src/store/store.js';
 import { PG_URL, dropSchema, testSchemaName, withPg } from '../helpers/pg.js';
 import { HOUR, T0, makeClient, makeGrant, makeToken } from '../helpers/records.js';
+import { makePollReceiver, makePushReceiver } from './events-contract.js';
 
 /*
  * What the PostgreSQL store does for speed (issue 15), beyond the contract suite: calls of one
@@ -70,6 +72,27 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     expect((await store.findTokenByJti(already.jti))?.revokedAt).toBe(T0 - 1);
     const lines = await withPg(url, schema, async (db) => (await db.query<{ target: string }>('SELECT target FROM audit ORDER BY id')).rows);
     expect(lines.map((l) => l.target).sort()).toEqual(tokens.map((t) => t.jti).sort());
+  });
+
+  it('writes the events of the revocations of one turn in their one statement: one per revocation that won, for every receiver', async () => {
+    const { store } = await open();
+    await store.createReceiver(makePushReceiver('push-1'));
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+    const tokens = Array.from({ length: 12 }, () => makeToken());
+    const already = makeToken({ revokedAt: T0 - 1 });
+    await store.insertTokens([...tokens, already]);
+    const event = (t: TokenRecord): RevocationEvent => ({ id: randomUUID(), at: T0, reason: 'revoked', scope: 'token', jti: t.jti, clientId: t.clientId });
+    const query = vi.spyOn(poolOf(store), 'query');
+    // Every token twice (the second call loses, and its event is not written), one revoked before, some with audit lines.
+    const calls = [...tokens, ...tokens, already].map((t, k) => ({ t, e: event(t), audit: k % 2 ? audit(t.jti) : undefined }));
+    const answers = await Promise.all(calls.map((c) => store.revokeToken(c.t.jti, T0, false, c.audit, c.e)));
+    expect(query).toHaveBeenCalledTimes(1);
+    expect(answers).toEqual([...Array<boolean>(12).fill(true), ...Array<boolean>(13).fill(false)]);
+    const written = calls.slice(0, 12).map((c) => c.e.id).sort();
+    for (const receiver of ['push-1', 'poll-1']) {
+      expect((await store.pendingDeliveries(receiver, 100)).map((d) => d.event.id).sort()).toEqual(written);
+    }
+    expect((await store.pendingDeliveries('poll-1', 100)).find((d) => d.event.id === calls[0]!.e.id)?.event).toEqual(calls[0]!.e);
   });
 
   it('retries a failed batch one by one, so that a failing revocation fails alone', async () => {

@@ -103,7 +103,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       const schema = freshSchema();
       const a = await node(schema);
       expect(await tablesOf(schema)).toEqual(
-        ['audit', 'clients', 'event_deliveries', 'grants', 'migrations', 'receivers', 'security_events', 'signing_keys', META_TABLE, 'tokens'].sort(),
+        ['audit', 'clients', 'event_deliveries', 'grants', 'migrations', 'receiver_leases', 'receivers', 'security_events', 'signing_keys', META_TABLE, 'tokens'].sort(),
       );
       await a.createClient(makeClient({ id: 'client-1' }));
       const { refresh, access } = makeGrant({ clientId: 'client-1' });
@@ -125,7 +125,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       await a.insertTokens([old.refresh, old.access]);
       await a.close();
       await withPg(url, schema, (db) =>
-        db.query(`CREATE INDEX audit_target ON audit (target); DROP TABLE grants, receivers, security_events, event_deliveries, signing_keys;
+        db.query(`CREATE INDEX audit_target ON audit (target); DROP TABLE grants, receivers, receiver_leases, security_events, event_deliveries, signing_keys;
           DELETE FROM migrations WHERE version > 1;
           UPDATE ${META_TABLE} SET value = '1' WHERE key = 'schema_version'`),
       );

@@ -1,13 +1,4 @@
-import {
-  DuplicateReceiverError,
-  type ClaimedReceiver,
-  type Delivery,
-  type DeliveryOutcome,
-  type EventStore,
-  type ReceiverRecord,
-  type ReceiverStatus,
-  type SigningKeyRecord,
-} from '../events.js';
+import { DuplicateReceiverError, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type EventStore, type ReceiverRecord, type ReceiverStatus, type SigningKeyRecord } from '../events.js';
 import { Rollback, type Database } from './database.js';
 import { isUniqueViolation } from './errors.js';
 import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './outbox.js';
@@ -33,38 +24,39 @@ const PENDING = `SELECT d.receiver_id AS "receiverId", e.payload AS event, d.att
  * Leases up to $4 push receivers to $1 until $2 + $3: those nobody holds (no lease, or one ended
  * by $2) whose oldest pending delivery is due at $2, the longest unleased first. SKIP LOCKED: a
  * receiver another claim (or a settlement) holds right now is passed over, never waited for;
- * and a row another claim leased after this statement's snapshot is checked again, in its new
+ * and a lease another claim took after this statement's snapshot is checked again, in its new
  * version (READ COMMITTED; SERIALIZABLE fails and runs again), so each goes to one owner.
  */
-const CLAIM = `WITH c AS (SELECT id FROM receivers r
-    WHERE delivery = 'push' AND (lease_owner IS NULL OR lease_until <= $2)
-      AND (SELECT d.next_attempt_at FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'pending' ORDER BY d.event_seq LIMIT 1) <= $2
-    ORDER BY lease_until, id COLLATE "C" LIMIT $4 FOR UPDATE SKIP LOCKED)
-  UPDATE receivers r SET lease_owner = $1, lease_until = $2::bigint + $3::bigint FROM c WHERE r.id = c.id
+const CLAIM = `WITH c AS (SELECT l.receiver_id FROM receiver_leases l JOIN receivers r ON r.id = l.receiver_id
+    WHERE r.delivery = 'push' AND (l.lease_owner IS NULL OR l.lease_until <= $2)
+      AND (SELECT d.next_attempt_at FROM event_deliveries d WHERE d.receiver_id = l.receiver_id AND d.state = 'pending' ORDER BY d.event_seq LIMIT 1) <= $2
+    ORDER BY l.lease_until, l.receiver_id COLLATE "C" LIMIT $4 FOR UPDATE OF l SKIP LOCKED)
+  UPDATE receiver_leases l SET lease_owner = $1, lease_until = $2::bigint + $3::bigint FROM c, receivers r
+  WHERE l.receiver_id = c.receiver_id AND r.id = c.receiver_id
   RETURNING ${receiverColumns('r')}`;
 
 /**
  * What became of one delivery ($3, an event id) of receiver $1, said by $2: applied only while $2
- * holds the lease, under the receiver's row lock, so that a claim by another owner waits for it
+ * holds the lease, under the lease's row lock, so that a claim by another owner waits for it
  * or passes over the receiver, and a settlement after the lease moved on changes nothing.
  * $4 the outcome's kind, $5 its time, $6 retryAt, $7 its error.
  */
-const SETTLE = `WITH holder AS (SELECT id FROM receivers WHERE id = $1 AND lease_owner = $2 FOR NO KEY UPDATE),
+const SETTLE = `WITH holder AS (SELECT receiver_id AS id FROM receiver_leases WHERE receiver_id = $1 AND lease_owner = $2 FOR NO KEY UPDATE),
   d AS (SELECT d.receiver_id, d.event_seq FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
     WHERE d.receiver_id = (SELECT id FROM holder) AND e.id = $3 AND d.state = 'pending'),
   gone AS (DELETE FROM event_deliveries x USING d WHERE $4 = 'delivered' AND x.receiver_id = d.receiver_id AND x.event_seq = d.event_seq RETURNING 1),
   failed AS (UPDATE event_deliveries x SET attempts = x.attempts + 1, last_error = $7,
       state = CASE WHEN $4 = 'dead' THEN 'dead' ELSE 'pending' END, next_attempt_at = coalesce($6::bigint, x.next_attempt_at)
     FROM d WHERE $4 <> 'delivered' AND x.receiver_id = d.receiver_id AND x.event_seq = d.event_seq RETURNING 1)
-  UPDATE receivers SET
+  UPDATE receiver_leases SET
     last_delivered_at = CASE WHEN EXISTS (SELECT 1 FROM gone) THEN $5::bigint ELSE last_delivered_at END,
     last_error = CASE WHEN EXISTS (SELECT 1 FROM failed) THEN $7 ELSE last_error END
-  WHERE id = (SELECT id FROM holder) AND (EXISTS (SELECT 1 FROM gone) OR EXISTS (SELECT 1 FROM failed))`;
+  WHERE receiver_id = (SELECT id FROM holder) AND (EXISTS (SELECT 1 FROM gone) OR EXISTS (SELECT 1 FROM failed))`;
 
 /** Acknowledged events ($2, ids) of receiver $1 at $3: their deliveries deleted; how many. */
 const ACK = `WITH gone AS (DELETE FROM event_deliveries d USING security_events e
       WHERE d.receiver_id = $1 AND d.state = 'pending' AND d.event_seq = e.seq AND e.id = ANY($2::text[]) RETURNING 1),
-    seen AS (UPDATE receivers SET last_delivered_at = $3 WHERE id = $1 AND EXISTS (SELECT 1 FROM gone))
+    seen AS (UPDATE receiver_leases SET last_delivered_at = $3 WHERE receiver_id = $1 AND EXISTS (SELECT 1 FROM gone))
   SELECT count(*)::int AS n FROM gone`;
 
 const STATUS = `SELECT ${receiverColumns('r')},
@@ -72,8 +64,8 @@ const STATUS = `SELECT ${receiverColumns('r')},
     (SELECT count(*) FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'dead') AS dead,
     (SELECT min(e.at) FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
       WHERE d.receiver_id = r.id AND d.state = 'pending') AS "oldestPendingAt",
-    r.last_error AS "lastError", r.last_delivered_at AS "lastDeliveredAt"
-  FROM receivers r ORDER BY r.id COLLATE "C"`;
+    l.last_error AS "lastError", l.last_delivered_at AS "lastDeliveredAt"
+  FROM receivers r JOIN receiver_leases l ON l.receiver_id = r.id ORDER BY r.id COLLATE "C"`;
 
 /** Up to $1 events no delivery refers to; SKIP LOCKED lets purges on several nodes share the work. */
 const PURGE_EVENTS = `WITH p AS (SELECT seq FROM security_events e
@@ -99,8 +91,9 @@ export class PostgresEvents implements EventStore {
         async (tx) => {
           await tx.query(RECEIVERS_READ_TOKENS);
           await tx.query(
-            `INSERT INTO receivers (id, delivery, endpoint_url, auth_header, ca_pem, client_id, audience, created_at)
-              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+            `WITH r AS (INSERT INTO receivers (id, delivery, endpoint_url, auth_header, ca_pem, client_id, audience, created_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id)
+              INSERT INTO receiver_leases (receiver_id) SELECT id FROM r`,
             [r.id, r.delivery, r.endpointUrl, r.authorization, r.caPem, r.clientId, r.audience, r.createdAt],
           );
         },
@@ -127,7 +120,11 @@ export class PostgresEvents implements EventStore {
 
   async deleteReceiver(id: string): Promise<boolean> {
     return this.db.transaction(
-      async (tx) => (await tx.query('WITH d AS (DELETE FROM event_deliveries WHERE receiver_id = $1) DELETE FROM receivers WHERE id = $1', [id])).rowCount === 1,
+      async (tx) => {
+        const sql = `WITH d AS (DELETE FROM event_deliveries WHERE receiver_id = $1), l AS (DELETE FROM receiver_leases WHERE receiver_id = $1)
+          DELETE FROM receivers WHERE id = $1`;
+        return (await tx.query(sql, [id])).rowCount === 1;
+      },
       { lock: RECEIVERS_CHANGE },
     );
   }
@@ -158,7 +155,7 @@ export class PostgresEvents implements EventStore {
   }
 
   async releaseReceiver(owner: string, receiverId: string): Promise<void> {
-    await this.db.query('UPDATE receivers SET lease_owner = NULL, lease_until = 0 WHERE id = $1 AND lease_owner = $2', [receiverId, owner]);
+    await this.db.query('UPDATE receiver_leases SET lease_owner = NULL, lease_until = 0 WHERE receiver_id = $1 AND lease_owner = $2', [receiverId, owner]);
   }
 
   async retryDead(receiverId: string, now: number): Promise<number> {

@@ -16,7 +16,7 @@ export const META_TABLE = 'tokenctl_meta';
 export const APPLICATION = 'tokenctl';
 
 /** Tables tokenctl creates: finding one of them without {@link META_TABLE} means another application's. */
-const OWN_TABLES = ['migrations', 'clients', 'tokens', 'audit', 'grants', 'receivers', 'security_events', 'event_deliveries', 'signing_keys'];
+const OWN_TABLES = ['migrations', 'clients', 'tokens', 'audit', 'grants', 'receivers', 'receiver_leases', 'security_events', 'event_deliveries', 'signing_keys'];
 
 /**
  * The schema history, the same shape as the SQLite store's. Never edit a migration that has
@@ -154,18 +154,26 @@ export const MIGRATIONS: readonly Migration[] = [
     // in every revocation (a multixact under load); deleteReceiver and the revocations exclude
     // each other by a table lock instead (outbox.ts), so no delivery is left without its receiver.
     version: 5,
-    name: 'security events: receivers, the outbox and its deliveries, signing keys',
+    name: 'security events: receivers and their leases, the outbox and its deliveries, signing keys',
     sql: `
+      -- What the operator registered: written only by receiver add and delete. Every revocation
+      -- reads it, so nothing that changes often lives here (at SERIALIZABLE, a write to a table a
+      -- revocation read would make deliverers and revocations fail each other).
       CREATE TABLE receivers (
-        id                TEXT PRIMARY KEY,
-        delivery          TEXT NOT NULL CHECK (delivery IN ('push', 'poll')),
-        endpoint_url      TEXT,
-        auth_header       TEXT,
-        ca_pem            TEXT,
-        client_id         TEXT,
-        audience          TEXT NOT NULL,
-        created_at        BIGINT NOT NULL,
-        -- The push deliverer holding the receiver, until lease_until (ms); 0 and NULL: nobody.
+        id           TEXT PRIMARY KEY,
+        delivery     TEXT NOT NULL CHECK (delivery IN ('push', 'poll')),
+        endpoint_url TEXT,
+        auth_header  TEXT,
+        ca_pem       TEXT,
+        client_id    TEXT,
+        audience     TEXT NOT NULL,
+        created_at   BIGINT NOT NULL
+      );
+
+      -- How each receiver's delivery goes: its lease (the push deliverer holding it, until
+      -- lease_until in ms; NULL and 0: nobody) and its last outcomes. One row per receiver.
+      CREATE TABLE receiver_leases (
+        receiver_id       TEXT PRIMARY KEY,
         lease_owner       TEXT,
         lease_until       BIGINT NOT NULL DEFAULT 0,
         last_error        TEXT,

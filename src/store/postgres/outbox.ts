@@ -35,24 +35,29 @@ export const RECEIVERS_CHANGE = 'LOCK TABLE security_events IN SHARE MODE';
  */
 export const RECEIVERS_READ_TOKENS = 'SELECT 1 FROM tokens LIMIT 1';
 
+/** The CTE `dl`: one delivery per receiver for each event `ev` wrote, pending and due at the event's time. */
+const DELIVERIES = 'dl AS (INSERT INTO event_deliveries (receiver_id, event_seq, next_attempt_at) SELECT rc.id, ev.seq, ev.at FROM ev CROSS JOIN receivers rc)';
+
 /**
  * The two CTEs, `ev` and `dl`, that write the events of `rows` (a query of `id text, at bigint,
  * payload text` rows; a null id writes nothing) when a receiver exists, each with a delivery per
- * receiver, pending and due at the event's time. Add them after the statement's own CTEs.
+ * receiver. Add them after the statement's own CTEs.
  */
 export function outboxCtes(rows: string): string {
   return `ev AS (INSERT INTO security_events (id, at, payload)
       SELECT e.id, e.at, e.payload::jsonb FROM (${rows}) AS e (id, at, payload)
       WHERE e.id IS NOT NULL AND EXISTS (SELECT 1 FROM receivers) RETURNING seq, at),
-    dl AS (INSERT INTO event_deliveries (receiver_id, event_seq, next_attempt_at) SELECT rc.id, ev.seq, ev.at FROM ev CROSS JOIN receivers rc)`;
+    ${DELIVERIES}`;
 }
 
 /**
  * {@link outboxCtes} for one event in parameters `$n`, `$n+1`, `$n+2` ({@link eventParams}),
- * written when `condition` holds.
+ * written when `condition` holds: without the derived table, a quarter less to plan.
  */
 export function oneEventCtes(n: number, condition: string): string {
-  return outboxCtes(`SELECT $${n}::text, $${n + 1}::bigint, $${n + 2}::text WHERE ${condition}`);
+  return `ev AS (INSERT INTO security_events (id, at, payload) SELECT $${n}::text, $${n + 1}::bigint, $${n + 2}::jsonb
+      WHERE $${n}::text IS NOT NULL AND (${condition}) AND EXISTS (SELECT 1 FROM receivers) RETURNING seq, at),
+    ${DELIVERIES}`;
 }
 
 /** The three parameters of an event (id, at, payload), all null for none. */

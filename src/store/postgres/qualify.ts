@@ -8,7 +8,7 @@
 
 /** The tables a store owns (migrations.ts creates them): the only names ever qualified. */
 export const STORE_TABLES: readonly string[] = [
-  'tokens', 'clients', 'audit', 'grants', 'migrations', 'tokenctl_meta', 'receivers', 'security_events', 'event_deliveries', 'signing_keys',
+  'tokens', 'clients', 'audit', 'grants', 'migrations', 'tokenctl_meta', 'receivers', 'receiver_leases', 'security_events', 'event_deliveries', 'signing_keys',
 ];
 
 /** Words after which a name is a table (DML): `FROM t`, `JOIN t`, `INSERT INTO t`, `UPDATE t`, `DELETE ... USING t`, `LOCK TABLE t`. */

@@ -85,15 +85,7 @@ export async function revokeGrant(db: Database, grantId: string, at: number, aud
  * revocation's one event is written with that look, when this batch revoked a token or earlier
  * batches ran (`resume` given).
  */
-export async function revokeBulk(
-  db: Database,
-  selector: BulkSelector,
-  at: number,
-  limit: number,
-  audit?: AuditEntry,
-  resume?: string,
-  event?: RevocationEvent,
-): Promise<BulkBatch> {
+export async function revokeBulk(db: Database, selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string, event?: RevocationEvent): Promise<BulkBatch> {
   if ('jti' in selector) return { revoked: await revokeJti(db, selector.jti, at, audit, event), more: false };
   const max = Math.max(1, limit);
   const after = resume === undefined || resume === '' ? null : resume;
