@@ -22,6 +22,8 @@ export interface TokenctlMetrics {
   storeErrors: FastCounter<'operation' | 'kind'>;
   commitBatchSize: FastHistogram;
   rowCache: FastCounter<'result'>;
+  /** Security events (issue 18): push deliveries settled by this process. */
+  eventDeliveries: FastCounter<'outcome'>;
 }
 
 /** Seconds: from a cached introspection (well under a millisecond) to a request's 5 s database budget. */
@@ -123,6 +125,12 @@ export function createMetrics(poolState: () => PoolState | undefined = () => und
       name: 'tokenctl_store_row_cache_lookups_total',
       help: 'Reads answered by the kept-row cache (result="hit") or by the database ("miss")',
       labelNames: ['result'],
+      registers,
+    }),
+    eventDeliveries: new FastCounter({
+      name: 'tokenctl_event_deliveries_total',
+      help: 'Security event pushes (RFC 8935) by this server, by outcome: delivered (202), retry (failed, tried again later), dead (given up: a dead letter)',
+      labelNames: ['outcome'],
       registers,
     }),
   };

@@ -1,0 +1,43 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Engine } from '../engine/engine.js';
+import { PushDeliverer } from '../events/deliverer.js';
+import { SigningKeys } from '../events/keys.js';
+import type { TokenctlMetrics } from '../metrics/metrics.js';
+
+/** Security events in a serving process: its signing key made sure of, and its push deliverer. */
+export interface EventDelivery {
+  /** Stops the deliverer: pushes in flight are settled, leases released. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the push deliverer of this process (issue 18). Every serving process runs one, workers
+ * too: the store's leases decide which process sends to which receiver. Makes sure there is a
+ * current signing key first (of several nodes starting at once, one key wins); a store that
+ * refuses (unreachable at that moment) does not stop serve: the deliverer tries again.
+ */
+export async function startEventDelivery(engine: Engine, log: FastifyBaseLogger, metrics?: TokenctlMetrics): Promise<EventDelivery> {
+  const keys = new SigningKeys(engine.store);
+  try {
+    await keys.ensureCurrent();
+  } catch (err) {
+    // Not fatal: tokens are served, and the deliverer's housekeeping makes the key once it can.
+    log.error({ err }, 'security events: no signing key yet; events are kept and sent once the store allows');
+  }
+  const deliverer = new PushDeliverer({
+    store: engine.store,
+    keys,
+    issuer: () => engine.config.issuer,
+    owner: `${engine.config.node}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`,
+    log: (level, fields, message) => log[level](fields, message),
+    ...(metrics ? { onOutcome: outcomeCounter(metrics) } : {}),
+  });
+  deliverer.start();
+  return { stop: () => deliverer.stop() };
+}
+
+/** `tokenctl_event_deliveries_total{outcome}`, its three children bound once. */
+function outcomeCounter(metrics: TokenctlMetrics): (kind: 'delivered' | 'retry' | 'dead') => void {
+  const children = { delivered: metrics.eventDeliveries.labels('delivered'), retry: metrics.eventDeliveries.labels('retry'), dead: metrics.eventDeliveries.labels('dead') };
+  return (kind) => children[kind].inc();
+}
