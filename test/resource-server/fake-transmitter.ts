@@ -50,7 +50,7 @@ export async function startFakeTransmitter(audience = 'rs'): Promise<FakeTransmi
   const queue: { jti: string; jws: string }[] = [];
   const waiters: (() => void)[] = [];
   let counter = 0;
-  let server: Server;
+
 
   const body = (req: IncomingMessage) =>
     new Promise<string>((resolve) => {
@@ -98,7 +98,7 @@ export async function startFakeTransmitter(audience = 'rs'): Promise<FakeTransmi
       }),
   };
 
-  server = createServer(async (req, res) => {
+  const server: Server = createServer(async (req, res) => {
     const path = req.url ?? '';
     if (req.method === 'GET' && path === '/.well-known/oauth-authorization-server') return json(res, 200, { issuer: fake.issuer });
     if (req.method === 'GET' && path === '/.well-known/jwks.json') return json(res, 200, { keys: keys.map((k) => k.publicJwk) });
