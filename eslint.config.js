@@ -7,7 +7,7 @@ import tseslint from 'typescript-eslint';
  * named in `layers` (written `../cli/…`, `../../engine/…`), and the packages in `packages`.
  * Import cycles are checked by scripts/check-cycles.js, also in `npm run lint`.
  */
-const ABOVE_STORE = ['engine', 'cli', 'commands', 'http', 'serve', 'remote', 'migrate', 'main'];
+const ABOVE_STORE = ['engine', 'events', 'cli', 'commands', 'http', 'serve', 'remote', 'migrate', 'main'];
 
 /**
  * `no-restricted-imports` for `patterns` (regular expressions over the specifier), and the same
@@ -46,6 +46,8 @@ const LAYERS = [
   overStoreInterface('src/migrate/**/*.ts', 'a migration'),
   // Stores: nothing above them.
   layer(['src/store/**/*.ts'], ABOVE_STORE, 'a store imports nothing above the store layer', ['@oclif', 'fastify', '@fastify', 'chalk']),
+  // Security events (signing, poll, push): the store interface and the engine's types, never the CLI, HTTP or serve.
+  layer(['src/events/**/*.ts'], ['cli', 'commands', 'http', 'serve', 'main', 'migrate', 'remote', 'metrics'], 'events/ is below http/ and serve/: it imports the store interface and the engine, not them', ['@oclif', 'fastify', '@fastify', 'chalk', 'pg', 'better-sqlite3']),
   // HTTP: the engine below it, never the CLI, the commands, serve or the start-up.
   layer(['src/http/**/*.ts'], ['cli', 'commands', 'serve', 'main', 'migrate', 'remote'], 'http/ is below the CLI and serve: it imports the engine, not them', ['@oclif']),
   // serve: the process around the HTTP server, below the commands (errors are ServeError).

@@ -10,9 +10,15 @@ import ProfileAdd from './profile/add.js';
 import ProfileList from './profile/list.js';
 import ProfileRemove from './profile/remove.js';
 import Purge from './purge.js';
+import ReceiverAdd from './receiver/add.js';
+import ReceiverList from './receiver/list.js';
+import ReceiverRemove from './receiver/remove.js';
+import ReceiverRetry from './receiver/retry.js';
 import Refresh from './refresh.js';
 import Revoke from './revoke.js';
 import Serve from './serve.js';
+import SigningKeyList from './signing-key/list.js';
+import SigningKeyRotate from './signing-key/rotate.js';
 import Status from './status.js';
 import TokenIssue from './token/issue.js';
 import TokenList from './token/list.js';
@@ -32,9 +38,15 @@ export const COMMANDS = {
   'profile:list': ProfileList,
   'profile:remove': ProfileRemove,
   purge: Purge,
+  'receiver:add': ReceiverAdd,
+  'receiver:list': ReceiverList,
+  'receiver:remove': ReceiverRemove,
+  'receiver:retry': ReceiverRetry,
   refresh: Refresh,
   revoke: Revoke,
   serve: Serve,
+  'signing-key:list': SigningKeyList,
+  'signing-key:rotate': SigningKeyRotate,
   status: Status,
   'token:issue': TokenIssue,
   'token:list': TokenList,

@@ -1,4 +1,4 @@
-import type { AuditEntry, AuditFilter, BulkSelector, ClientRecord, TokenFilter, TokenRecord, TokenStore } from '../store/store.js';
+import type { AuditEntry, AuditFilter, BulkSelector, ClientRecord, ReceiverRecord, TokenFilter, TokenRecord, TokenStore } from '../store/store.js';
 import { ClientAuthenticator, type AuthenticatorOptions } from './authenticator.js';
 import { listAudit } from './audit.js';
 import type { PresentedCredentials } from './client-auth.js';
@@ -11,6 +11,7 @@ import { inspect, introspectionOf } from './introspect.js';
 import { issueGrants, issueTokens, type IssueInput } from './issue.js';
 import { countPurgeable, countTokens, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
 import { failedFor, type ClientRequest, type RefreshRequest } from './client-requests.js';
+import * as receivers from './receivers.js';
 import { refresh, refreshAsOperator } from './refresh.js';
 import type { ClientOutcome, ClientView, Inspection, IntrospectionResult, RevocationResult, TokenResponse, TokenView } from './results.js';
 import { countBulk, revokeAsOperator, revokeBulk, revokeFound, type BulkOptions, type BulkRevocation } from './revoke.js';
@@ -182,5 +183,27 @@ export class Engine {
   }
   audit(filter: AuditFilter): Promise<AuditEntry[]> {
     return listAudit(this.ctx, filter);
+  }
+
+  // ---- security event receivers (issue 18) ------------------------------------------------------
+  addReceiver(input: receivers.AddReceiverInput, actor: string): Promise<receivers.ReceiverView> {
+    return receivers.addReceiver(this.ctx, input, actor);
+  }
+  listReceivers(): Promise<receivers.ReceiverStatusView[]> {
+    return receivers.listReceivers(this.ctx);
+  }
+  receiverStatus(id: string): Promise<receivers.ReceiverStatusView> {
+    return receivers.receiverStatus(this.ctx, id);
+  }
+  removeReceiver(id: string, actor: string): Promise<void> {
+    return receivers.removeReceiver(this.ctx, id, actor);
+  }
+  /** Requeues the receiver's dead letters; returns how many. */
+  retryReceiver(id: string, actor: string): Promise<number> {
+    return receivers.retryReceiver(this.ctx, id, actor);
+  }
+  /** RFC 8936: authenticates the client (spec part 5) and returns the poll receiver it polls as, or AccessDeniedError. */
+  async authenticatePollReceiver(credentials: PresentedCredentials, source?: string): Promise<ReceiverRecord> {
+    return receivers.pollReceiverOf(this.ctx, await this.authenticate(credentials, source));
   }
 }

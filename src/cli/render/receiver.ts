@@ -1,0 +1,63 @@
+import type { ReceiverStatusView, ReceiverView } from '../../engine/receivers.js';
+import type { SigningKeyView } from '../../events/keys.js';
+import { fields, plural, table } from './layout.js';
+import { color } from './style.js';
+import { formatInstant, formatSpan } from './time.js';
+
+function where(r: ReceiverView): string {
+  return r.delivery === 'push' ? (r.endpoint_url ?? '') : `poll as client ${r.client_id ?? ''}`;
+}
+
+/** `receiver add`: what was registered (the Authorization value never). */
+export function renderReceiverAdded(r: ReceiverView): string {
+  return [
+    color.green(`Added ${r.delivery} receiver ${color.bold(r.id)}`),
+    '',
+    fields([
+      ['delivery', r.delivery === 'push' ? 'push (RFC 8935)' : 'poll (RFC 8936): POST /events/poll'],
+      [r.delivery === 'push' ? 'endpoint' : 'client', where(r).replace(/^poll as client /, '')],
+      ['audience', r.audience],
+      ['authorization', r.delivery === 'push' ? (r.authorization ? 'sent (not shown)' : 'none') : undefined],
+      ['ca', r.ca ? 'own CA trusted' : undefined],
+    ]),
+    '',
+    color.dim('Every revocation from now on is delivered to it.'),
+  ].join('\n');
+}
+
+/** `receiver list`: one row per receiver, with its backlog and its last error. */
+export function renderReceiverList(receivers: ReceiverStatusView[], now: number): string {
+  if (receivers.length === 0) return color.dim('No receivers. Add one with: tokenctl receiver add ID --push URL (or --poll --client CLIENT_ID)');
+  const rows = receivers.map((r) => [
+    r.id,
+    r.delivery,
+    where(r),
+    String(r.pending),
+    r.dead > 0 ? color.red(String(r.dead)) : '0',
+    r.oldest_pending_at === null ? '-' : formatSpan(Math.max(0, now - r.oldest_pending_at)),
+    r.last_delivered_at === null ? '-' : formatInstant(r.last_delivered_at, now),
+    r.last_error === null ? '' : color.yellow(r.last_error),
+  ]);
+  return table(['ID', 'DELIVERY', 'WHERE', 'PENDING', 'DEAD', 'OLDEST', 'LAST DELIVERED', 'LAST ERROR'], rows);
+}
+
+export function renderReceiverRemoved(id: string, lost: number): string {
+  return color.green(`Removed receiver ${color.bold(id)}`) + (lost > 0 ? color.dim(` (${plural(lost, 'pending or dead delivery', 'pending or dead deliveries')} dropped)`) : '');
+}
+
+export function renderReceiverRetried(id: string, requeued: number): string {
+  return requeued === 0 ? color.dim(`Receiver ${id} has no dead deliveries.`) : color.green(`Requeued ${plural(requeued, 'dead delivery', 'dead deliveries')} of ${color.bold(id)}: they go out now, in order.`);
+}
+
+/** `signing-key list`. */
+export function renderSigningKeys(keys: SigningKeyView[], now: number): string {
+  if (keys.length === 0) return color.dim('No signing key yet: serve makes one at start, or run tokenctl signing-key rotate');
+  const rows = keys.map((k) => [
+    k.kid,
+    k.alg,
+    k.current ? color.green('current') : k.published ? 'retired, published' : color.dim('retired'),
+    formatInstant(k.createdAt, now),
+    k.retiredAt === null ? '-' : formatInstant(k.retiredAt, now),
+  ]);
+  return table(['KID', 'ALG', 'STATE', 'CREATED', 'RETIRED'], rows);
+}

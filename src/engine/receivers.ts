@@ -1,0 +1,193 @@
+import { X509Certificate } from 'node:crypto';
+import { DuplicateReceiverError, type ClientRecord, type ReceiverRecord, type ReceiverStatus } from '../store/store.js';
+import { audit } from './audit.js';
+import type { EngineContext } from './context.js';
+import { InvalidInputError, NotFoundError, TokenctlError } from './errors.js';
+
+/**
+ * Receivers of security events (issue 18): the resource servers told of every revocation, by
+ * push (RFC 8935: tokenctl POSTs each SET to their endpoint) or poll (RFC 8936: they POST to
+ * tokenctl's poll endpoint as a registered client). Registered by the operator with the CLI.
+ */
+
+/** Letters, digits, `.`, `_`, `-`; 1 to 64 characters. */
+const RECEIVER_ID = /^[A-Za-z0-9._-]{1,64}$/;
+/** Plain http:// is accepted only to these hosts (development: a receiver on this machine). */
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/** The authenticated client is not the client of a poll receiver (RFC 8935 §2.4 `access_denied`). */
+export class AccessDeniedError extends TokenctlError {
+  readonly code = 'access_denied';
+}
+
+export type AddReceiverInput =
+  | {
+      id: string;
+      delivery: 'push';
+      endpointUrl: string;
+      /** The Authorization header value to send; never printed. */
+      authorization?: string;
+      /** PEM of a CA to trust for the endpoint, besides the system's. */
+      caPem?: string;
+      audience?: string;
+    }
+  | { id: string; delivery: 'poll'; clientId: string; audience?: string };
+
+/** A receiver as the CLI shows it: never its Authorization value, nor its CA's PEM. */
+export interface ReceiverView {
+  id: string;
+  delivery: 'push' | 'poll';
+  endpoint_url: string | null;
+  client_id: string | null;
+  audience: string;
+  /** Whether an Authorization header is sent (its value is never shown). */
+  authorization: boolean;
+  /** Whether a CA of its own is trusted for the endpoint. */
+  ca: boolean;
+  created_at: number;
+}
+
+/** A receiver and how its deliveries stand (`receiver list`). */
+export interface ReceiverStatusView extends ReceiverView {
+  pending: number;
+  dead: number;
+  oldest_pending_at: number | null;
+  last_error: string | null;
+  last_delivered_at: number | null;
+}
+
+export function receiverView(r: ReceiverRecord): ReceiverView {
+  return {
+    id: r.id,
+    delivery: r.delivery,
+    endpoint_url: r.endpointUrl,
+    client_id: r.clientId,
+    audience: r.audience,
+    authorization: r.authorization !== null,
+    ca: r.caPem !== null,
+    created_at: r.createdAt,
+  };
+}
+
+function statusView(s: ReceiverStatus): ReceiverStatusView {
+  return {
+    ...receiverView(s),
+    pending: s.pending,
+    dead: s.dead,
+    oldest_pending_at: s.oldestPendingAt,
+    last_error: s.lastError,
+    last_delivered_at: s.lastDeliveredAt,
+  };
+}
+
+/** A push endpoint: https://, or http:// to this machine only (development). No credentials in it. */
+export function checkPushUrl(value: string): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidInputError(`the push URL "${value}" is not a URL`);
+  }
+  if (url.protocol === 'http:' && !LOOPBACK_HOSTS.has(url.hostname)) {
+    throw new InvalidInputError('the push URL must be https:// (plain http:// only to 127.0.0.1, [::1] or localhost, for development)');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new InvalidInputError('the push URL must be https://');
+  if (url.username !== '' || url.password !== '') throw new InvalidInputError('the push URL must not hold credentials: use --authorization-env or --authorization-file');
+  if (url.hash !== '') throw new InvalidInputError('the push URL must not have a #fragment');
+  return url;
+}
+
+function checkAuthorization(value: string): string {
+  const v = value.trim();
+  if (v === '' || v.length > 4096 || /[\r\n\0]/.test(v)) {
+    throw new InvalidInputError('the Authorization value must be one line of 1 to 4096 characters (e.g. "Bearer …")');
+  }
+  return v;
+}
+
+function checkCa(pem: string): string {
+  try {
+    new X509Certificate(pem);
+  } catch {
+    throw new InvalidInputError('the CA file is not a PEM certificate');
+  }
+  return pem;
+}
+
+function checkAudience(value: string | undefined, fallback: string): string {
+  if (value === undefined) return fallback;
+  if (value.trim() === '' || value.length > 512) throw new InvalidInputError('the audience must be 1 to 512 characters');
+  return value;
+}
+
+/**
+ * Registers a receiver. The SETs' `aud` is `audience`, by default the push endpoint's origin
+ * (`https://rs.example:8443`) or, for poll, the receiver's id.
+ */
+export async function addReceiver(ctx: EngineContext, input: AddReceiverInput, actor: string): Promise<ReceiverView> {
+  if (!RECEIVER_ID.test(input.id)) throw new InvalidInputError(`receiver id "${input.id}" must be 1 to 64 letters, digits, ".", "_" or "-"`);
+  let record: ReceiverRecord;
+  if (input.delivery === 'push') {
+    const url = checkPushUrl(input.endpointUrl);
+    record = {
+      id: input.id,
+      delivery: 'push',
+      endpointUrl: url.href,
+      authorization: input.authorization === undefined ? null : checkAuthorization(input.authorization),
+      caPem: input.caPem === undefined ? null : checkCa(input.caPem),
+      clientId: null,
+      audience: checkAudience(input.audience, url.origin),
+      createdAt: ctx.clock.now(),
+    };
+  } else {
+    const client = await ctx.store.getClient(input.clientId);
+    if (!client) throw new NotFoundError(`no client with id "${input.clientId}": a poll receiver authenticates as a registered client`);
+    if (client.secretHash === null) throw new InvalidInputError(`client "${input.clientId}" is public: a poll receiver must authenticate with a secret (a confidential client)`);
+    const other = await ctx.store.findPollReceiver(client.id);
+    if (other) throw new InvalidInputError(`client "${client.id}" already polls as receiver "${other.id}": one poll receiver per client`);
+    record = { id: input.id, delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId: client.id, audience: checkAudience(input.audience, input.id), createdAt: ctx.clock.now() };
+  }
+  try {
+    await ctx.store.createReceiver(record);
+  } catch (err) {
+    if (err instanceof DuplicateReceiverError) throw new InvalidInputError(err.message);
+    throw err;
+  }
+  await audit(ctx, actor, 'receiver.add', `receiver:${record.id}`, 1, record.delivery);
+  return receiverView(record);
+}
+
+export async function listReceivers(ctx: EngineContext): Promise<ReceiverStatusView[]> {
+  return (await ctx.store.listReceivers()).map(statusView);
+}
+
+/** One receiver and how its deliveries stand, or NotFoundError. */
+export async function receiverStatus(ctx: EngineContext, id: string): Promise<ReceiverStatusView> {
+  const found = (await ctx.store.listReceivers()).find((r) => r.id === id);
+  if (!found) throw new NotFoundError(`no receiver with id "${id}"`);
+  return statusView(found);
+}
+
+/** Removes a receiver with its pending and dead deliveries. */
+export async function removeReceiver(ctx: EngineContext, id: string, actor: string): Promise<void> {
+  if (!(await ctx.store.deleteReceiver(id))) throw new NotFoundError(`no receiver with id "${id}"`);
+  await audit(ctx, actor, 'receiver.remove', `receiver:${id}`, 1, '');
+}
+
+/** Requeues a receiver's dead letters, due now. Returns how many. */
+export async function retryReceiver(ctx: EngineContext, id: string, actor: string): Promise<number> {
+  if (!(await ctx.store.getReceiver(id))) throw new NotFoundError(`no receiver with id "${id}"`);
+  const n = await ctx.store.retryDead(id, ctx.clock.now());
+  await audit(ctx, actor, 'receiver.retry', `receiver:${id}`, n, 'dead deliveries requeued');
+  return n;
+}
+
+/**
+ * RFC 8936 §2.4 / SSF: the poll receiver that `client` polls as, or AccessDeniedError. The client
+ * has been authenticated (spec part 5) by the caller, as at the introspection endpoint.
+ */
+export async function pollReceiverOf(ctx: EngineContext, client: ClientRecord): Promise<ReceiverRecord> {
+  const receiver = await ctx.store.findPollReceiver(client.id);
+  if (!receiver) throw new AccessDeniedError(`client "${client.id}" is not registered as a poll receiver (tokenctl receiver add ID --poll --client ${client.id})`);
+  return receiver;
+}

@@ -1,0 +1,142 @@
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
+import type { EventStore, SigningKeyRecord } from '../store/store.js';
+
+/** The JWS algorithm of every SET (common wire decision): ECDSA P-256 with SHA-256. */
+export const SET_ALG = 'ES256';
+/** A current key older than this is replaced by a new one (automatic rotation). */
+export const KEY_ROTATION_MS = 90 * 24 * 3_600_000;
+/** A retired key stays in the JWKS this long, for SETs signed before it was retired. */
+export const RETIRED_KEY_PUBLISHED_MS = 7 * 24 * 3_600_000;
+/** How long a process signs with the current key it read before reading the store again. */
+const CURRENT_KEY_TTL_MS = 5_000;
+
+/** A key ready to sign with. */
+export interface SigningKey {
+  kid: string;
+  key: CryptoKey;
+}
+
+/** A public key as the JWKS publishes it. */
+export type PublicJwk = JWK & { kid: string; alg: string; use: 'sig' };
+
+/** A new ES256 key pair, its `kid` the RFC 7638 JWK thumbprint of the public key. */
+export async function newSigningKey(now: number): Promise<SigningKeyRecord> {
+  const { publicKey, privateKey } = await generateKeyPair(SET_ALG, { extractable: true });
+  const pub = await exportJWK(publicKey);
+  const kid = await calculateJwkThumbprint(pub, 'sha256');
+  const priv = await exportJWK(privateKey);
+  return {
+    kid,
+    alg: SET_ALG,
+    privateJwk: JSON.stringify({ ...priv, kid, alg: SET_ALG }),
+    publicJwk: JSON.stringify({ ...pub, kid, alg: SET_ALG, use: 'sig' }),
+    createdAt: now,
+    retiredAt: null,
+  };
+}
+
+/** A key record as `signing-key list` shows it: never the private key. */
+export interface SigningKeyView {
+  kid: string;
+  alg: string;
+  createdAt: number;
+  retiredAt: number | null;
+  /** Whether the JWKS publishes it (current, or retired less than 7 days ago). */
+  published: boolean;
+  current: boolean;
+}
+
+/**
+ * The keys SETs are signed with (issue 18), kept in the store so that every node signs with the
+ * same current key and publishes the same JWKS. Rotation adds a new current key; the retired one
+ * stays in the JWKS for {@link RETIRED_KEY_PUBLISHED_MS}, then is deleted.
+ */
+export class SigningKeys {
+  private cached: { at: number; key: SigningKey } | undefined;
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * Makes sure there is a current key (serve's start: of several nodes starting at once, one key
+   * wins) and rotates it when older than {@link KEY_ROTATION_MS}. Returns the current key's kid.
+   */
+  async ensureCurrent(): Promise<string> {
+    let current = await this.currentRecord();
+    if (!current) {
+      await this.store.addSigningKey(await newSigningKey(this.now()), true);
+      current = await this.currentRecord();
+    } else if (this.now() - current.createdAt >= KEY_ROTATION_MS) {
+      current = await this.rotate();
+    }
+    if (!current) throw new Error('no current signing key after adding one');
+    return current.kid;
+  }
+
+  /** Adds a new current key; the previous one is retired and stays published for 7 days. */
+  async rotate(): Promise<SigningKeyRecord> {
+    const key = await newSigningKey(this.now());
+    await this.store.addSigningKey(key);
+    this.cached = undefined;
+    return key;
+  }
+
+  /** The key to sign with now: the store's current key, read again every few seconds. */
+  async current(): Promise<SigningKey> {
+    const now = this.now();
+    if (this.cached && now - this.cached.at < CURRENT_KEY_TTL_MS) return this.cached.key;
+    let record = await this.currentRecord();
+    if (!record) {
+      await this.ensureCurrent();
+      record = await this.currentRecord();
+      if (!record) throw new Error('no current signing key');
+    }
+    if (this.cached?.key.kid !== record.kid) {
+      this.cached = { at: now, key: { kid: record.kid, key: (await importJWK(JSON.parse(record.privateJwk) as JWK, record.alg)) as CryptoKey } };
+    } else {
+      this.cached.at = now;
+    }
+    return this.cached.key;
+  }
+
+  /** The JWKS (RFC 7517 §5): the current key and the keys retired less than 7 days ago. Read per call: it must name every key any node signs with. */
+  async jwks(): Promise<{ keys: PublicJwk[] }> {
+    const now = this.now();
+    let keys = (await this.store.listSigningKeys()).filter((k) => isPublished(k, now));
+    if (keys.length === 0) {
+      // No key yet (a server started without serve's start-up, as tests do): make the first one.
+      await this.ensureCurrent();
+      keys = (await this.store.listSigningKeys()).filter((k) => isPublished(k, now));
+    }
+    return { keys: keys.map((k) => JSON.parse(k.publicJwk) as PublicJwk) };
+  }
+
+  /** Every key, newest first, without its private part. */
+  async list(): Promise<SigningKeyView[]> {
+    const now = this.now();
+    return (await this.store.listSigningKeys()).map((k) => ({
+      kid: k.kid,
+      alg: k.alg,
+      createdAt: k.createdAt,
+      retiredAt: k.retiredAt,
+      published: isPublished(k, now),
+      current: k.retiredAt === null,
+    }));
+  }
+
+  /** Housekeeping: rotation when due, and keys out of the JWKS deleted. Returns how many were deleted. */
+  async maintain(): Promise<number> {
+    await this.ensureCurrent();
+    return this.store.deleteRetiredKeys(this.now() - RETIRED_KEY_PUBLISHED_MS);
+  }
+
+  private async currentRecord(): Promise<SigningKeyRecord | undefined> {
+    return (await this.store.listSigningKeys()).find((k) => k.retiredAt === null);
+  }
+}
+
+function isPublished(k: SigningKeyRecord, now: number): boolean {
+  return k.retiredAt === null || now - k.retiredAt < RETIRED_KEY_PUBLISHED_MS;
+}

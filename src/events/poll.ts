@@ -1,0 +1,117 @@
+import { InvalidRequestError } from '../engine/errors.js';
+import type { EventStore, ReceiverRecord } from '../store/store.js';
+import type { SigningKeys } from './keys.js';
+import { signSet } from './set.js';
+
+/** RFC 8936 §2.4: `maxEvents` when the request has none, and the most one answer holds. */
+export const DEFAULT_MAX_EVENTS = 100;
+export const MAX_EVENTS = 1000;
+/** How long a long poll (`returnImmediately: false`) waits for an event at most. */
+export const LONG_POLL_MS = 25_000;
+/** How often a long poll looks at the store again. */
+export const LONG_POLL_CHECK_MS = 100;
+
+/** An error the receiver reports for one SET (RFC 8936 §2.4.3, the error codes of RFC 8935 §2.4). */
+export interface SetError {
+  err: string;
+  description?: string;
+}
+
+/** A poll request's body (RFC 8936 §2.4), checked. */
+export interface PollRequest {
+  maxEvents: number;
+  returnImmediately: boolean;
+  ack: string[];
+  setErrs: Record<string, SetError>;
+}
+
+/** RFC 8936 §2.5: the answer. */
+export interface PollResponse {
+  sets: Record<string, string>;
+  moreAvailable: boolean;
+}
+
+/** What the poll did, for the log line besides the answer. */
+export interface PollOutcome {
+  response: PollResponse;
+  /** Deliveries the acks (and error reports) removed. */
+  acknowledged: number;
+  /** The error reports received, by SET jti. */
+  setErrs: Record<string, SetError>;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Reads an RFC 8936 request body; throws InvalidRequestError naming what is wrong. */
+export function parsePollRequest(body: unknown): PollRequest {
+  if (body === undefined || body === null) body = {};
+  if (!isObject(body)) throw new InvalidRequestError('The poll request must be a JSON object (RFC 8936 §2.4)');
+  const { maxEvents = DEFAULT_MAX_EVENTS, returnImmediately = false, ack = [], setErrs = {} } = body;
+  if (typeof maxEvents !== 'number' || !Number.isInteger(maxEvents) || maxEvents < 0 || maxEvents > MAX_EVENTS) {
+    throw new InvalidRequestError(`maxEvents must be a whole number from 0 to ${MAX_EVENTS}`, 'maxEvents');
+  }
+  if (typeof returnImmediately !== 'boolean') throw new InvalidRequestError('returnImmediately must be true or false', 'returnImmediately');
+  if (!Array.isArray(ack) || ack.length > MAX_EVENTS || !ack.every((j) => typeof j === 'string')) {
+    throw new InvalidRequestError(`ack must be an array of at most ${MAX_EVENTS} SET jti strings`, 'ack');
+  }
+  if (!isObject(setErrs) || Object.keys(setErrs).length > MAX_EVENTS) throw new InvalidRequestError('setErrs must be an object of SET jti to {err, description}', 'setErrs');
+  const errs: Record<string, SetError> = {};
+  for (const [jti, e] of Object.entries(setErrs)) {
+    if (!isObject(e) || typeof e.err !== 'string' || (e.description !== undefined && typeof e.description !== 'string')) {
+      throw new InvalidRequestError('each member of setErrs must be {"err": string, "description"?: string}', 'setErrs');
+    }
+    errs[jti] = { err: e.err.slice(0, 100), ...(e.description !== undefined ? { description: e.description.slice(0, 500) } : {}) };
+  }
+  return { maxEvents, returnImmediately, ack: ack as string[], setErrs: errs };
+}
+
+export interface PollDeps {
+  store: EventStore;
+  keys: SigningKeys;
+  /** The issuer, read when signing (serve learns its URL once listening). */
+  issuer: () => string;
+  now?: () => number;
+}
+
+/**
+ * One RFC 8936 poll by `receiver`: acknowledges `ack` and the SETs reported in `setErrs` (the
+ * receiver has them; an error report is its last word on that SET), then answers up to
+ * `maxEvents` pending SETs, oldest first, signed now. With `returnImmediately: false` and nothing
+ * pending it waits, looking again every {@link LONG_POLL_CHECK_MS}, until an event is pending,
+ * {@link LONG_POLL_MS} pass, or `signal` aborts (the client left, the server is stopping).
+ */
+export async function poll(deps: PollDeps, receiver: ReceiverRecord, request: PollRequest, signal?: AbortSignal): Promise<PollOutcome> {
+  const now = deps.now ?? Date.now;
+  const done = [...request.ack, ...Object.keys(request.setErrs)];
+  const acknowledged = done.length > 0 ? await deps.store.ackDeliveries(receiver.id, done, now()) : 0;
+  const outcome = (response: PollResponse): PollOutcome => ({ response, acknowledged, setErrs: request.setErrs });
+  if (request.maxEvents === 0) {
+    return outcome({ sets: {}, moreAvailable: (await deps.store.pendingDeliveries(receiver.id, 1)).length > 0 });
+  }
+  const until = now() + LONG_POLL_MS;
+  let pending = await deps.store.pendingDeliveries(receiver.id, request.maxEvents + 1);
+  while (pending.length === 0 && !request.returnImmediately && now() < until && !signal?.aborted) {
+    await sleep(LONG_POLL_CHECK_MS, signal);
+    pending = await deps.store.pendingDeliveries(receiver.id, request.maxEvents + 1);
+  }
+  const sets: Record<string, string> = {};
+  if (pending.length > 0) {
+    const key = await deps.keys.current();
+    const issuer = deps.issuer();
+    const at = now();
+    for (const d of pending.slice(0, request.maxEvents)) sets[d.event.id] = await signSet(d.event, issuer, receiver.audience, key, at);
+  }
+  return outcome({ sets, moreAvailable: pending.length > request.maxEvents });
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

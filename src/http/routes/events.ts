@@ -1,0 +1,152 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { parseBasicAuthorization } from '../../engine/client-auth.js';
+import { InvalidClientError } from '../../engine/errors.js';
+import { AccessDeniedError } from '../../engine/receivers.js';
+import { SigningKeys } from '../../events/keys.js';
+import { parsePollRequest, poll } from '../../events/poll.js';
+import { TOKENS_REVOKED } from '../../events/set.js';
+import type { ReceiverRecord } from '../../store/store.js';
+import { okAnswer, replyAnswer, type Answer } from '../answer.js';
+import type { HandlerDeps } from '../endpoints/endpoint.js';
+import { errorAnswer, failureFacts, pathOf } from '../error-answer.js';
+
+/** RFC 8936 poll endpoint. */
+export const POLL_PATH = '/events/poll';
+/** RFC 7517 key set of the SET signing keys. */
+export const JWKS_PATH = '/.well-known/jwks.json';
+/** OpenID SSF 1.0 §7.1 transmitter metadata. */
+export const SSF_CONFIGURATION_PATH = '/.well-known/ssf-configuration';
+/** OpenID SSF 1.0 §8.1.1: the stream configuration, read only, of the authenticated poll receiver. */
+export const SSF_STREAM_PATH = '/ssf/stream';
+/** A poll body is a few hundred acks at most: 1000 jtis of 36 characters and their quotes. */
+const POLL_BODY_LIMIT = 64 * 1024;
+
+export const DELIVERY_PUSH = 'urn:ietf:rfc:8935';
+export const DELIVERY_POLL = 'urn:ietf:rfc:8936';
+
+/** SSF 1.0 §7.1: what a receiver learns of the transmitter, and what tokenctl adds (`tokenctl_*`). */
+export function transmitterMetadata(issuer: string): Record<string, unknown> {
+  const base = issuer.replace(/\/+$/, '');
+  return {
+    spec_version: '1_0',
+    issuer,
+    jwks_uri: base + JWKS_PATH,
+    delivery_methods_supported: [DELIVERY_PUSH, DELIVERY_POLL],
+    // Read only: streams are made with `tokenctl receiver add`, not by the receivers.
+    configuration_endpoint: base + SSF_STREAM_PATH,
+    authorization_schemes: [{ spec_urn: 'urn:ietf:rfc:6749' }],
+    default_subjects: 'ALL',
+    tokenctl_poll_endpoint: base + POLL_PATH,
+    tokenctl_events_supported: [TOKENS_REVOKED],
+  };
+}
+
+/** SSF 1.0 §8.1.1: one receiver's stream, as it is (never its Authorization value). */
+export function streamConfiguration(issuer: string, r: ReceiverRecord): Record<string, unknown> {
+  const base = issuer.replace(/\/+$/, '');
+  return {
+    stream_id: r.id,
+    iss: issuer,
+    aud: r.audience,
+    events_supported: [TOKENS_REVOKED],
+    events_requested: [TOKENS_REVOKED],
+    events_delivered: [TOKENS_REVOKED],
+    delivery: r.delivery === 'poll' ? { method: DELIVERY_POLL, endpoint_url: base + POLL_PATH } : { method: DELIVERY_PUSH, endpoint_url: r.endpointUrl },
+    description: 'tokenctl revocation events: drop the cached introspection answers each event covers',
+  };
+}
+
+/** RFC 8935 §2.4 error codes for what the engine's errors become on these routes. */
+const SET_ERRORS: Record<string, string> = { invalid_client: 'authentication_failed', access_denied: 'access_denied', invalid_request: 'invalid_request' };
+
+/**
+ * An error on the event routes, in RFC 8935 §2.3's shape `{"err", "description"}` (RFC 8936 uses
+ * it too), classified by the server's one table (status, headers, unexpected) and written by the
+ * one answer writer, so that logs and metrics see it like any other.
+ */
+function eventsErrorAnswer(err: unknown, request: FastifyRequest): Answer & { unexpected: boolean } {
+  if (err instanceof AccessDeniedError) {
+    return { status: 403, headers: undefined, payload: JSON.stringify({ err: 'access_denied', description: err.message }), noStore: true, errorCode: 'access_denied', reason: null, unexpected: false };
+  }
+  const a = errorAnswer(err, pathOf(request), request.headers.authorization);
+  const body = JSON.parse(a.payload) as { message: string };
+  const code = SET_ERRORS[a.errorCode] ?? a.errorCode;
+  return { ...a, payload: JSON.stringify({ err: code, description: body.message }) };
+}
+
+function sendEventsError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const a = eventsErrorAnswer(err, request);
+  if (a.unexpected) request.log.error({ reqId: request.id, err }, 'unexpected error');
+  request.answered = { answer: a, jti: null, ...failureFacts(err) };
+  return replyAnswer(reply, a);
+}
+
+/** The client of the request, by HTTP Basic (as at the introspection endpoint), and the poll receiver it is. */
+async function pollReceiver(deps: HandlerDeps, request: FastifyRequest): Promise<ReceiverRecord> {
+  const header = request.headers.authorization;
+  if (header === undefined) throw new InvalidClientError('', 'no_credentials');
+  return deps.engine.authenticatePollReceiver(parseBasicAuthorization(header), request.ip);
+}
+
+/**
+ * The security event routes (issue 18), on fastify only: POST /events/poll (RFC 8936), the JWKS,
+ * the SSF transmitter metadata and the read-only stream configuration. In a plugin of their own,
+ * so that JSON bodies are parsed here only (every other endpoint takes forms, contract 3).
+ */
+export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
+  const keys = new SigningKeys(deps.engine.store);
+  const polls = new Set<AbortController>();
+  void app.register(async (scope) => {
+    scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: POLL_BODY_LIMIT }, scope.getDefaultJsonParser('error', 'error'));
+    scope.setErrorHandler((err, request, reply) => sendEventsError(err, request, reply));
+    // A long poll ends with what it has (nothing) when the server stops, instead of holding shutdown.
+    scope.addHook('preClose', async () => {
+      for (const c of polls) c.abort();
+    });
+
+    scope.post(POLL_PATH, async (request, reply) => {
+      const receiver = await pollReceiver(deps, request);
+      const body = parsePollRequest(request.body);
+      const stop = new AbortController();
+      polls.add(stop);
+      // Before the answer is written, 'close' means the client went away.
+      reply.raw.once('close', () => stop.abort());
+      try {
+        const outcome = await poll({ store: deps.engine.store, keys, issuer: () => deps.engine.config.issuer }, receiver, body, stop.signal);
+        const errs = Object.keys(outcome.setErrs);
+        if (errs.length > 0) request.log.warn({ reqId: request.id, receiver: receiver.id, setErrs: outcome.setErrs }, 'the receiver reported errors for SETs');
+        const answer = okAnswer(outcome.response);
+        request.answered = { answer, clientId: receiver.clientId, jti: null, outcome: null };
+        return replyAnswer(reply, answer);
+      } finally {
+        polls.delete(stop);
+      }
+    });
+
+    scope.get(SSF_STREAM_PATH, async (request, reply) => {
+      const receiver = await pollReceiver(deps, request);
+      const answer = okAnswer(streamConfiguration(deps.engine.config.issuer, receiver));
+      request.answered = { answer, clientId: receiver.clientId, jti: null, outcome: null };
+      return replyAnswer(reply, answer);
+    });
+
+    scope.route({
+      method: ['GET', 'HEAD'],
+      url: JWKS_PATH,
+      handler: async (_request, reply) => {
+        // Read per request: it must name every key any node signs with. Short-lived in caches: a rotation shows within a minute.
+        const payload = JSON.stringify(await keys.jwks());
+        return replyAnswer(reply, { status: 200, headers: { 'cache-control': 'max-age=60' }, payload, noStore: false, errorCode: null, reason: null });
+      },
+    });
+
+    scope.route({
+      method: ['GET', 'HEAD'],
+      url: SSF_CONFIGURATION_PATH,
+      handler: async (_request, reply) => {
+        const payload = JSON.stringify(transmitterMetadata(deps.engine.config.issuer));
+        return replyAnswer(reply, { status: 200, headers: { 'cache-control': 'max-age=300' }, payload, noStore: false, errorCode: null, reason: null });
+      },
+    });
+  });
+}

@@ -1,0 +1,87 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, issue, tempStore, type TempStore } from '../helpers/cli.js';
+
+/** receiver add|list|remove|retry and signing-key list|rotate through their --json output, on a SQLite store. */
+describe('receiver commands', () => {
+  let store: TempStore;
+  beforeAll(() => {
+    store = tempStore({ inProcess: true });
+  });
+  afterAll(() => store.cleanup());
+
+  it('adds a push receiver with an Authorization from the environment, never shown back', async () => {
+    const secret = 'Bearer very-secret-receiver-credential';
+    const r = await store.run(['receiver', 'add', 'gw', '--push', 'https://rs.example.test:8443/events', '--authorization-env', 'RS_AUTH', '--json'], { env: { RS_AUTH: secret } });
+    expect(r.code).toBe(0);
+    expect(r.json()).toMatchObject({ id: 'gw', delivery: 'push', endpoint_url: 'https://rs.example.test:8443/events', audience: 'https://rs.example.test:8443', authorization: true, ca: false });
+    const human = await store.run(['receiver', 'list']);
+    expect(human.stdout).toMatch(/gw\s+push\s+https:\/\/rs\.example\.test:8443\/events/);
+    const list = await store.run(['receiver', 'list', '--json']);
+    for (const out of [r.stdout, human.stdout, list.stdout]) expect(out).not.toContain('very-secret');
+    expect(list.json()).toEqual([expect.objectContaining({ id: 'gw', pending: 0, dead: 0, oldest_pending_at: null, last_error: null, last_delivered_at: null })]);
+  });
+
+  it('adds a poll receiver for a confidential client; its audience is its id', async () => {
+    const client = await createClient(store);
+    expect(await store.json(['receiver', 'add', 'rs-poll', '--poll', '--client', client.id])).toMatchObject({ delivery: 'poll', client_id: client.id, audience: 'rs-poll', endpoint_url: null });
+    // One poll receiver per client.
+    expect((await store.run(['receiver', 'add', 'rs-poll-2', '--poll', '--client', client.id])).code).toBe(2);
+  });
+
+  it('refuses what cannot be a receiver, with clear errors', async () => {
+    const pub = await createClient(store, ['--public']);
+    const cases: [string[], RegExp][] = [
+      [['receiver', 'add', 'x1', '--push', 'http://rs.example.test/events'], /must be https/],
+      [['receiver', 'add', 'x2', '--push', 'not a url'], /not a URL/],
+      [['receiver', 'add', 'x3', '--push', 'https://user:pw@rs.example.test/'], /credentials/],
+      [['receiver', 'add', 'bad id!', '--push', 'https://rs.example.test/'], /letters, digits/],
+      [['receiver', 'add', 'x4', '--poll', '--client', 'no-such-client'], /no client/],
+      [['receiver', 'add', 'x5', '--poll', '--client', pub.id], /public/],
+      [['receiver', 'add', 'gw', '--push', 'https://rs.example.test/'], /already exists/],
+      [['receiver', 'add', 'x6', '--push', 'https://rs.example.test/', '--authorization-env', 'NOT_SET_ANYWHERE'], /not set/],
+      [['receiver', 'add', 'x7'], /push|poll/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await store.run(args);
+      expect(r.code, args.join(' ')).not.toBe(0);
+      expect(r.stderr, args.join(' ')).toMatch(message);
+    }
+    // Plain http:// to this machine is fine (development).
+    expect((await store.run(['receiver', 'add', 'dev', '--push', 'http://127.0.0.1:9999/events', '--json'])).code).toBe(0);
+    const caFile = join(store.dir, 'not-a-ca.pem');
+    writeFileSync(caFile, 'hello');
+    expect((await store.run(['receiver', 'add', 'x8', '--push', 'https://rs.example.test/', '--ca', caFile])).stderr).toMatch(/not a PEM certificate/);
+  });
+
+  it('counts pending deliveries per receiver; remove asks before dropping them, and needs --yes without a terminal', async () => {
+    const client = await createClient(store);
+    const t = await issue(store, client.id, 'alice');
+    expect((await store.run(['revoke', t.access_token, '--json'])).code).toBe(0);
+    const list = await store.json<{ id: string; pending: number; oldest_pending_at: number | null }[]>(['receiver', 'list']);
+    for (const r of list) {
+      expect(r.pending, r.id).toBe(1);
+      expect(r.oldest_pending_at).toEqual(expect.any(Number));
+    }
+    const refused = await store.run(['receiver', 'remove', 'dev']);
+    expect(refused.code).toBe(5);
+    expect(refused.stderr).toMatch(/--yes/);
+    expect(await store.json(['receiver', 'remove', 'dev', '--yes'])).toEqual({ id: 'dev', dropped: 1 });
+    expect((await store.run(['receiver', 'remove', 'dev', '--yes'])).code).toBe(4);
+    expect(await store.json(['receiver', 'retry', 'gw'])).toEqual({ id: 'gw', requeued: 0 });
+    expect((await store.run(['receiver', 'retry', 'nobody'])).code).toBe(4);
+  });
+
+  it('signing-key rotate makes a new current key; list shows the old one retired and published', async () => {
+    const first = await store.json<{ kid: string }>(['signing-key', 'rotate']);
+    const second = await store.json<{ kid: string }>(['signing-key', 'rotate']);
+    expect(second.kid).not.toBe(first.kid);
+    const keys = await store.json<{ kid: string; current: boolean; published: boolean }[]>(['signing-key', 'list']);
+    expect(keys.slice(0, 2)).toMatchObject([
+      { kid: second.kid, current: true, published: true },
+      { kid: first.kid, current: false, published: true },
+    ]);
+    expect(JSON.stringify(keys)).not.toMatch(/"d"|privateJwk/);
+  });
+});
