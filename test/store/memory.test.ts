@@ -1,7 +1,11 @@
 import { MemoryStore } from '../../src/store/memory/index.js';
-import { describeStoreContract } from './contract.js';
+import { describeStoreContract, type StoreFactory } from './contract.js';
+import { describeEventStoreContract } from './events-contract.js';
 
-describeStoreContract('MemoryStore', async () => {
+const factory: StoreFactory = async () => {
   const store = new MemoryStore();
   return { store, cleanup: () => store.close() };
-});
+};
+
+describeStoreContract('MemoryStore', factory);
+describeEventStoreContract('MemoryStore', factory);

@@ -11,7 +11,8 @@ import { prepareStatements } from '../../src/store/sqlite/statements.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { NotAStoreError, SchemaTooNewError, StoreUnavailableError, type TokenRecord } from '../../src/store/store.js';
 import { HOUR, MINUTE, T0, makeClient, makeGrant, makeToken, revokeAllBulk } from '../helpers/records.js';
-import { describeStoreContract } from './contract.js';
+import { describeStoreContract, type StoreFactory } from './contract.js';
+import { describeEventStoreContract } from './events-contract.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const STORE_MODULE = path.join(ROOT, 'src/store/sqlite/index.ts');
@@ -20,7 +21,7 @@ function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'tokenctl-store-'));
 }
 
-describeStoreContract('SqliteStore', async () => {
+const factory: StoreFactory = async () => {
   const dir = tempDir();
   const store = await SqliteStore.open(path.join(dir, 'tokens.db'));
   return {
@@ -30,7 +31,10 @@ describeStoreContract('SqliteStore', async () => {
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
-});
+};
+
+describeStoreContract('SqliteStore', factory);
+describeEventStoreContract('SqliteStore', factory);
 
 /** The store's own connection, for the one test that must shorten its busy timeout. */
 const connectionOf = (store: SqliteStore) => (store as unknown as { db: Database.Database }).db;

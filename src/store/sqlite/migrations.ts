@@ -96,6 +96,63 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'grant index by issue time',
     sql: 'DROP INDEX IF EXISTS tokens_grant; CREATE INDEX tokens_grant ON tokens (grant_id, issued_at);',
   },
+  {
+    // Security events (issue 18, store/events.ts): the receivers, the outbox a revocation writes in
+    // its own transaction (one event, one delivery per receiver, nothing without receivers), and
+    // the keys the events are signed with. IF NOT EXISTS, as 2 and 3 are: applying it twice is harmless.
+    version: 4,
+    name: 'security events: receivers, outbox, signing keys',
+    sql: `
+      -- A push receiver is leased to one deliverer at a time: lease_owner until lease_until (ms).
+      CREATE TABLE IF NOT EXISTS receivers (
+        id                TEXT PRIMARY KEY,
+        delivery          TEXT NOT NULL CHECK (delivery IN ('push', 'poll')),
+        endpoint_url      TEXT,
+        authorization     TEXT,
+        ca_pem            TEXT,
+        client_id         TEXT,
+        audience          TEXT NOT NULL,
+        created_at        INTEGER NOT NULL,
+        lease_owner       TEXT,
+        lease_until       INTEGER NOT NULL DEFAULT 0,
+        last_error        TEXT,
+        last_delivered_at INTEGER
+      ) STRICT;
+      CREATE INDEX IF NOT EXISTS receivers_poll_client ON receivers (client_id) WHERE delivery = 'poll';
+
+      -- seq: the order of the commits (writers take turns on the file). payload: the RevocationEvent, JSON.
+      CREATE TABLE IF NOT EXISTS security_events (
+        seq     INTEGER PRIMARY KEY,
+        id      TEXT NOT NULL UNIQUE,
+        at      INTEGER NOT NULL,
+        payload TEXT NOT NULL
+      ) STRICT;
+
+      -- One row per event due to a receiver, until it is delivered or acknowledged; 'dead': given up on.
+      CREATE TABLE IF NOT EXISTS event_deliveries (
+        receiver_id     TEXT NOT NULL REFERENCES receivers (id) ON DELETE CASCADE,
+        event_seq       INTEGER NOT NULL REFERENCES security_events (seq),
+        state           TEXT NOT NULL CHECK (state IN ('pending', 'dead')),
+        attempts        INTEGER NOT NULL,
+        next_attempt_at INTEGER NOT NULL,
+        last_error      TEXT,
+        PRIMARY KEY (receiver_id, event_seq)
+      ) STRICT, WITHOUT ROWID;
+      -- purgeDeliveredEvents (and the foreign key): is an event still referred to?
+      CREATE INDEX IF NOT EXISTS event_deliveries_event ON event_deliveries (event_seq);
+
+      CREATE TABLE IF NOT EXISTS signing_keys (
+        kid         TEXT PRIMARY KEY,
+        alg         TEXT NOT NULL,
+        private_jwk TEXT NOT NULL,
+        public_jwk  TEXT NOT NULL,
+        created_at  INTEGER NOT NULL,
+        retired_at  INTEGER
+      ) STRICT;
+      -- At most one current key, whoever adds it.
+      CREATE UNIQUE INDEX IF NOT EXISTS signing_keys_current ON signing_keys ((retired_at IS NULL)) WHERE retired_at IS NULL;
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

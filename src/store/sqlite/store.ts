@@ -18,6 +18,7 @@ import {
 import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus, RevocationEvent, SigningKeyRecord } from '../events.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { mapError } from './errors.js';
+import { SqliteEvents } from './events.js';
 import { GroupCommit } from './group-commit.js';
 import { Listing } from './listing.js';
 import { openFile, WAL_AUTOCHECKPOINT_PAGES, type SqliteOpenOptions } from './open.js';
@@ -51,6 +52,8 @@ export class SqliteStore implements TokenStore {
   private readonly st: ReturnType<typeof prepareStatements>;
   private readonly tx: ReturnType<typeof prepareTransactions>;
   private readonly listing: Listing;
+  /** Security events (events.ts): receivers, the outbox the revocations write to, signing keys. */
+  private readonly events: SqliteEvents;
   /** The rows handed out without reading them again while nobody commits. */
   private readonly cache: RowCache;
   /** findClientAndToken calls of one event-loop turn, answered in one read transaction. */
@@ -75,6 +78,7 @@ export class SqliteStore implements TokenStore {
     this.cache = new RowCache({ observer: options.observer });
     if (options.syncOffLoop) this.walSync = new WalSync(location); // the connection commits with NORMAL (open.ts)
     this.writes = new GroupCommit(db, (error) => mapError(error, location), options.observer, this.walSync?.sync);
+    this.events = new SqliteEvents(db, (step) => this.write(step), (step) => this.run(step));
     const readAll = db.transaction((batch: ClientAndTokenQuery[]) => {
       this.cache.sync(this.st.dataVersion.get() as number); // the first read: the snapshot starts here
       return batch.map(({ clientId, digest }) => ({
@@ -140,10 +144,10 @@ export class SqliteStore implements TokenStore {
     return this.run(() => this.st.listClients.all() as ClientRecord[]);
   }
 
-  async deleteClient(id: string, _event?: RevocationEvent): Promise<boolean> {
+  async deleteClient(id: string, event?: RevocationEvent): Promise<boolean> {
     return this.write(() => {
       this.cache.forgetClients();
-      return this.st.deleteClient.run(id).changes === 1;
+      return this.events.emitIf(this.st.deleteClient.run(id).changes === 1, event);
     });
   }
 
@@ -190,8 +194,9 @@ export class SqliteStore implements TokenStore {
     return this.run(() => (this.st.bulk[selectorKind(selector)].count.get({ ...selector, at: now }) as { n: number }).n);
   }
 
-  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry, _event?: RevocationEvent): Promise<boolean> {
-    return this.write(() => this.tx.revoke(jti, at, cascadeGrant, audit));
+  /** The event, when there is one to write, commits with the revocation (events.ts emitIf). */
+  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry, event?: RevocationEvent): Promise<boolean> {
+    return this.write(() => this.events.emitIf(this.tx.revoke(jti, at, cascadeGrant, audit), event));
   }
 
   async insertMintedAccess(access: TokenRecord, refreshJti: string, limit?: MintLimit): Promise<MintOutcome> {
@@ -202,12 +207,17 @@ export class SqliteStore implements TokenStore {
    * Writers take turns on the file (every write is BEGIN IMMEDIATE), so a mint that commits after
    * this finds its refresh token revoked, and one that committed before is revoked here.
    */
-  async revokeGrant(grantId: string, at: number, audit?: AuditEntry, _event?: RevocationEvent): Promise<number> {
-    return this.write(() => this.tx.withAudit(this.st.revokeGrant.run(at, grantId).changes, audit));
+  async revokeGrant(grantId: string, at: number, audit?: AuditEntry, event?: RevocationEvent): Promise<number> {
+    return this.write(() => this.events.emitIf(this.tx.withAudit(this.st.revokeGrant.run(at, grantId).changes, audit), event));
   }
 
-  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string, _event?: RevocationEvent): Promise<BulkBatch> {
-    return this.write(() => this.tx.revokeBulk(selector, at, limit, audit, resume));
+  /** One event for the whole bulk revocation, in the batch that ends it (store.ts). */
+  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string, event?: RevocationEvent): Promise<BulkBatch> {
+    return this.write(() => {
+      const batch = this.tx.revokeBulk(selector, at, limit, audit, resume);
+      this.events.emitIf(!batch.more && (batch.revoked > 0 || resume !== undefined), event);
+      return batch;
+    });
   }
 
   async rotateRefreshToken(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): Promise<RotateOutcome> {
@@ -288,55 +298,51 @@ export class SqliteStore implements TokenStore {
     }
   }
 
-  // ---- security events (events.ts): not yet implemented on this store (issue 18, in progress) ----
+  // ---- security events (events.ts): in SqliteEvents, over the same connection and group commit ----
 
-  async createReceiver(_receiver: ReceiverRecord): Promise<void> {
-    throw notYet();
+  async createReceiver(receiver: ReceiverRecord): Promise<void> {
+    return this.events.createReceiver(receiver);
   }
-  async getReceiver(_id: string): Promise<ReceiverRecord | null> {
-    throw notYet();
+  async getReceiver(id: string): Promise<ReceiverRecord | null> {
+    return this.events.getReceiver(id);
   }
-  async findPollReceiver(_clientId: string): Promise<ReceiverRecord | null> {
-    throw notYet();
+  async findPollReceiver(clientId: string): Promise<ReceiverRecord | null> {
+    return this.events.findPollReceiver(clientId);
   }
   async listReceivers(): Promise<ReceiverStatus[]> {
-    throw notYet();
+    return this.events.listReceivers();
   }
-  async deleteReceiver(_id: string): Promise<boolean> {
-    throw notYet();
+  async deleteReceiver(id: string): Promise<boolean> {
+    return this.events.deleteReceiver(id);
   }
-  async claimPushReceivers(_owner: string, _now: number, _leaseMs: number, _limit: number, _perReceiver: number): Promise<ClaimedReceiver[]> {
-    throw notYet();
+  async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]> {
+    return this.events.claimPushReceivers(owner, now, leaseMs, limit, perReceiver);
   }
-  async settleDelivery(_owner: string, _receiverId: string, _eventId: string, _outcome: DeliveryOutcome): Promise<void> {
-    throw notYet();
+  async settleDelivery(owner: string, receiverId: string, eventId: string, outcome: DeliveryOutcome): Promise<void> {
+    return this.events.settleDelivery(owner, receiverId, eventId, outcome);
   }
-  async releaseReceiver(_owner: string, _receiverId: string): Promise<void> {
-    throw notYet();
+  async releaseReceiver(owner: string, receiverId: string): Promise<void> {
+    return this.events.releaseReceiver(owner, receiverId);
   }
-  async retryDead(_receiverId: string, _now: number): Promise<number> {
-    throw notYet();
+  async retryDead(receiverId: string, now: number): Promise<number> {
+    return this.events.retryDead(receiverId, now);
   }
-  async pendingDeliveries(_receiverId: string, _limit: number): Promise<Delivery[]> {
-    throw notYet();
+  async pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]> {
+    return this.events.pendingDeliveries(receiverId, limit);
   }
-  async ackDeliveries(_receiverId: string, _eventIds: readonly string[], _at: number): Promise<number> {
-    throw notYet();
+  async ackDeliveries(receiverId: string, eventIds: readonly string[], at: number): Promise<number> {
+    return this.events.ackDeliveries(receiverId, eventIds, at);
   }
-  async purgeDeliveredEvents(_limit: number): Promise<number> {
-    throw notYet();
+  async purgeDeliveredEvents(limit: number): Promise<number> {
+    return this.events.purgeDeliveredEvents(limit);
   }
   async listSigningKeys(): Promise<SigningKeyRecord[]> {
-    throw notYet();
+    return this.events.listSigningKeys();
   }
-  async addSigningKey(_key: SigningKeyRecord, _ifNoCurrent?: boolean): Promise<boolean> {
-    throw notYet();
+  async addSigningKey(key: SigningKeyRecord, ifNoCurrent?: boolean): Promise<boolean> {
+    return this.events.addSigningKey(key, ifNoCurrent);
   }
-  async deleteRetiredKeys(_before: number): Promise<number> {
-    throw notYet();
+  async deleteRetiredKeys(before: number): Promise<number> {
+    return this.events.deleteRetiredKeys(before);
   }
-}
-
-function notYet(): Error {
-  return new Error('security events are not implemented on this store yet (issue 18)');
 }

@@ -1,0 +1,216 @@
+import Database from 'better-sqlite3';
+import {
+  DuplicateReceiverError,
+  type ClaimedReceiver,
+  type Delivery,
+  type DeliveryOutcome,
+  type EventStore,
+  type ReceiverRecord,
+  type ReceiverStatus,
+  type RevocationEvent,
+  type SigningKeyRecord,
+} from '../events.js';
+
+/** Queues a synchronous write step for the store's next group commit (store.ts `write`). */
+export type WriteStep = <T>(step: () => T) => Promise<T>;
+/** Runs a synchronous read, with the store's errors in place of SQLite's (store.ts `run`). */
+export type ReadStep = <T>(step: () => T) => T;
+
+const RECEIVER_COLUMNS = `r.id, r.delivery, r.endpoint_url AS endpointUrl, r.authorization, r.ca_pem AS caPem,
+  r.client_id AS clientId, r.audience, r.created_at AS createdAt`;
+const KEY_COLUMNS = 'kid, alg, private_jwk AS privateJwk, public_jwk AS publicJwk, created_at AS createdAt, retired_at AS retiredAt';
+/** Push receivers nobody holds (no lease, or one that ended by @now) whose oldest pending delivery is due at @now. */
+const DUE_PUSH = `SELECT r.id FROM receivers r
+  WHERE r.delivery = 'push' AND (r.lease_owner IS NULL OR r.lease_until <= @now)
+    AND (SELECT d.next_attempt_at FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'pending'
+         ORDER BY d.event_seq LIMIT 1) <= @now
+  ORDER BY r.id LIMIT @limit`;
+/** A pending delivery of @receiverId for event @eventId, while @owner holds the receiver's lease. */
+const SETTLEABLE = `receiver_id = @receiverId AND state = 'pending'
+  AND event_seq = (SELECT seq FROM security_events WHERE id = @eventId)
+  AND EXISTS (SELECT 1 FROM receivers WHERE id = @receiverId AND lease_owner = @owner)`;
+
+function prepareEventStatements(db: Database.Database) {
+  const p = (sql: string) => db.prepare(sql);
+  return {
+    // The revocation path: one lookup when nobody listens (the first row of a small table, or none).
+    hasReceivers: p('SELECT 1 FROM receivers LIMIT 1').pluck(true),
+    insertEvent: p('INSERT INTO security_events (id, at, payload) VALUES (?, ?, ?)'),
+    fanOut: p(`INSERT INTO event_deliveries (receiver_id, event_seq, state, attempts, next_attempt_at)
+      SELECT id, @seq, 'pending', 0, @at FROM receivers`),
+
+    insertReceiver: p(`INSERT INTO receivers (id, delivery, endpoint_url, authorization, ca_pem, client_id, audience, created_at)
+      VALUES (@id, @delivery, @endpointUrl, @authorization, @caPem, @clientId, @audience, @createdAt)`),
+    getReceiver: p(`SELECT ${RECEIVER_COLUMNS} FROM receivers r WHERE r.id = ?`),
+    pollReceiver: p(`SELECT ${RECEIVER_COLUMNS} FROM receivers r WHERE r.delivery = 'poll' AND r.client_id = ? ORDER BY r.created_at, r.id LIMIT 1`),
+    listReceivers: p(`SELECT ${RECEIVER_COLUMNS},
+        (SELECT count(*) FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'pending') AS pending,
+        (SELECT count(*) FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'dead') AS dead,
+        (SELECT min(e.at) FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
+          WHERE d.receiver_id = r.id AND d.state = 'pending') AS oldestPendingAt,
+        r.last_error AS lastError, r.last_delivered_at AS lastDeliveredAt
+      FROM receivers r ORDER BY r.id`),
+    deleteReceiver: p('DELETE FROM receivers WHERE id = ?'), // its deliveries go by ON DELETE CASCADE
+
+    duePush: p(DUE_PUSH).pluck(true),
+    lease: p('UPDATE receivers SET lease_owner = @owner, lease_until = @until WHERE id = @id'),
+    release: p('UPDATE receivers SET lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ?'),
+    pending: p(`SELECT d.attempts, e.payload FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
+      WHERE d.receiver_id = ? AND d.state = 'pending' ORDER BY d.event_seq LIMIT ?`).raw(true),
+    delivered: p(`DELETE FROM event_deliveries WHERE ${SETTLEABLE}`),
+    retry: p(`UPDATE event_deliveries SET attempts = attempts + 1, next_attempt_at = @retryAt, last_error = @error WHERE ${SETTLEABLE}`),
+    dead: p(`UPDATE event_deliveries SET state = 'dead', attempts = attempts + 1, last_error = @error WHERE ${SETTLEABLE}`),
+    receiverDelivered: p('UPDATE receivers SET last_delivered_at = ? WHERE id = ?'),
+    receiverFailed: p('UPDATE receivers SET last_error = ? WHERE id = ?'),
+    retryDead: p(`UPDATE event_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ? WHERE receiver_id = ? AND state = 'dead'`),
+    ack: p(`DELETE FROM event_deliveries WHERE receiver_id = @receiverId AND state = 'pending'
+      AND event_seq IN (SELECT seq FROM security_events WHERE id IN (SELECT value FROM json_each(@ids)))`),
+    purge: p(`DELETE FROM security_events WHERE seq IN (SELECT e.seq FROM security_events e
+      WHERE NOT EXISTS (SELECT 1 FROM event_deliveries d WHERE d.event_seq = e.seq) ORDER BY e.seq LIMIT ?)`),
+
+    listKeys: p(`SELECT ${KEY_COLUMNS} FROM signing_keys ORDER BY created_at DESC, kid`),
+    hasCurrentKey: p('SELECT 1 FROM signing_keys WHERE retired_at IS NULL').pluck(true),
+    retireCurrentKey: p('UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL'),
+    insertKey: p(`INSERT INTO signing_keys (kid, alg, private_jwk, public_jwk, created_at, retired_at)
+      VALUES (@kid, @alg, @privateJwk, @publicJwk, @createdAt, NULL)`),
+    deleteRetiredKeys: p('DELETE FROM signing_keys WHERE retired_at < ?'),
+  };
+}
+
+/**
+ * The SQLite {@link EventStore}: receivers, the outbox and signing keys in the store's own file
+ * (migration 4). Every write is a step of the store's group commit, so it runs inside a BEGIN
+ * IMMEDIATE transaction: writers take turns on the file, whatever process they run in, and that
+ * is what makes a lease hold across `serve --workers N`, several nodes and the CLI (a claim reads
+ * and takes the leases in one step; no one else can claim in between).
+ */
+export class SqliteEvents implements EventStore {
+  private readonly st: ReturnType<typeof prepareEventStatements>;
+
+  constructor(
+    db: Database.Database,
+    private readonly write: WriteStep,
+    private readonly read: ReadStep,
+  ) {
+    this.st = prepareEventStatements(db);
+  }
+
+  /**
+   * Inside a revocation's write step: writes `event`, with one delivery per receiver due at the
+   * event's time, when `changed` and any receiver is registered. Returns `changed`. With no
+   * receiver the cost is one indexed lookup, exact within the transaction (no cached flag that
+   * another process could have made stale).
+   */
+  emitIf<T extends boolean | number>(changed: T, event: RevocationEvent | undefined): T {
+    if (!changed || event === undefined || this.st.hasReceivers.get() === undefined) return changed;
+    const seq = this.st.insertEvent.run(event.id, event.at, JSON.stringify(event)).lastInsertRowid;
+    this.st.fanOut.run({ seq, at: event.at });
+    return changed;
+  }
+
+  async createReceiver(receiver: ReceiverRecord): Promise<void> {
+    await this.write(() => {
+      try {
+        this.st.insertReceiver.run(receiver);
+      } catch (error) {
+        if (error instanceof Database.SqliteError && /^SQLITE_CONSTRAINT_(PRIMARYKEY|UNIQUE)$/.test(error.code)) {
+          throw new DuplicateReceiverError(receiver.id);
+        }
+        throw error;
+      }
+    });
+  }
+
+  async getReceiver(id: string): Promise<ReceiverRecord | null> {
+    return this.read(() => (this.st.getReceiver.get(id) as ReceiverRecord | undefined) ?? null);
+  }
+
+  async findPollReceiver(clientId: string): Promise<ReceiverRecord | null> {
+    return this.read(() => (this.st.pollReceiver.get(clientId) as ReceiverRecord | undefined) ?? null);
+  }
+
+  async listReceivers(): Promise<ReceiverStatus[]> {
+    return this.read(() => this.st.listReceivers.all() as ReceiverStatus[]);
+  }
+
+  async deleteReceiver(id: string): Promise<boolean> {
+    return this.write(() => this.st.deleteReceiver.run(id).changes === 1);
+  }
+
+  /**
+   * Looks first, outside any write transaction, whether anything is due at all: a deliverer polls
+   * all the time, and an idle poll then costs one read instead of the write lock (and a sync).
+   * The claim itself looks again, in its write step, before it takes any lease.
+   */
+  async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]> {
+    if (limit <= 0) return [];
+    if (this.read(() => this.st.duePush.get({ now, limit: 1 })) === undefined) return [];
+    return this.write(() =>
+      (this.st.duePush.all({ now, limit }) as string[]).map((id) => {
+        this.st.lease.run({ owner, until: now + leaseMs, id });
+        return { receiver: this.st.getReceiver.get(id) as ReceiverRecord, deliveries: this.pendingOf(id, perReceiver) };
+      }),
+    );
+  }
+
+  async settleDelivery(owner: string, receiverId: string, eventId: string, outcome: DeliveryOutcome): Promise<void> {
+    const where = { owner, receiverId, eventId };
+    await this.write(() => {
+      if (outcome.kind === 'delivered') {
+        if (this.st.delivered.run(where).changes === 1) this.st.receiverDelivered.run(outcome.at, receiverId);
+        return;
+      }
+      const changed = outcome.kind === 'retry' ? this.st.retry.run({ ...where, retryAt: outcome.retryAt, error: outcome.error }) : this.st.dead.run({ ...where, error: outcome.error });
+      if (changed.changes === 1) this.st.receiverFailed.run(outcome.error, receiverId);
+    });
+  }
+
+  async releaseReceiver(owner: string, receiverId: string): Promise<void> {
+    await this.write(() => this.st.release.run(receiverId, owner));
+  }
+
+  async retryDead(receiverId: string, now: number): Promise<number> {
+    return this.write(() => this.st.retryDead.run(now, receiverId).changes);
+  }
+
+  async pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]> {
+    return this.read(() => this.pendingOf(receiverId, limit));
+  }
+
+  async ackDeliveries(receiverId: string, eventIds: readonly string[], at: number): Promise<number> {
+    if (eventIds.length === 0) return 0;
+    return this.write(() => {
+      const n = this.st.ack.run({ receiverId, ids: JSON.stringify(eventIds) }).changes;
+      if (n > 0) this.st.receiverDelivered.run(at, receiverId);
+      return n;
+    });
+  }
+
+  async purgeDeliveredEvents(limit: number): Promise<number> {
+    if (limit <= 0) return 0;
+    return this.write(() => this.st.purge.run(limit).changes);
+  }
+
+  async listSigningKeys(): Promise<SigningKeyRecord[]> {
+    return this.read(() => this.st.listKeys.all() as SigningKeyRecord[]);
+  }
+
+  async addSigningKey(key: SigningKeyRecord, ifNoCurrent = false): Promise<boolean> {
+    return this.write(() => {
+      if (ifNoCurrent && this.st.hasCurrentKey.get() !== undefined) return false;
+      this.st.retireCurrentKey.run(key.createdAt);
+      this.st.insertKey.run(key);
+      return true;
+    });
+  }
+
+  async deleteRetiredKeys(before: number): Promise<number> {
+    return this.write(() => this.st.deleteRetiredKeys.run(before).changes);
+  }
+
+  /** A receiver's oldest pending deliveries, oldest first. */
+  private pendingOf(receiverId: string, limit: number): Delivery[] {
+    const rows = this.st.pending.all(receiverId, Math.max(0, limit)) as [number, string][];
+    return rows.map(([attempts, payload]) => ({ receiverId, event: JSON.parse(payload) as RevocationEvent, attempts }));
+  }
+}
