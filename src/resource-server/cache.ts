@@ -75,6 +75,10 @@ export interface AnswerCacheOptions {
 export class AnswerCache {
   /** Map order is use order: the first key is the least recently used. */
   private readonly entries = new Map<string, Entry>();
+  /** Active answers by jti, username and client: an event finds what it covers without a scan. */
+  private readonly byJti = new Map<string, Set<string>>();
+  private readonly byUser = new Map<string, Set<string>>();
+  private readonly byClient = new Map<string, Set<string>>();
 
   constructor(private readonly options: AnswerCacheOptions) {}
 
@@ -90,7 +94,7 @@ export class AnswerCache {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
     if (entry.expiresAt <= now) {
-      this.entries.delete(key);
+      this.remove(key);
       return undefined;
     }
     if (entry.askedAt < notAskedBefore) return undefined;
@@ -105,20 +109,31 @@ export class AnswerCache {
     let expiresAt = askedAt + ttl;
     if (answer.active && typeof answer.exp === 'number') expiresAt = Math.min(expiresAt, answer.exp * 1000);
     if (expiresAt <= askedAt || this.options.maxEntries <= 0) return;
-    this.entries.delete(key);
+    this.remove(key);
     this.entries.set(key, { answer, askedAt, expiresAt });
-    while (this.entries.size > this.options.maxEntries) {
-      const oldest = this.entries.keys().next().value as string;
-      this.entries.delete(oldest);
+    if (answer.active) {
+      if (answer.jti !== undefined) index(this.byJti, answer.jti).add(key);
+      if (answer.username !== undefined) index(this.byUser, answer.username).add(key);
+      if (answer.client_id !== undefined) index(this.byClient, answer.client_id).add(key);
     }
+    while (this.entries.size > this.options.maxEntries) this.remove(this.entries.keys().next().value as string);
   }
 
   /** Drops every active answer `event` covers; returns how many. Inactive answers stay inactive. */
   drop(event: RevokedTokens): number {
+    let candidates: Iterable<string>;
+    const one = event.jti !== undefined ? [...(this.byJti.get(event.jti) ?? [])] : [];
+    if (event.scope === 'token' && event.jti !== undefined) candidates = one;
+    else if (event.scope === 'grant' && event.username !== undefined && event.client_id !== undefined) candidates = [...one, ...(this.byUser.get(event.username) ?? [])];
+    else if (event.scope === 'grant' && event.jti !== undefined) candidates = one;
+    else if (event.scope === 'user' && event.username !== undefined) candidates = [...(this.byUser.get(event.username) ?? [])];
+    else if (event.scope === 'client' && event.client_id !== undefined) candidates = [...(this.byClient.get(event.client_id) ?? [])];
+    else candidates = [...this.entries.keys()]; // an event lacking what its scope needs, or a scope not known: look at everything
     let n = 0;
-    for (const [key, entry] of this.entries) {
-      if (entry.answer.active && covers(event, entry.answer)) {
-        this.entries.delete(key);
+    for (const key of candidates) {
+      const entry = this.entries.get(key);
+      if (entry && entry.answer.active && covers(event, entry.answer)) {
+        this.remove(key);
         n++;
       }
     }
@@ -127,5 +142,29 @@ export class AnswerCache {
 
   clear(): void {
     this.entries.clear();
+    this.byJti.clear();
+    this.byUser.clear();
+    this.byClient.clear();
   }
+
+  private remove(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    const { jti, username, client_id } = entry.answer;
+    if (jti !== undefined) unindex(this.byJti, jti, key);
+    if (username !== undefined) unindex(this.byUser, username, key);
+    if (client_id !== undefined) unindex(this.byClient, client_id, key);
+  }
+}
+
+function index(map: Map<string, Set<string>>, name: string): Set<string> {
+  let keys = map.get(name);
+  if (!keys) map.set(name, (keys = new Set()));
+  return keys;
+}
+
+function unindex(map: Map<string, Set<string>>, name: string, key: string): void {
+  const keys = map.get(name);
+  if (keys?.delete(key) && keys.size === 0) map.delete(name);
 }

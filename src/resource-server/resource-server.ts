@@ -73,8 +73,6 @@ export class IntrospectionUnavailable extends Error {
   }
 }
 
-/** How long an applied event is remembered, for introspections in flight when it arrived. */
-const RECENT_EVENTS_MS = 60_000;
 
 /**
  * Protects an API with tokenctl: introspects bearer tokens with client credentials, caches the
@@ -309,7 +307,10 @@ export class ResourceServer {
     this.counters.events++;
     this.counters.dropped += this.cache.drop(set.revoked);
     this.recent.push({ seq: ++this.seq, at: now, event: set.revoked });
-    if (this.recent[0]!.at < now - RECENT_EVENTS_MS) this.recent = this.recent.filter((e) => e.at >= now - RECENT_EVENTS_MS);
+    // Remembered while an introspection started before it can still be in flight (twice the
+    // timeout), and forgotten in chunks so that a high rate of events does not copy on each one.
+    const forget = now - 2 * this.timeoutMs - 1000;
+    if (this.recent.length > 1024 && this.recent[1023]!.at < forget) this.recent = this.recent.filter((e) => e.at >= forget);
   }
 
   private setStreamUp(up: boolean): void {

@@ -211,6 +211,28 @@ describe('the answer cache', () => {
     expect(cache.get('x', t0)).toBeDefined();
   });
 
+  it('drops through its indexes exactly what a scan with covers() would', () => {
+    const users = ['u1', 'u2', 'u3'];
+    const clients = ['c1', 'c2'];
+    for (let round = 0; round < 200; round++) {
+      const cache = new AnswerCache({ maxEntries: 50, maxAgeMs: 60_000, inactiveTtlMs: 60_000 });
+      const answers = new Map<string, IntrospectionAnswer>();
+      for (let i = 0; i < 60; i++) {
+        const a: IntrospectionAnswer = { active: Math.random() < 0.9, jti: `j${i % 40}`, username: users[i % 3], client_id: clients[(i >> 1) % 2] };
+        cache.set(`k${i}`, a, 0);
+        answers.set(`k${i}`, a);
+      }
+      const pick = <T,>(xs: T[]) => xs[Math.floor(Math.random() * xs.length)]!;
+      const scope = pick(['token', 'grant', 'user', 'client'] as const);
+      const event = { scope, jti: pick([`j${round % 45}`, undefined]), username: pick([...users, undefined]), client_id: pick([...clients, undefined]) };
+      const kept = (k: string) => cache.get(k, 1) !== undefined;
+      const before = [...answers.keys()].filter(kept);
+      const expected = before.filter((k) => answers.get(k)!.active && covers(event, answers.get(k)!));
+      expect(cache.drop(event)).toBe(expected.length);
+      expect([...answers.keys()].filter(kept)).toEqual(before.filter((k) => !expected.includes(k)));
+    }
+  });
+
   it('covers: the rules of common.md', () => {
     const a = { active: true, jti: 'j', username: 'u', client_id: 'c' };
     expect(covers({ scope: 'token', jti: 'j' }, a)).toBe(true);
