@@ -1,6 +1,7 @@
 import { ServeError } from './errors.js';
 import type { Engine, EngineOptions } from '../engine/engine.js';
 import { startWorkers } from './cluster.js';
+import { startEventDelivery } from './events.js';
 import { demoInstructions, prepareDemo } from './demo.js';
 import { waitForShutdownSignal } from './shutdown.js';
 import { startServer } from './listen.js';
@@ -133,6 +134,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
     connections: { maxConnections: settings.maxConnections },
   });
   force = () => server.app.server.closeAllConnections();
+  const delivery = await startEventDelivery(engine, server.app.log);
 
   if (settings.demo) {
     out.line(demoInstructions(await prepareDemo(engine, settings.actor), server.url, certFile));
@@ -145,7 +147,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
   storeWatch.stop();
   if ('signal' in stop) out.note(`${stop.signal}: finishing requests in flight, then stopping`);
   await metrics?.close();
-  await server.close();
+  await Promise.all([server.close(), delivery.stop()]);
   if ('message' in stop) throw storeError(stop.message, 'store_replaced');
 }
 

@@ -1,6 +1,7 @@
 import { Engine, type EngineOptions } from '../engine/engine.js';
 import type { ObservabilitySettings } from '../metrics/observability.js';
 import { openStore, type OpenStoreOptions } from '../store/open-store.js';
+import { startEventDelivery } from './events.js';
 import { startServer } from './listen.js';
 import type { TlsMaterial } from './tls.js';
 
@@ -49,6 +50,7 @@ async function runWorker(settings: WorkerSettings): Promise<void> {
     logger: { level: settings.logLevel, stream: process.stderr },
     connections: { maxConnections: settings.maxConnections },
   });
+  const delivery = await startEventDelivery(engine, server.app.log);
   report({ type: 'listening', url: server.url });
 
   let stopping = false;
@@ -56,7 +58,7 @@ async function runWorker(settings: WorkerSettings): Promise<void> {
     if (stopping) return;
     stopping = true;
     try {
-      await server.close();
+      await Promise.all([server.close(), delivery.stop()]);
     } finally {
       await store.close();
     }

@@ -1,0 +1,168 @@
+import { randomBytes } from 'node:crypto';
+import type { ClaimedReceiver, DeliveryOutcome, EventStore } from '../store/store.js';
+import type { SigningKeys } from './keys.js';
+import { pushSet, PUSH_TIMEOUT_MS, type PushResult } from './push.js';
+import { signSet } from './set.js';
+
+/** How often a deliverer looks for due deliveries. */
+export const CLAIM_INTERVAL_MS = 100;
+/** How long a claimed receiver is this deliverer's; a crashed deliverer's receivers go to another after it. */
+export const LEASE_MS = 30_000;
+/** Retries: the first after 1 s, doubling, at most 60 s apart, each ±20 % (jitter). */
+export const FIRST_RETRY_MS = 1_000;
+export const MAX_RETRY_MS = 60_000;
+/** A delivery failing for this long (by the schedule above: its count of attempts) becomes a dead letter. */
+export const GIVE_UP_AFTER_MS = 24 * 3_600_000;
+/** How often delivered events are purged, and key maintenance done. */
+const HOUSEKEEPING_MS = 60_000;
+
+/** The nominal wait after the `attempts`-th failure (1-based): 1 s, 2 s, 4 s … 60 s. */
+export function retryDelay(attempts: number): number {
+  return Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.min(30, Math.max(0, attempts - 1)));
+}
+
+/** The nominal time a delivery has been failing after `attempts` failures: the sum of the waits before them. */
+export function failingFor(attempts: number): number {
+  let total = 0;
+  for (let i = 1; i < attempts; i++) total += retryDelay(i);
+  return total;
+}
+
+/** What to record after a failed push, the delivery having failed `attempts` times before. */
+export function failureOutcome(result: Exclude<PushResult, { kind: 'accepted' }>, attempts: number, now: number, random: () => number = Math.random): DeliveryOutcome {
+  const failures = attempts + 1;
+  if (result.kind === 'rejected' || failingFor(failures) >= GIVE_UP_AFTER_MS) return { kind: 'dead', at: now, error: result.error };
+  const jitter = 0.8 + 0.4 * random();
+  return { kind: 'retry', at: now, retryAt: now + Math.round(retryDelay(failures) * jitter), error: result.error };
+}
+
+export interface DelivererOptions {
+  store: EventStore;
+  keys: SigningKeys;
+  /** The issuer, read when signing. */
+  issuer: () => string;
+  /** Who holds leases: unique per process (default: random). */
+  owner?: string;
+  now?: () => number;
+  /** Told of what happened, for the server's log; never a SET or an Authorization value. */
+  log?: (level: 'info' | 'warn' | 'error', fields: Record<string, unknown>, message: string) => void;
+  intervalMs?: number;
+  leaseMs?: number;
+  pushTimeoutMs?: number;
+  /** Deliveries taken per receiver per claim. */
+  perReceiver?: number;
+  /** Receivers claimed at once. */
+  receivers?: number;
+  /** The push itself (tests). */
+  push?: typeof pushSet;
+}
+
+/**
+ * The push loop (RFC 8935) of one serving process. Every {@link CLAIM_INTERVAL_MS} it leases the
+ * push receivers with a due delivery that no other process holds, and for each sends its SETs
+ * one at a time, in event order, settling each: delivered (202), retried later with backoff (the
+ * receiver's later events wait behind it), or dead (400 with an error, or 24 h of failures).
+ * Every process of every node runs one; the store's leases make each receiver one process's at a
+ * time, and the outbox makes a crash lose nothing (a SET may then be sent twice: receivers
+ * dedupe by `jti`).
+ */
+export class PushDeliverer {
+  readonly owner: string;
+  private readonly now: () => number;
+  private readonly intervalMs: number;
+  private readonly leaseMs: number;
+  private readonly pushTimeoutMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  /** Not started, or stopped: no round is scheduled. */
+  private stopped = true;
+  /** stop() was called: a round in progress sends nothing more. */
+  private stopping = false;
+  private lastHousekeeping = 0;
+  private readonly push: typeof pushSet;
+
+  constructor(private readonly options: DelivererOptions) {
+    this.owner = options.owner ?? `deliverer-${process.pid}-${randomBytes(6).toString('hex')}`;
+    this.now = options.now ?? Date.now;
+    this.intervalMs = options.intervalMs ?? CLAIM_INTERVAL_MS;
+    this.leaseMs = options.leaseMs ?? LEASE_MS;
+    this.pushTimeoutMs = options.pushTimeoutMs ?? PUSH_TIMEOUT_MS;
+    this.push = options.push ?? pushSet;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.stopping = false;
+    this.schedule(0);
+  }
+
+  /** Stops claiming; waits for the pushes in flight to be settled, then releases the leases. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.stopping = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** One round: claim, deliver, settle (and now and then housekeeping). Exposed for tests. */
+  async tick(): Promise<void> {
+    const now = this.now();
+    if (now - this.lastHousekeeping >= HOUSEKEEPING_MS) {
+      this.lastHousekeeping = now;
+      await this.housekeeping();
+    }
+    const claimed = await this.options.store.claimPushReceivers(this.owner, now, this.leaseMs, this.options.receivers ?? 16, this.options.perReceiver ?? 50);
+    await Promise.all(claimed.map((c) => this.deliver(c, now)));
+  }
+
+  private schedule(delay: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.tick()
+        .catch((err: unknown) => this.options.log?.('error', { err }, 'event delivery failed; trying again'))
+        .finally(() => {
+          this.running = undefined;
+          this.schedule(this.intervalMs);
+        });
+    }, delay);
+    this.timer.unref();
+  }
+
+  /** One receiver's deliveries, in order, while the lease lasts; its lease is released after. */
+  private async deliver(claimed: ClaimedReceiver, claimedAt: number): Promise<void> {
+    const { receiver, deliveries } = claimed;
+    const store = this.options.store;
+    try {
+      const key = await this.options.keys.current();
+      for (const d of deliveries) {
+        // Keep a margin: a push started now must be settled before the lease ends.
+        if (this.stopping || this.now() + this.pushTimeoutMs + 1_000 > claimedAt + this.leaseMs) break;
+        const set = await signSet(d.event, this.options.issuer(), receiver.audience, key, this.now());
+        const result = await this.push(receiver, set, this.pushTimeoutMs);
+        const at = this.now();
+        if (result.kind === 'accepted') {
+          await store.settleDelivery(this.owner, receiver.id, d.event.id, { kind: 'delivered', at });
+          continue;
+        }
+        const outcome = failureOutcome(result, d.attempts, at);
+        await store.settleDelivery(this.owner, receiver.id, d.event.id, outcome);
+        this.options.log?.(outcome.kind === 'dead' ? 'error' : 'warn', { receiver: receiver.id, event: d.event.id, attempts: d.attempts + 1, error: result.error }, outcome.kind === 'dead' ? 'event delivery given up: dead letter' : 'event delivery failed; will retry');
+        // A retry: the receiver's later events wait behind this one. A dead letter: go on.
+        if (outcome.kind === 'retry') break;
+      }
+    } finally {
+      await store.releaseReceiver(this.owner, receiver.id).catch(() => undefined);
+    }
+  }
+
+  private async housekeeping(): Promise<void> {
+    try {
+      await this.options.keys.maintain();
+      await this.options.store.purgeDeliveredEvents(1000);
+    } catch (err) {
+      this.options.log?.('warn', { err }, 'event housekeeping failed');
+    }
+  }
+}

@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import { failingFor, failureOutcome, GIVE_UP_AFTER_MS, PushDeliverer, retryDelay } from '../../src/events/deliverer.js';
+import { SigningKeys } from '../../src/events/keys.js';
+import type { PushResult } from '../../src/events/push.js';
+import { MemoryStore } from '../../src/store/memory/index.js';
+import type { ReceiverRecord, RevocationEvent } from '../../src/store/store.js';
+
+/** The push loop's policy over the in-memory store, with a push function the test controls and a manual clock. */
+const T0 = Date.UTC(2026, 0, 1);
+
+function receiver(id: string): ReceiverRecord {
+  return { id, delivery: 'push', endpointUrl: `https://${id}.example.test/events`, authorization: null, caPem: null, clientId: null, audience: id, createdAt: T0 };
+}
+
+function event(n: number, at = T0): RevocationEvent {
+  return { id: `00000000-0000-7000-8000-${String(n).padStart(12, '0')}`, at, reason: 'revoked', scope: 'client', clientId: `c${n}` };
+}
+
+async function setUp(answers: (set: string, r: ReceiverRecord) => PushResult) {
+  const store = new MemoryStore();
+  let now = T0;
+  const sent: { receiver: string; event: string }[] = [];
+  await store.createReceiver(receiver('a'));
+  await store.createReceiver(receiver('b'));
+  const deliverer = new PushDeliverer({
+    store,
+    keys: new SigningKeys(store, () => now),
+    issuer: () => 'https://issuer.example.test',
+    now: () => now,
+    push: async (r, set) => {
+      sent.push({ receiver: r.id, event: JSON.parse(Buffer.from(set.split('.')[1]!, 'base64url').toString()).jti });
+      return answers(set, r);
+    },
+  });
+  // Events enter the outbox the way a revocation writes them.
+  const emit = async (n: number) => {
+    await store.createClient({ id: `c${n}`, name: 'c', secretHash: null, scope: '', orgId: '', audience: '', accessTtlMs: null, refreshTtlMs: null, createdAt: now, secretUpdatedAt: now });
+    expect(await store.deleteClient(`c${n}`, event(n, now))).toBe(true);
+  };
+  return { store, deliverer, sent, emit, advance: (ms: number) => (now += ms), now: () => now };
+}
+
+describe('retry policy', () => {
+  it('waits 1 s, doubling to 60 s, ±20 %; gives up after 24 h of failures; a 400 with an error is dead at once', () => {
+    expect([1, 2, 3, 4, 5, 6, 7, 8, 100].map(retryDelay)).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000]);
+    const r = failureOutcome({ kind: 'failed', error: 'HTTP 503' }, 0, T0, () => 0.5);
+    expect(r).toEqual({ kind: 'retry', at: T0, retryAt: T0 + 1_000, error: 'HTTP 503' });
+    expect(failureOutcome({ kind: 'failed', error: 'x' }, 3, T0, () => 0)).toMatchObject({ retryAt: T0 + 0.8 * 8_000 });
+    expect(failureOutcome({ kind: 'failed', error: 'x' }, 3, T0, () => 1)).toMatchObject({ retryAt: T0 + 1.2 * 8_000 });
+    expect(failureOutcome({ kind: 'rejected', error: 'HTTP 400 invalid_key' }, 0, T0)).toEqual({ kind: 'dead', at: T0, error: 'HTTP 400 invalid_key' });
+    let attempts = 0;
+    while (failureOutcome({ kind: 'failed', error: 'x' }, attempts, T0).kind === 'retry') attempts++;
+    expect(failingFor(attempts + 1)).toBeGreaterThanOrEqual(GIVE_UP_AFTER_MS);
+    expect(failingFor(attempts)).toBeLessThan(GIVE_UP_AFTER_MS);
+    expect(attempts).toBeGreaterThan(1_400);
+  });
+});
+
+describe('PushDeliverer', () => {
+  it('delivers each receiver its events in order, and nothing twice', async () => {
+    const s = await setUp(() => ({ kind: 'accepted' }));
+    for (let n = 1; n <= 3; n++) await s.emit(n);
+    await s.deliverer.tick();
+    expect(s.sent.filter((x) => x.receiver === 'a').map((x) => x.event)).toEqual([event(1).id, event(2).id, event(3).id]);
+    expect(s.sent.filter((x) => x.receiver === 'b')).toHaveLength(3);
+    await s.deliverer.tick();
+    expect(s.sent).toHaveLength(6);
+    expect((await s.store.listReceivers()).map((r) => r.pending)).toEqual([0, 0]);
+  });
+
+  it('a failure holds the receiver\'s later events back until its retry succeeds; other receivers go on', async () => {
+    let aDown = true;
+    const s = await setUp((_set, r) => (r.id === 'a' && aDown ? { kind: 'failed', error: 'HTTP 503' } : { kind: 'accepted' }));
+    await s.emit(1);
+    await s.emit(2);
+    await s.deliverer.tick();
+    expect(s.sent.filter((x) => x.receiver === 'a')).toHaveLength(1);
+    expect(s.sent.filter((x) => x.receiver === 'b')).toHaveLength(2);
+    // Not due yet: nothing is sent.
+    await s.deliverer.tick();
+    expect(s.sent.filter((x) => x.receiver === 'a')).toHaveLength(1);
+    aDown = false;
+    s.advance(1_300);
+    await s.deliverer.tick();
+    expect(s.sent.filter((x) => x.receiver === 'a').map((x) => x.event)).toEqual([event(1).id, event(1).id, event(2).id]);
+    expect((await s.store.listReceivers())[0]).toMatchObject({ pending: 0, lastError: 'HTTP 503' });
+  });
+
+  it('a SET the receiver rejects (400 with an error) becomes a dead letter, and the next events go on; receiver retry requeues it', async () => {
+    const s = await setUp((set) => (JSON.parse(Buffer.from(set.split('.')[1]!, 'base64url').toString()).jti === event(1).id ? { kind: 'rejected', error: 'HTTP 400 invalid_audience' } : { kind: 'accepted' }));
+    await s.emit(1);
+    await s.emit(2);
+    await s.deliverer.tick();
+    const [a] = await s.store.listReceivers();
+    expect(a).toMatchObject({ pending: 0, dead: 1, lastError: 'HTTP 400 invalid_audience' });
+    expect(await s.store.retryDead('a', s.now())).toBe(1);
+    expect((await s.store.listReceivers())[0]).toMatchObject({ pending: 1, dead: 0 });
+  });
+
+  it('start and stop: the loop runs on its own and stops cleanly', async () => {
+    const s = await setUp(() => ({ kind: 'accepted' }));
+    await s.emit(1);
+    s.deliverer.start();
+    const until = Date.now() + 3_000;
+    while (s.sent.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await s.deliverer.stop();
+    expect(s.sent).toHaveLength(2);
+    await s.emit(2);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(s.sent).toHaveLength(2);
+  });
+});
