@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ResourceServer } from '../../src/resource-server/index.js';
-import { createClient, issue, sleep, tempStore, type IssuedTokens, type TempStore } from '../helpers/cli.js';
+import { createClient, issue, ROOT, sleep, tempStore, type IssuedTokens, type TempStore } from '../helpers/cli.js';
 import { fetchTrusting } from '../helpers/server.js';
 import { developmentTls, freePort, startServe, type ServeProcess, type Tls } from './serve-process.js';
 
@@ -117,6 +119,39 @@ describe('resource server module against real serve processes', () => {
     expect(rs.stats().streamUp).toBe(true);
     // And the backlog arrived: both events applied, acknowledged.
     await expect.poll(async () => (await store.json<{ id: string; pending: number }[]>(['receiver', 'list'])).find((r) => r.id === 'rs-poll')?.pending, { timeout: 5000 }).toBe(0);
+  }, 60_000);
+
+  it('the ten lines of the docs (examples/node-http/api.mjs) protect an API', async () => {
+    const apiClient = await createClient(store);
+    await store.json(['receiver', 'add', 'example-api', '--poll', '--client', apiClient.id]);
+    const port = await freePort();
+    const api = spawn(process.execPath, [join(ROOT, 'examples/node-http/api.mjs')], {
+      env: { ...process.env, TOKENCTL_URL: nodeA.url, RS_CLIENT_ID: apiClient.id, RS_CLIENT_SECRET: apiClient.secret!, TOKENCTL_CA: tls.certFile, RS_AUDIENCE: 'example-api', PORT: String(port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let out = '';
+        const timer = setTimeout(() => reject(new Error(`api did not start: ${out}`)), 15_000);
+        const on = (d: Buffer) => ((out += d), /api listening/.test(out) && (clearTimeout(timer), resolve()));
+        api.stdout!.on('data', on);
+        api.stderr!.on('data', on);
+      });
+      const app = await createClient(store);
+      const t = await issue(store, app.id, 'frank');
+      const get = (token?: string) => fetch(`http://127.0.0.1:${port}/`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+      const ok = await get(t.access_token);
+      expect([ok.status, await ok.text()]).toEqual([200, 'hello frank']);
+      expect((await get()).headers.get('www-authenticate')).toBe('Bearer');
+      await store.json(['revoke', t.access_token]);
+      const start = Date.now();
+      while ((await get(t.access_token)).status !== 401) {
+        expect(Date.now() - start).toBeLessThan(1000);
+        await sleep(10);
+      }
+    } finally {
+      api.kill('SIGTERM');
+    }
   }, 60_000);
 
   it('reported no stream error but the kill', () => {
