@@ -121,6 +121,22 @@ describe('resource server module against real serve processes', () => {
     await expect.poll(async () => (await store.json<{ id: string; pending: number }[]>(['receiver', 'list'])).find((r) => r.id === 'rs-poll')?.pending, { timeout: 5000 }).toBe(0);
   }, 60_000);
 
+  it('refuses within 1 s across a kill -9 of the node it polls right after a CLI revocation', async () => {
+    const app = await createClient(store);
+    const t = await issue(store, app.id, 'gina');
+    expect(await rs.verify(t.access_token)).not.toBeNull();
+    await store.json(['revoke', t.access_token]);
+    const revokedAt = Date.now();
+    await nodeA.kill9(); // the event may or may not have reached the module
+    await sleep(1000);
+    nodeA = startServe(store.db, tls, nodeA.port, ['--issuer', `https://127.0.0.1:${nodeA.port}`, '--rotate-refresh-tokens', '--node', 'a']);
+    await nodeA.up;
+    const upAt = Date.now();
+    await refusedWithin(t.access_token, 1000);
+    expect(Date.now() - upAt < 1000 || Date.now() - revokedAt < 1000).toBe(true);
+    await rs.ready();
+  }, 60_000);
+
   it('the ten lines of the docs (examples/node-http/api.mjs) protect an API', async () => {
     const apiClient = await createClient(store);
     await store.json(['receiver', 'add', 'example-api', '--poll', '--client', apiClient.id]);
