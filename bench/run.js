@@ -23,6 +23,7 @@ import { CLIENT, REQUESTS, startCeiling, startPeer, startTokenctl, tokenctlServe
 import { copyStore, prepareStores } from './lib/stores.js';
 import { bulkRevoke, cliColdStarts } from './lib/cli.js';
 import { details, detailsTable, figures, figuresTable, FIGURES, median, round } from './lib/report.js';
+import { EVENT_FIGURES, eventsTable, runEventsBench } from './events.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const { values: flags } = parseArgs({
@@ -257,11 +258,22 @@ async function main() {
     }
   }
 
+  // Security events (bench/events.js): their cost to revocation, and a resource server's view.
+  /** @type {Awaited<ReturnType<typeof runEventsBench>>|null} */
+  let events = null;
+  if (tk) {
+    log('security events');
+    await attempt('the events figures', async () => {
+      events = await runEventsBench({ pool: s.pool, workDir, reps: cfg.reps, durationS: cfg.durationS, warmupS: cfg.warmupS, connections: cfg.connections, log, note });
+    });
+  }
+  const ev = /** @type {Awaited<ReturnType<typeof runEventsBench>>|null} */ (events);
+
   await attempt('dropping the PostgreSQL schema', dropPgOnce);
   if (pg) log(`PostgreSQL schema ${pg.schema} dropped`);
 
   const figs = figures(reps);
-  const out = Object.fromEntries(FIGURES.map((f) => [f.key, round(figs[f.key] ?? null, 4)]));
+  const out = Object.fromEntries([...FIGURES, ...EVENT_FIGURES].map((f) => [f.key, round(figs[f.key] ?? ev?.figs[f.key] ?? null, 4)]));
   const runDetails = details(reps);
   const meta = {
     date: new Date().toISOString(), mode: quick ? 'quick' : 'full', repetitions: cfg.reps, duration_s: cfg.durationS, warmup_s: cfg.warmupS,
@@ -273,12 +285,14 @@ async function main() {
     bulk_revoke_wall_ms: round(median(reps.map((r) => r.bulk?.wall_ms)), 0),
     pg_bulk_revoke_wall_ms: round(median(reps.map((r) => r.pgBulk?.wall_ms)), 0),
     postgres: pgMeta,
+    events: ev?.meta ?? null,
     notes,
   };
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   writeFileSync(join(ROOT, 'bench/results/latest.json'), JSON.stringify({ ...out, meta }, null, 2) + '\n');
   log('');
   log(figuresTable(figs));
+  log(eventsTable(ev?.figs ?? {}));
   log(detailsTable(runDetails));
   log(`CLI baselines: node -e 0 ${meta.cli.node_e_0_ms ?? 'n/a'} ms, plain better-sqlite3 script ${meta.cli.plain_script_ms ?? 'n/a'} ms`);
   log(`${meta.machine.cpu}, ${meta.machine.cores} cores, Node ${process.version}; ${meta.elapsed_s} s; written to bench/results/latest.json`);
