@@ -7,7 +7,7 @@ import tseslint from 'typescript-eslint';
  * named in `layers` (written `../cli/…`, `../../engine/…`), and the packages in `packages`.
  * Import cycles are checked by scripts/check-cycles.js, also in `npm run lint`.
  */
-const ABOVE_STORE = ['engine', 'events', 'cli', 'commands', 'http', 'serve', 'remote', 'migrate', 'main'];
+const ABOVE_STORE = ['engine', 'events', 'cli', 'commands', 'http', 'serve', 'remote', 'migrate', 'main', 'resource-server'];
 
 /**
  * `no-restricted-imports` for `patterns` (regular expressions over the specifier), and the same
@@ -40,6 +40,8 @@ const overStoreInterface = (files, who) =>
     ],
   );
 const LAYERS = [
+  // The resource-server module (package entry tokenctl/resource-server): a client library of its own.
+  restrict(['src/resource-server/**/*.ts'], [{ regex: '^\\.\\./', message: 'resource-server is a client library (tokenctl/resource-server): it imports only its own folder' }]),
   // The engine: the store's interface (store/store.ts) and itself; no oclif, HTTP, SQL or chalk.
   overStoreInterface('src/engine/**/*.ts', 'the engine'),
   // The migration use case (tokenctl migrate): like the engine, over the store interface only.
@@ -47,9 +49,9 @@ const LAYERS = [
   // Stores: nothing above them.
   layer(['src/store/**/*.ts'], ABOVE_STORE, 'a store imports nothing above the store layer', ['@oclif', 'fastify', '@fastify', 'chalk']),
   // Security events (signing, poll, push): the store interface and the engine's types, never the CLI, HTTP or serve.
-  layer(['src/events/**/*.ts'], ['cli', 'commands', 'http', 'serve', 'main', 'migrate', 'remote', 'metrics'], 'events/ is below http/ and serve/: it imports the store interface and the engine, not them', ['@oclif', 'fastify', '@fastify', 'chalk', 'pg', 'better-sqlite3']),
+  layer(['src/events/**/*.ts'], ['cli', 'commands', 'http', 'serve', 'main', 'migrate', 'remote', 'metrics', 'resource-server'], 'events/ is below http/ and serve/: it imports the store interface and the engine, not them', ['@oclif', 'fastify', '@fastify', 'chalk', 'pg', 'better-sqlite3']),
   // HTTP: the engine below it, never the CLI, the commands, serve or the start-up.
-  layer(['src/http/**/*.ts'], ['cli', 'commands', 'serve', 'main', 'migrate', 'remote'], 'http/ is below the CLI and serve: it imports the engine, not them', ['@oclif']),
+  layer(['src/http/**/*.ts'], ['cli', 'commands', 'serve', 'main', 'migrate', 'remote', 'resource-server'], 'http/ is below the CLI and serve: it imports the engine, not them', ['@oclif']),
   // serve: the process around the HTTP server, below the commands (errors are ServeError).
   layer(['src/serve/**/*.ts'], ['cli', 'commands', 'main'], 'serve/ is below the commands: no CliError, no rendering (the command maps ServeError)', ['@oclif', 'chalk']),
   // The CLI's shared parts: below the commands and the start-up.

@@ -110,6 +110,11 @@ export class InvalidScopeError extends TokenctlError {
 }
 
 /** An operator named a client or token that does not exist. */
+/** The authenticated client may not do this: it is not the client of a poll receiver (RFC 8935 §2.4 `access_denied`). */
+export class AccessDeniedError extends TokenctlError {
+  readonly code = 'access_denied';
+}
+
 export class NotFoundError extends TokenctlError {
   readonly code = 'not_found';
 }

@@ -2,7 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { DuplicateReceiverError, type ClientRecord, type ReceiverRecord, type ReceiverStatus } from '../store/store.js';
 import { audit } from './audit.js';
 import type { EngineContext } from './context.js';
-import { InvalidInputError, NotFoundError, TokenctlError } from './errors.js';
+import { AccessDeniedError, InvalidInputError, NotFoundError } from './errors.js';
 
 /**
  * Receivers of security events (issue 18): the resource servers told of every revocation, by
@@ -14,11 +14,6 @@ import { InvalidInputError, NotFoundError, TokenctlError } from './errors.js';
 const RECEIVER_ID = /^[A-Za-z0-9._-]{1,64}$/;
 /** Plain http:// is accepted only to these hosts (development: a receiver on this machine). */
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
-
-/** The authenticated client is not the client of a poll receiver (RFC 8935 §2.4 `access_denied`). */
-export class AccessDeniedError extends TokenctlError {
-  readonly code = 'access_denied';
-}
 
 export type AddReceiverInput =
   | {

@@ -5,6 +5,14 @@ export const INTROSPECTION_PATH = '/oauth/introspection';
 /** RFC 8414 §3. */
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 export const HEALTH_PATH = '/healthz';
+/** Security events (routes/events.ts). RFC 8936 poll endpoint. */
+export const POLL_PATH = '/events/poll';
+/** RFC 7517 key set of the SET signing keys. */
+export const JWKS_PATH = '/.well-known/jwks.json';
+/** OpenID SSF 1.0 §7.1 transmitter metadata. */
+export const SSF_CONFIGURATION_PATH = '/.well-known/ssf-configuration';
+/** OpenID SSF 1.0 §8.1.1: the stream configuration, read only, of the authenticated poll receiver. */
+export const SSF_STREAM_PATH = '/ssf/stream';
 
 /** The methods each path answers (for 405 and its `Allow` header). */
 export const ALLOWED_METHODS: ReadonlyMap<string, string> = new Map([
@@ -13,4 +21,8 @@ export const ALLOWED_METHODS: ReadonlyMap<string, string> = new Map([
   [INTROSPECTION_PATH, 'POST'],
   [METADATA_PATH, 'GET, HEAD'],
   [HEALTH_PATH, 'GET, HEAD'],
+  [POLL_PATH, 'POST'],
+  [JWKS_PATH, 'GET, HEAD'],
+  [SSF_CONFIGURATION_PATH, 'GET, HEAD'],
+  [SSF_STREAM_PATH, 'GET, HEAD'],
 ]);

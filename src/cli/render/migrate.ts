@@ -32,6 +32,11 @@ export interface MigrateResult {
   clients: MigrateCounts;
   tokens: MigrateCounts;
   audit: MigrateCounts;
+  /**
+   * Security events: receivers and signing keys copied (keys only into a target without keys of
+   * its own); undelivered events (pending and dead letters) stay in the source. Null: not run.
+   */
+  events: { receivers: MigrateCounts; signing_keys: MigrateCounts; undelivered_not_copied: number } | null;
   /** Clients and tokens read back from the target field for field identical to the source's. */
   verified: number;
   /** With --merge: records the target held in another version (kept), e.g. `token <jti>: revokedAt`; the first 20. */
@@ -67,6 +72,9 @@ export function migrateResult(
     clients: countsJson(report.clients),
     tokens: countsJson(report.tokens),
     audit: countsJson(report.audit),
+    events: report.events
+      ? { receivers: countsJson(report.events.receivers), signing_keys: countsJson(report.events.signingKeys), undelivered_not_copied: report.events.deliveriesNotCopied }
+      : null,
     verified: report.verified,
     differing_records: report.differences,
     elapsed_ms: report.elapsedMs,
@@ -113,6 +121,7 @@ export function renderMigrate(r: MigrateResult): string {
       ['Clients', countLine(r.clients, r.merge)],
       ['Tokens', `${countLine(r.tokens, r.merge)}; in the source ${r.source.tokens.active} active, ${r.source.tokens.expired} expired, ${r.source.tokens.revoked} revoked`],
       ['Audit entries', countLine(r.audit, r.merge)],
+      ...eventsLines(r),
       ['Verified', `${plural(r.verified, 'record')} read back identical from the target`],
     ]),
     ...differing(r),
@@ -125,6 +134,18 @@ function renderInterrupted(r: MigrateResult): string {
     color.yellow(`Migration interrupted: ${formatCount(r.tokens.source)} of ${formatCount(r.source.tokens.total)} tokens handled, ${formatCount(r.tokens.copied)} copied into ${r.to} (and ${plural(r.clients.copied, 'client')}); the audit trail not yet.`),
     `Finish it: tokenctl migrate --from ${r.from} --to ${r.to} --merge`,
   ].join('\n');
+}
+
+/** Receivers and signing keys, when the source had any; and the events that were not copied. */
+function eventsLines(r: MigrateResult): [string, string][] {
+  const e = r.events;
+  if (!e || e.receivers.source + e.signing_keys.source === 0) return [];
+  const undelivered =
+    e.undelivered_not_copied > 0 ? color.yellow(`; ${plural(e.undelivered_not_copied, 'undelivered event')} stay in the source (not copied)`) : '';
+  return [
+    ['Receivers', countLine(e.receivers, r.merge) + undelivered],
+    ['Signing keys', e.signing_keys.copied > 0 || e.signing_keys.source === 0 ? `${e.signing_keys.copied} copied` : `none copied: ${r.to} has keys of its own`],
+  ];
 }
 
 /** With --merge: the records whose two versions differ, for the operator to check. */

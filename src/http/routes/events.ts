@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parseBasicAuthorization } from '../../engine/client-auth.js';
 import { InvalidClientError } from '../../engine/errors.js';
-import { AccessDeniedError } from '../../engine/receivers.js';
+import { AccessDeniedError } from '../../engine/errors.js';
 import { SigningKeys } from '../../events/keys.js';
 import { parsePollRequest, poll } from '../../events/poll.js';
 import { TOKENS_REVOKED } from '../../events/set.js';
@@ -10,14 +10,9 @@ import { okAnswer, replyAnswer, type Answer } from '../answer.js';
 import type { HandlerDeps } from '../endpoints/endpoint.js';
 import { errorAnswer, failureFacts, pathOf } from '../error-answer.js';
 
-/** RFC 8936 poll endpoint. */
-export const POLL_PATH = '/events/poll';
-/** RFC 7517 key set of the SET signing keys. */
-export const JWKS_PATH = '/.well-known/jwks.json';
-/** OpenID SSF 1.0 §7.1 transmitter metadata. */
-export const SSF_CONFIGURATION_PATH = '/.well-known/ssf-configuration';
-/** OpenID SSF 1.0 §8.1.1: the stream configuration, read only, of the authenticated poll receiver. */
-export const SSF_STREAM_PATH = '/ssf/stream';
+import { JWKS_PATH, POLL_PATH, SSF_CONFIGURATION_PATH, SSF_STREAM_PATH } from '../paths.js';
+
+export { JWKS_PATH, POLL_PATH, SSF_CONFIGURATION_PATH, SSF_STREAM_PATH };
 /** A poll body is a few hundred acks at most: 1000 jtis of 36 characters and their quotes. */
 const POLL_BODY_LIMIT = 64 * 1024;
 
