@@ -17,6 +17,7 @@
  *
  * Usage: node bench/refresh-instructions.js --db STORE.db --tokens REFRESH.txt
  *          [--root DIR] [--warmup 4000] [--n 2000] [--rounds 1] [--serve-arg=--flag ...] [--keep DIR]
+ *          [--kind refresh|revoke|introspect]
  * --keep DIR: keep the callgrind files there (callgrind_annotate shows where the instructions go).
  * STORE.db: a bench pool store (node bench/setup-store.js --access 250000 --refresh 20000).
  * Needs valgrind. Only 127.0.0.1 is ever targeted. Prints one JSON line per round.
@@ -40,6 +41,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '1' },
     'serve-arg': { type: 'string', multiple: true, default: [] },
     keep: { type: 'string' },
+    kind: { type: 'string', default: 'refresh' },
   },
 });
 if (!values.db || !values.tokens) {
@@ -51,7 +53,10 @@ const warmup = Number(values.warmup);
 const n = Number(values.n);
 const tokens = readFileSync(values.tokens, 'utf8').split('\n').filter(Boolean);
 if (warmup + n > tokens.length) throw new Error(`only ${tokens.length} tokens in ${values.tokens}`);
-const req = REQUESTS.tokenctl.refresh;
+/** `--kind revoke` (--tokens: access tokens, each revoked once) or `introspect`: the same count for the other loads. */
+const kind = /** @type {'refresh'|'revoke'|'introspect'} */ (values.kind);
+if (!['refresh', 'revoke', 'introspect'].includes(kind)) throw new Error(`--kind must be refresh, revoke or introspect, not ${kind}`);
+const req = REQUESTS.tokenctl[kind];
 
 /** Starts serve under callgrind on a copy of the store; resolves with its URL and a stop function. */
 async function startServe(dir, label) {
@@ -134,7 +139,7 @@ try {
     await drive(serve.url, warmup, warmup + n);
     serve.instrument(false);
     const { total, main } = await serve.stop();
-    console.log(JSON.stringify({ root, warmup, n, per_refresh: Math.round(total / n), main_thread_per_refresh: Math.round(main / n) }));
+    console.log(JSON.stringify({ root, kind, warmup, n, per_refresh: Math.round(total / n), main_thread_per_refresh: Math.round(main / n) }));
   }
 } finally {
   if (values.keep === undefined) rmSync(dir, { recursive: true, force: true });
