@@ -2,8 +2,17 @@ import type Database from 'better-sqlite3';
 import type { StoreObserver } from '../store.js';
 import { TurnBatch, type Queued } from './turn-batch.js';
 
+/**
+ * A write step, and whether it is atomic by itself: at most one statement that writes, and
+ * nothing after it that can fail (it then needs no savepoint of its own, two statements fewer).
+ */
+interface Step {
+  run: () => unknown;
+  atomic: boolean;
+}
+
 /** A queued write step. */
-type Pending = Queued<() => unknown, unknown>;
+type Pending = Queued<Step, unknown>;
 
 /** A committed batch and how each of its steps ended, waiting to be settled. */
 interface Committed {
@@ -21,8 +30,8 @@ export type DeferredSync = (done: (error: unknown) => void) => void;
  * Group commit: write steps queued during one turn of the event loop run in ONE immediate
  * transaction, so that N revocations arriving together cost one fsync, not N, without weakening
  * durability (`synchronous=FULL` still syncs that commit before any of them is acknowledged).
- * Each step runs in its own savepoint: a step that throws rolls back only itself and rejects only
- * its own promise. A failed commit (another process held the lock past the busy timeout) rejects
+ * Each step runs in its own savepoint (or, when it writes with one statement, that statement's own
+ * journal): a step that throws rolls back only itself and rejects only its own promise. A failed commit (another process held the lock past the busy timeout) rejects
  * every step of the batch: none of them was acknowledged, none of them happened.
  *
  * With a `deferredSync` (a server's connection runs with `synchronous=NORMAL`: the commit itself
@@ -31,7 +40,7 @@ export type DeferredSync = (done: (error: unknown) => void) => void;
  * batches committed during one sync share the next. At most one sync is in flight.
  */
 export class GroupCommit {
-  private readonly batch = new TurnBatch<() => unknown, unknown>((steps) => this.commit(steps));
+  private readonly batch = new TurnBatch<Step, unknown>((steps) => this.commit(steps));
   /** Committed, waiting for the next sync. */
   private unsynced: Committed[] = [];
   /** Resolves when the sync in flight has completed and settled its steps; null: none in flight. */
@@ -50,7 +59,9 @@ export class GroupCommit {
     this.outer = db.transaction((batch: Pending[]) =>
       batch.map(({ query: step }) => {
         try {
-          return { ok: true, value: this.savepoint(step) };
+          // A statement that fails is undone by SQLite itself (its statement journal), so a step
+          // whose only write is its last statement needs no savepoint to fail alone.
+          return { ok: true, value: step.atomic ? step.run() : this.savepoint(step.run) };
         } catch (error) {
           return { ok: false, value: error };
         }
@@ -58,9 +69,13 @@ export class GroupCommit {
     );
   }
 
-  /** Queues a synchronous write step; resolves with its result once the batch is committed. */
-  run<T>(step: () => T): Promise<T> {
-    return this.batch.add(step) as Promise<T>;
+  /**
+   * Queues a synchronous write step; resolves with its result once the batch is committed.
+   * `atomic`: the step writes with one statement at most, its last (see Step); it then runs
+   * without a savepoint of its own.
+   */
+  run<T>(step: () => T, atomic = false): Promise<T> {
+    return this.batch.add({ run: step, atomic }) as Promise<T>;
   }
 
   /** Commits what is queued now. Also called before the database closes (then see {@link synced}). */

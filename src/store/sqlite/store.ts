@@ -193,7 +193,8 @@ export class SqliteStore implements TokenStore {
   }
 
   async insertMintedAccess(access: TokenRecord, refreshJti: string, limit?: MintLimit): Promise<MintOutcome> {
-    return this.write(() => this.tx.mint(access, refreshJti, limit));
+    // One read, then the insert as the only write: atomic without a savepoint (group-commit.ts).
+    return this.write(() => this.tx.mint(access, refreshJti, limit), true);
   }
 
   /**
@@ -272,13 +273,14 @@ export class SqliteStore implements TokenStore {
    * Queues one synchronous write step for the next group commit (see GroupCommit). The kept token
    * rows are forgotten as the step runs: this connection's own commits do not move data_version.
    * Nothing reads between the step and its commit (both run in one synchronous flush).
+   * `atomic`: the step's only write is its last statement (GroupCommit.run).
    */
-  private write<T>(step: () => T): Promise<T> {
+  private write<T>(step: () => T, atomic = false): Promise<T> {
     if (this.closed) return Promise.reject(new Error(`the store ${this.location} is closed`));
     return this.writes.run(() => {
       this.cache.forgetTokens();
       return step();
-    });
+    }, atomic);
   }
 
   /** Runs one synchronous database step, with the store's errors in place of SQLite's. */

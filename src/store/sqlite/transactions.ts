@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { TOKEN_TYPES, type AuditEntry, type BulkBatch, type BulkSelector, type MintLimit, type MintOutcome, type RotateOutcome, type StoreStats, type TokenRecord, type TokenState, type TokenType } from '../store.js';
-import { selectorKind, tokenFromRow, type prepareStatements } from './statements.js';
+import { insertToken, selectorKind, tokenFromRow, type prepareStatements } from './statements.js';
 
 type Statements = ReturnType<typeof prepareStatements>;
 
@@ -34,7 +34,7 @@ export function prepareTransactions(db: Database.Database, st: Statements) {
       return { revoked, more: n === batch, resume: String(last) };
     },
     insertMany: (tokens: TokenRecord[]) => {
-      for (const t of tokens) st.insertToken.run(t);
+      for (const t of tokens) insertToken(st.insert, t);
     },
     revoke: (jti: string, at: number, cascade: boolean, audit: AuditEntry | undefined): boolean => {
       if (cascade) {
@@ -47,12 +47,14 @@ export function prepareTransactions(db: Database.Database, st: Statements) {
       if (audit) st.insertAudit.run(audit);
       return true;
     },
+    /** Two statements, one of them the only write: atomic without a savepoint (see SqliteStore.mint). */
     mint: (access: TokenRecord, refreshJti: string, limit: MintLimit | undefined): MintOutcome => {
-      const state = st.currentState.get(refreshJti) as { revoked: number; grantId: string } | undefined;
+      // Without a limit: nothing issued after +∞, counted up to 0.
+      const state = st.mintState.get(limit?.since ?? Number.MAX_VALUE, limit?.max ?? 0, refreshJti) as [number, number] | undefined;
       if (state === undefined) return 'unknown';
-      if (state.revoked) return 'revoked';
-      if (limit && (st.recentOfGrant.get({ grantId: state.grantId, since: limit.since, max: limit.max }) as number) >= limit.max) return 'limited';
-      st.insertToken.run(access);
+      if (state[0]) return 'revoked';
+      if (limit && state[1] >= limit.max) return 'limited';
+      insertToken(st.insert, access);
       return 'inserted';
     },
     rotate: (oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): RotateOutcome => {
@@ -65,7 +67,7 @@ export function prepareTransactions(db: Database.Database, st: Statements) {
         st.revokeLostAccess.run({ at, lost: revokeJti, old: oldJti });
         st.repoint.run(at, next, oldJti);
       }
-      for (const t of issued) st.insertToken.run(t);
+      for (const t of issued) insertToken(st.insert, t);
       return 'rotated';
     },
     // Run as a read transaction, so that the counts describe one moment even while others write.
