@@ -149,18 +149,18 @@ export class PushDeliverer {
       for (const d of deliveries) {
         // Keep a margin: a push started now must be settled before the lease ends.
         if (this.stopping || this.now() + this.pushTimeoutMs + 1_000 > claimedAt + this.leaseMs) break;
-        const set = await signSet(d.event, this.options.issuer(), receiver.audience, key, this.now());
+        const set = await signSet(d.events[0]!, this.options.issuer(), receiver.audience, key, this.now());
         const result = await this.push(receiver, set, this.pushTimeoutMs);
         const at = this.now();
         if (result.kind === 'accepted') {
-          await store.settleDelivery(this.owner, receiver.id, d.event.id, { kind: 'delivered', at });
+          await store.settleDelivery(this.owner, receiver.id, d.id, { kind: 'delivered', at });
           this.options.onOutcome?.('delivered');
           continue;
         }
         const outcome = failureOutcome(result, d.attempts, at);
-        await store.settleDelivery(this.owner, receiver.id, d.event.id, outcome);
+        await store.settleDelivery(this.owner, receiver.id, d.id, outcome);
         this.options.onOutcome?.(outcome.kind);
-        this.options.log?.(outcome.kind === 'dead' ? 'error' : 'warn', { receiver: receiver.id, event: d.event.id, attempts: d.attempts + 1, error: result.error }, outcome.kind === 'dead' ? 'event delivery given up: dead letter' : 'event delivery failed; will retry');
+        this.options.log?.(outcome.kind === 'dead' ? 'error' : 'warn', { receiver: receiver.id, event: d.id, attempts: d.attempts + 1, error: result.error }, outcome.kind === 'dead' ? 'event delivery given up: dead letter' : 'event delivery failed; will retry');
         // A retry: the receiver's later events wait behind this one. A dead letter: go on.
         if (outcome.kind === 'retry') break;
       }

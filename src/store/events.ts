@@ -93,10 +93,18 @@ export interface ReceiverStatus extends ReceiverRecord {
   lastDeliveredAt: number | null;
 }
 
-/** One event due to one receiver. */
+/**
+ * What one receiver is due: one SET's worth of events. A store may put the events of revocations
+ * that committed together (one group commit) in one delivery, so that a burst of revocations costs
+ * one outbox row, one signature and one acknowledgement per receiver, not one per revocation. Every
+ * event is in exactly one delivery per receiver; a delivery's events are in commit order.
+ */
 export interface Delivery {
   receiverId: string;
-  event: RevocationEvent;
+  /** The delivery's id, the SET's `jti`: the id of its first event. What settles and acks name. */
+  id: string;
+  /** The revocations it tells of, oldest first: at least one. */
+  events: RevocationEvent[];
   /** Failed attempts so far (push). */
   attempts: number;
 }
@@ -158,7 +166,7 @@ export interface EventStore {
    */
   claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]>;
   /** Records what became of one push delivery by the lease holder `owner` (ignored if the lease moved on). */
-  settleDelivery(owner: string, receiverId: string, eventId: string, outcome: DeliveryOutcome): Promise<void>;
+  settleDelivery(owner: string, receiverId: string, deliveryId: string, outcome: DeliveryOutcome): Promise<void>;
   /** Ends `owner`'s lease of a receiver early, so that its next due delivery goes out at once. */
   releaseReceiver(owner: string, receiverId: string): Promise<void>;
   /** Requeues a receiver's dead letters, due at `now`, attempts reset. Returns how many. */
@@ -166,8 +174,8 @@ export interface EventStore {
 
   /** Poll (RFC 8936): the receiver's pending deliveries, oldest first, at most `limit`. */
   pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]>;
-  /** Poll: acknowledges these events (RFC 8936 `ack`): their deliveries are gone. Unknown ids are ignored. Returns how many. */
-  ackDeliveries(receiverId: string, eventIds: readonly string[], at: number): Promise<number>;
+  /** Poll: acknowledges these deliveries by id (RFC 8936 `ack` of their SETs): they are gone. Unknown ids are ignored. Returns how many. */
+  ackDeliveries(receiverId: string, deliveryIds: readonly string[], at: number): Promise<number>;
 
   /** Deletes up to `limit` events no delivery refers to any more. Returns how many. */
   purgeDeliveredEvents(limit: number): Promise<number>;

@@ -30,7 +30,7 @@ async function claimLoop(store: PostgresStore): Promise<unknown> {
     const now = Date.now();
     const claimed = await store.claimPushReceivers(owner, now, leaseMs, 2, 3);
     for (const c of claimed) {
-      claims.push({ owner, receiverId: c.receiver.id, now, until: now + leaseMs, events: c.deliveries.map((d) => d.event.id) });
+      claims.push({ owner, receiverId: c.receiver.id, now, until: now + leaseMs, events: c.deliveries.map((d) => d.id) });
       // Now and then the deliverer is slow, past its lease: its settlements must then count for nothing.
       const slow = Math.random() < 0.05;
       if (slow) {
@@ -42,9 +42,9 @@ async function claimLoop(store: PostgresStore): Promise<unknown> {
         const at = Date.now();
         const outcome: DeliveryOutcome =
           roll < 0.85 ? { kind: 'delivered', at } : roll < 0.97 ? { kind: 'retry', at, retryAt: at + 20, error: 'HTTP 503' } : { kind: 'dead', at, error: 'HTTP 400' };
-        await store.settleDelivery(owner, c.receiver.id, d.event.id, outcome);
+        await store.settleDelivery(owner, c.receiver.id, d.id, outcome);
         if (outcome.kind === 'delivered') {
-          settles.push({ owner, receiverId: c.receiver.id, eventId: d.event.id, claimedAt: now, leaseUntil: now + leaseMs, returnedAt: Date.now() });
+          settles.push({ owner, receiverId: c.receiver.id, eventId: d.id, claimedAt: now, leaseUntil: now + leaseMs, returnedAt: Date.now() });
         }
         if (outcome.kind !== 'delivered') break; // its later events wait behind it
       }

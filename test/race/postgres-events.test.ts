@@ -148,7 +148,7 @@ describe.skipIf(!PG_URL)('the PostgreSQL outbox raced by processes', { timeout: 
         const claimed = await store.claimPushReceivers('drain', Date.now(), 60_000, 10, 100);
         if (claimed.length === 0 && (await store.listReceivers()).every((r) => r.pending === 0)) break;
         for (const c of claimed) {
-          for (const d of c.deliveries) await store.settleDelivery('drain', c.receiver.id, d.event.id, { kind: 'delivered', at: Date.now() });
+          for (const d of c.deliveries) await store.settleDelivery('drain', c.receiver.id, d.id, { kind: 'delivered', at: Date.now() });
           await store.releaseReceiver('drain', c.receiver.id);
         }
         if (claimed.length === 0) await sleep(25); // a retry not due yet

@@ -89,7 +89,7 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       return tokens;
     };
     /** The events pending for a receiver, oldest first (the poll view). */
-    const pendingEvents = async (receiverId: string) => (await store.pendingDeliveries(receiverId, 1000)).map((d) => d.event);
+    const pendingEvents = async (receiverId: string) => (await store.pendingDeliveries(receiverId, 1000)).map((d) => d.events[0]!);
     const pendingIds = async (receiverId: string) => (await pendingEvents(receiverId)).map((e) => e.id);
     /** Revokes a fresh access token with `event`: one event written, when there are receivers. */
     const emit = async (event: RevocationEvent = makeEvent()) => {
@@ -161,7 +161,7 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
         const [dead, pending] = [await emit(), await emit()];
         const [c] = await claim('node-a', AT);
-        expect(c!.deliveries.map((d) => d.event.id)).toEqual([dead.id, pending.id]);
+        expect(c!.deliveries.map((d) => d.id)).toEqual([dead.id, pending.id]);
         await store.settleDelivery('node-a', 'push-1', dead.id, { kind: 'dead', at: AT, error: 'HTTP 400' });
         expect(await status('push-1')).toMatchObject({ pending: 1, dead: 1 });
         expect(await store.deleteReceiver('push-1')).toBe(true);
@@ -315,9 +315,9 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         const together = [makeEvent({}, AT + 2), makeEvent({}, AT + 3), makeEvent({}, AT + 4)];
         for (const e of together) await emit(e);
         expect(await pendingIds('poll-1')).toEqual([...events, ...together].map((e) => e.id));
-        expect((await store.pendingDeliveries('poll-1', 2)).map((d) => d.event.id)).toEqual(events.slice(0, 2).map((e) => e.id));
+        expect((await store.pendingDeliveries('poll-1', 2)).map((d) => d.id)).toEqual(events.slice(0, 2).map((e) => e.id));
         const [c] = await claim('node-a', AT + HOUR, 10, 4);
-        expect(c!.deliveries.map((d) => d.event.id)).toEqual([...events, together[0]!].map((e) => e.id));
+        expect(c!.deliveries.map((d) => d.id)).toEqual([...events, together[0]!].map((e) => e.id));
       });
     });
 
@@ -375,7 +375,7 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         expect(await status('push-1')).toMatchObject({ pending: 1, dead: 0, lastDeliveredAt: AT + 10, lastError: null, oldestPendingAt: e2.at });
         await store.releaseReceiver('node-a', 'push-1');
         const [c] = (await claim('node-b', AT + 20)).filter((x) => x.receiver.id === 'push-1');
-        expect(c!.deliveries.map((d) => d.event.id)).toEqual([e2.id]);
+        expect(c!.deliveries.map((d) => d.id)).toEqual([e2.id]);
         await store.settleDelivery('node-b', 'push-1', e2.id, { kind: 'delivered', at: AT + 30 });
         expect(await status('push-1')).toMatchObject({ pending: 0, dead: 0, oldestPendingAt: null, lastDeliveredAt: AT + 30 });
         // The other receivers still have both.
@@ -409,10 +409,10 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         await store.settleDelivery('node-a', 'push-1', e1.id, { kind: 'retry', at: AT, retryAt: AT + 10, error: 'HTTP 500' });
         await store.settleDelivery('node-a', 'push-1', e1.id, { kind: 'dead', at: AT + 20, error: 'HTTP 400 invalid_request' });
         expect(await status('push-1')).toMatchObject({ pending: 1, dead: 1, lastError: 'HTTP 400 invalid_request', oldestPendingAt: e2.at });
-        expect((await store.pendingDeliveries('push-1', 10)).map((d) => d.event.id)).toEqual([e2.id]);
+        expect((await store.pendingDeliveries('push-1', 10)).map((d) => d.id)).toEqual([e2.id]);
         await store.releaseReceiver('node-a', 'push-1');
         const [c] = await claim('node-b', AT + 30);
-        expect(c!.deliveries.map((d) => d.event.id)).toEqual([e2.id]);
+        expect(c!.deliveries.map((d) => d.id)).toEqual([e2.id]);
         await store.settleDelivery('node-b', 'push-1', e2.id, { kind: 'delivered', at: AT + 40 });
         await store.releaseReceiver('node-b', 'push-1');
         expect(await claim('node-b', AT + HOUR)).toEqual([]);
@@ -492,7 +492,7 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         expect(await store.purgeDeliveredEvents(100)).toBe(1);
         expect(await store.purgeDeliveredEvents(100)).toBe(0); // a dead letter keeps its event
         expect(await store.retryDead('push-1', AT + 1)).toBe(1);
-        expect((await store.pendingDeliveries('push-1', 10)).map((d) => d.event)).toEqual([events[2]]);
+        expect((await store.pendingDeliveries('push-1', 10)).map((d) => d.events[0]!)).toEqual([events[2]]);
       });
     });
 

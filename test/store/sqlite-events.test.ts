@@ -57,7 +57,7 @@ describe('SqliteStore security events across processes', () => {
         for (const c of got) claims.push([c.receiver.id, now]);
         if (got.length > 0 && i % 3 === 0) {
           const [c] = got;
-          await store.settleDelivery(owner, c.receiver.id, c.deliveries[0].event.id, { kind: 'retry', at: now, retryAt: now, error: 'HTTP 503' });
+          await store.settleDelivery(owner, c.receiver.id, c.deliveries[0].id, { kind: 'retry', at: now, retryAt: now, error: 'HTTP 503' });
         }
         await new Promise((r) => setTimeout(r, Math.random() * 4));
       }
@@ -157,7 +157,7 @@ describe('SqliteStore security events across processes', () => {
       const cli = await tokenctl(['revoke', '--user', 'bob', '--yes', '--json', '--db', file], { timeoutMs: 60_000 });
       expect(cli.code, cli.stderr).toBe(0);
       await engine.deleteClient(client.client_id, 'cli:test'); // scope client, reason client_deleted
-      const events = (await store.pendingDeliveries('poll-1', 100)).map((d) => d.event);
+      const events = (await store.pendingDeliveries('poll-1', 100)).map((d) => d.events[0]!);
       expect(events.map((e) => [e.scope, e.reason, e.username ?? null, e.tokenType ?? null])).toEqual([
         ['grant', 'revoked', 'ann', 'refresh_token'],
         ['token', 'revoked', 'bob', 'access_token'],

@@ -195,6 +195,6 @@ export class MemoryEvents implements EventStore {
   }
 
   private view(d: MemoryDelivery): Delivery {
-    return { receiverId: d.receiverId, event: { ...this.events.get(d.eventId)!.event }, attempts: d.attempts };
+    return { receiverId: d.receiverId, id: d.eventId, events: [{ ...this.events.get(d.eventId)!.event }], attempts: d.attempts };
   }
 }

@@ -1,4 +1,4 @@
-import { DuplicateReceiverError, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type EventStore, type ReceiverRecord, type ReceiverStatus, type SigningKeyRecord } from '../events.js';
+import { DuplicateReceiverError, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type EventStore, type ReceiverRecord, type ReceiverStatus, type RevocationEvent, type SigningKeyRecord } from '../events.js';
 import { Rollback, type Database } from './database.js';
 import { isUniqueViolation } from './errors.js';
 import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './outbox.js';
@@ -75,7 +75,7 @@ const PURGE_EVENTS = `WITH p AS (SELECT seq FROM security_events e
 /** Adding a key: one at a time, whatever the node, so that the current one is always retired first. */
 const KEYS_CHANGE = 'LOCK TABLE signing_keys IN SHARE ROW EXCLUSIVE MODE';
 
-type PendingRow = Delivery & { nextAttemptAt: number };
+type PendingRow = { receiverId: string; event: RevocationEvent; attempts: number; nextAttemptAt: number };
 
 /**
  * The PostgreSQL {@link EventStore}: receivers, the outbox's deliveries and signing keys
@@ -207,7 +207,7 @@ export class PostgresEvents implements EventStore {
 }
 
 function delivery(row: PendingRow): Delivery {
-  return { receiverId: row.receiverId, event: row.event, attempts: row.attempts };
+  return { receiverId: row.receiverId, id: row.event.id, events: [row.event], attempts: row.attempts };
 }
 
 function compare(a: string, b: string): number {

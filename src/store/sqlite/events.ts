@@ -202,6 +202,9 @@ export class SqliteEvents implements EventStore {
   /** A receiver's oldest pending deliveries, oldest first. */
   private pendingOf(receiverId: string, limit: number): Delivery[] {
     const rows = this.st.pending.all(receiverId, Math.max(0, limit)) as [number, string][];
-    return rows.map(([attempts, payload]) => ({ receiverId, event: JSON.parse(payload) as RevocationEvent, attempts }));
+    return rows.map(([attempts, payload]) => {
+      const event = JSON.parse(payload) as RevocationEvent;
+      return { receiverId, id: event.id, events: [event], attempts };
+    });
   }
 }
