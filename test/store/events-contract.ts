@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   DuplicateReceiverError,
   type BulkSelector,
+  type Delivery,
   type ReceiverRecord,
   type RevocationEvent,
   type SigningKeyRecord,
@@ -52,6 +53,11 @@ export function makeEvent(overrides: Partial<RevocationEvent> = {}, at = AT): Re
   };
 }
 
+/** The delivery of one event alone to `receiverId` (what sequential revocations get). */
+export function delivery(receiverId: string, event: RevocationEvent, attempts: number): Delivery {
+  return { receiverId, id: event.id, events: [event], attempts };
+}
+
 /** A signing key created at `createdAt`, current. */
 export function makeKey(kid: string, createdAt: number): SigningKeyRecord {
   return {
@@ -89,7 +95,7 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       return tokens;
     };
     /** The events pending for a receiver, oldest first (the poll view). */
-    const pendingEvents = async (receiverId: string) => (await store.pendingDeliveries(receiverId, 1000)).map((d) => d.events[0]!);
+    const pendingEvents = async (receiverId: string) => (await store.pendingDeliveries(receiverId, 1000)).flatMap((d) => d.events);
     const pendingIds = async (receiverId: string) => (await pendingEvents(receiverId)).map((e) => e.id);
     /** Revokes a fresh access token with `event`: one event written, when there are receivers. */
     const emit = async (event: RevocationEvent = makeEvent()) => {
@@ -203,14 +209,14 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         const user: RevocationEvent = { id: randomUUID(), at: AT, reason: 'revoked', scope: 'user', username: 'bob' };
         await emit(user);
         expect(await store.pendingDeliveries('poll-1', 10)).toEqual([
-          { receiverId: 'poll-1', event, attempts: 0 },
-          { receiverId: 'poll-1', event: user, attempts: 0 },
+          delivery('poll-1', event, 0),
+          delivery('poll-1', user, 0),
         ]);
         expect(Object.keys((await pendingEvents('poll-1'))[1]!).sort()).toEqual(['at', 'id', 'reason', 'scope', 'username']);
         expect(await claim('node-a', AT - 1)).toEqual([]); // not due before the event happened
         const claimed = await claim('node-a', AT);
         expect(claimed.map((c) => c.receiver)).toEqual([makePushReceiver('push-1'), makePushReceiver('push-2')]);
-        for (const c of claimed) expect(c.deliveries).toEqual([{ receiverId: c.receiver.id, event, attempts: 0 }, { receiverId: c.receiver.id, event: user, attempts: 0 }]);
+        for (const c of claimed) expect(c.deliveries).toEqual([delivery(c.receiver.id, event, 0), delivery(c.receiver.id, user, 0)]);
       });
 
       it('revokeToken writes its event only when this call revoked the token (with cascade too)', async () => {
@@ -319,6 +325,35 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         const [c] = await claim('node-a', AT + HOUR, 10, 4);
         expect(c!.deliveries.map((d) => d.id)).toEqual([...events, together[0]!].map((e) => e.id));
       });
+      it('revocations committed together: every event in exactly one delivery per receiver, named by its first event', async () => {
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+        await store.createReceiver(makePushReceiver('push-1'));
+        const tokens = await insert(...Array.from({ length: 6 }, () => makeToken({ clientId: 'client-1' })));
+        const events = tokens.map((t) => makeEvent({ jti: t.jti }));
+        // Called in one turn: a store that commits them together may put them in one delivery.
+        const revoked = await Promise.all([
+          ...tokens.map((t, i) => store.revokeToken(t.jti, AT, false, undefined, events[i])),
+          store.revokeToken('no-such-jti', AT, false, undefined, makeEvent()), // changes nothing: no event
+        ]);
+        expect(revoked).toEqual([...tokens.map(() => true), false]);
+        const ids = events.map((e) => e.id).sort();
+        for (const receiverId of ['poll-1', 'push-1']) {
+          const deliveries = await store.pendingDeliveries(receiverId, 1000);
+          for (const d of deliveries) {
+            expect(d.events.length).toBeGreaterThan(0);
+            expect(d.id).toBe(d.events[0]!.id);
+          }
+          expect(deliveries.flatMap((d) => d.events.map((e) => e.id)).sort()).toEqual(ids);
+          expect(deliveries.flatMap((d) => d.events).sort((a, b) => compare(a.id, b.id))).toEqual([...events].sort((a, b) => compare(a.id, b.id)));
+        }
+        // One after the other: one delivery each, after those.
+        const later = [await emit(), await emit()];
+        expect((await store.pendingDeliveries('poll-1', 1000)).slice(-2)).toEqual(later.map((e) => delivery('poll-1', e, 0)));
+        // Acknowledging a delivery acknowledges every event in it.
+        const first = (await store.pendingDeliveries('poll-1', 1))[0]!;
+        expect(await store.ackDeliveries('poll-1', [first.id], AT + 1)).toBe(1);
+        expect((await pendingEvents('poll-1')).length).toBe(events.length + later.length - first.events.length);
+      });
     });
 
     describe('push: leases', () => {
@@ -392,14 +427,14 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         const [c] = await claim('node-b', AT + 1000);
         expect(c!.receiver.id).toBe('push-1');
         expect(c!.deliveries).toEqual([
-          { receiverId: 'push-1', event: e1, attempts: 1 },
-          { receiverId: 'push-1', event: e2, attempts: 0 },
+          delivery('push-1', e1, 1),
+          delivery('push-1', e2, 0),
         ]);
         await store.settleDelivery('node-b', 'push-1', e1.id, { kind: 'retry', at: AT + 1001, retryAt: AT + 3000, error: 'connection refused' });
         await store.releaseReceiver('node-b', 'push-1');
         expect(await status('push-1')).toMatchObject({ lastError: 'connection refused' });
         const [again] = await claim('node-c', AT + 3000);
-        expect(again!.deliveries[0]).toEqual({ receiverId: 'push-1', event: e1, attempts: 2 });
+        expect(again!.deliveries[0]).toEqual(delivery('push-1', e1, 2));
       });
 
       it('dead: a dead letter is counted apart, no longer delivered nor blocking, and retryDead requeues it', async () => {
@@ -421,7 +456,7 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         expect(await status('push-1')).toMatchObject({ pending: 1, dead: 0 });
         expect(await claim('node-b', AT + HOUR - 1)).toEqual([]); // due at the time given to retryDead
         const [requeued] = await claim('node-b', AT + HOUR);
-        expect(requeued!.deliveries).toEqual([{ receiverId: 'push-1', event: e1, attempts: 0 }]);
+        expect(requeued!.deliveries).toEqual([delivery('push-1', e1, 0)]);
       });
 
       it('ignores a settlement by anyone but the lease holder', async () => {
@@ -473,7 +508,7 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       it('hands out the oldest first, at most the limit, with attempts 0', async () => {
         const events = [await emit(), await emit(), await emit()];
         const page = await store.pendingDeliveries('poll-2', 2);
-        expect(page).toEqual(events.slice(0, 2).map((event) => ({ receiverId: 'poll-2', event, attempts: 0 })));
+        expect(page).toEqual(events.slice(0, 2).map((event) => delivery('poll-2', event, 0)));
       });
     });
 
@@ -538,4 +573,8 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       });
     });
   });
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

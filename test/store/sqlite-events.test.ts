@@ -9,7 +9,7 @@ import { tokenctl } from '../helpers/cli.js';
 import { post, startServe, stopServe } from '../helpers/load.js';
 import { runNode, spawnNode } from '../helpers/node-script.js';
 import { T0, makeClient, makeToken } from '../helpers/records.js';
-import { makeEvent, makePushReceiver, makePollReceiver } from './events-contract.js';
+import { delivery, makeEvent, makePushReceiver, makePollReceiver } from './events-contract.js';
 
 /*
  * Security events on one SQLite file shared by several processes (serve --workers N, several
@@ -95,21 +95,22 @@ describe('SqliteStore security events across processes', () => {
   });
 
   for (const mode of ['a CLI', 'a server (commits synced off the event loop)']) {
-    it(`an event is in the file once the revocation has returned, even if ${mode} is killed right after`, { timeout: 60_000 }, async () => {
+    it(`the events are in the file once the revocations have returned, even if ${mode} is killed right after`, { timeout: 60_000 }, async () => {
       const store = await SqliteStore.open(file);
       await store.createClient(makeClient({ id: 'client-1' }));
       await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
-      const token = makeToken({ clientId: 'client-1' });
-      await store.insertTokens([token]);
+      const tokens = [makeToken({ clientId: 'client-1' }), makeToken({ clientId: 'client-1' }), makeToken({ clientId: 'client-1' })];
+      await store.insertTokens(tokens);
       await store.close();
-      const event = makeEvent({ jti: token.jti });
+      const events = tokens.map((t) => makeEvent({ jti: t.jti }));
+      // Three revocations in one turn: one group commit, their events in one outbox row.
       const script = `
         const { SqliteStore } = await import(process.env.STORE_MODULE);
         const store = await SqliteStore.open(process.env.DB, { backgroundCheckpoints: process.env.SERVER === '1' });
-        const revoked = await store.revokeToken(process.env.JTI, ${T0 + 1}, false, undefined, JSON.parse(process.env.EVENT));
-        process.stdout.write(revoked ? 'revoked\\n' : 'not revoked\\n');
+        const revoked = await Promise.all(JSON.parse(process.env.EVENTS).map((e) => store.revokeToken(e.jti, ${T0 + 1}, false, undefined, e)));
+        process.stdout.write(revoked.every(Boolean) ? 'revoked\\n' : 'not revoked\\n');
         setInterval(() => {}, 1000); // and stays, until killed`;
-      const child = spawnNode(script, { DB: file, JTI: token.jti, EVENT: JSON.stringify(event), SERVER: mode.startsWith('a server') ? '1' : '0' });
+      const child = spawnNode(script, { DB: file, EVENTS: JSON.stringify(events), SERVER: mode.startsWith('a server') ? '1' : '0' });
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       const said = await new Promise<string>((resolve) => {
@@ -128,8 +129,8 @@ describe('SqliteStore security events across processes', () => {
       expect(child.signalCode).toBe('SIGKILL');
       const after = await SqliteStore.open(file, { create: false });
       try {
-        expect((await after.findTokenByJti(token.jti))?.revokedAt).toBe(T0 + 1);
-        expect(await after.pendingDeliveries('poll-1', 10)).toEqual([{ receiverId: 'poll-1', event, attempts: 0 }]);
+        for (const t of tokens) expect((await after.findTokenByJti(t.jti))?.revokedAt).toBe(T0 + 1);
+        expect(await after.pendingDeliveries('poll-1', 10)).toEqual([{ receiverId: 'poll-1', id: events[0]!.id, events, attempts: 0 }]);
       } finally {
         await after.close();
       }
@@ -157,7 +158,7 @@ describe('SqliteStore security events across processes', () => {
       const cli = await tokenctl(['revoke', '--user', 'bob', '--yes', '--json', '--db', file], { timeoutMs: 60_000 });
       expect(cli.code, cli.stderr).toBe(0);
       await engine.deleteClient(client.client_id, 'cli:test'); // scope client, reason client_deleted
-      const events = (await store.pendingDeliveries('poll-1', 100)).map((d) => d.events[0]!);
+      const events = (await store.pendingDeliveries('poll-1', 100)).flatMap((d) => d.events);
       expect(events.map((e) => [e.scope, e.reason, e.username ?? null, e.tokenType ?? null])).toEqual([
         ['grant', 'revoked', 'ann', 'refresh_token'],
         ['token', 'revoked', 'bob', 'access_token'],

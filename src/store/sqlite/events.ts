@@ -11,6 +11,7 @@ import {
   type SigningKeyRecord,
 } from '../events.js';
 import { insertUnique } from './errors.js';
+import type { TransactionTail } from './group-commit.js';
 
 /** Queues a synchronous write step for the store's next group commit (store.ts `write`). */
 export type WriteStep = <T>(step: () => T) => Promise<T>;
@@ -26,15 +27,15 @@ const DUE_PUSH = `SELECT r.id FROM receivers r
     AND (SELECT d.next_attempt_at FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'pending'
          ORDER BY d.event_seq LIMIT 1) <= @now
   ORDER BY r.id LIMIT @limit`;
-/** A pending delivery of @receiverId for event @eventId, while @owner holds the receiver's lease. */
+/** A pending delivery @deliveryId (its outbox row's id: its first event's) of @receiverId, while @owner holds the receiver's lease. */
 const SETTLEABLE = `receiver_id = @receiverId AND state = 'pending'
-  AND event_seq = (SELECT seq FROM security_events WHERE id = @eventId)
+  AND event_seq = (SELECT seq FROM security_events WHERE id = @deliveryId)
   AND EXISTS (SELECT 1 FROM receivers WHERE id = @receiverId AND lease_owner = @owner)`;
 
 function prepareEventStatements(db: Database.Database) {
   const p = (sql: string) => db.prepare(sql);
   return {
-    // The revocation path: one lookup when nobody listens (the first row of a small table, or none).
+    // The end of a transaction with revocations: one lookup when nobody listens (the first row of a small table, or none).
     hasReceivers: p('SELECT 1 FROM receivers LIMIT 1').pluck(true),
     insertEvent: p('INSERT INTO security_events (id, at, payload, refs) VALUES (?, ?, ?, (SELECT count(*) FROM receivers))'),
     fanOut: p(`INSERT INTO event_deliveries (receiver_id, event_seq, state, attempts, next_attempt_at)
@@ -86,6 +87,8 @@ function prepareEventStatements(db: Database.Database) {
  */
 export class SqliteEvents implements EventStore {
   private readonly st: ReturnType<typeof prepareEventStatements>;
+  /** The events of the current transaction's revocations so far (see {@link tail}). */
+  private collected: RevocationEvent[] = [];
 
   constructor(
     db: Database.Database,
@@ -96,17 +99,39 @@ export class SqliteEvents implements EventStore {
   }
 
   /**
-   * Inside a revocation's write step: writes `event`, with one delivery per receiver due at the
-   * event's time, when `changed` and any receiver is registered. Returns `changed`. With no
-   * receiver the cost is one indexed lookup, exact within the transaction (no cached flag that
-   * another process could have made stale).
+   * Inside a revocation's write step: when `changed`, adds `event` to the events of the current
+   * group-commit transaction, which {@link tail} writes at its end. Returns `changed`.
    */
   emitIf<T extends boolean | number>(changed: T, event: RevocationEvent | undefined): T {
-    if (!changed || event === undefined || this.st.hasReceivers.get() === undefined) return changed;
-    const seq = this.st.insertEvent.run(event.id, event.at, JSON.stringify(event)).lastInsertRowid;
-    this.st.fanOut.run(seq, event.at);
+    if (changed && event !== undefined) this.collected.push(event);
     return changed;
   }
+
+  /**
+   * The group commit's hooks (group-commit.ts TransactionTail): the events of the revocations that
+   * commit together, in commit order, go out as ONE outbox row, with one delivery per receiver due
+   * at the first event's time: one SET, one signature and one acknowledgement per receiver for a
+   * burst of revocations. Written inside the transaction, so durable with the revocations or not
+   * at all; a step rolled back leaves nothing in it. With no receiver the cost is one indexed
+   * lookup per transaction, exact within it (no cached flag another process could have made stale).
+   */
+  readonly tail: TransactionTail = {
+    mark: () => this.collected.length,
+    rollback: (mark) => {
+      this.collected.length = mark;
+    },
+    end: () => {
+      const events = this.collected;
+      if (events.length === 0) return;
+      this.collected = [];
+      if (this.st.hasReceivers.get() === undefined) return;
+      const first = events[0]!;
+      // One event: the single object of earlier builds (which read nothing else); several: an array.
+      const payload = JSON.stringify(events.length === 1 ? first : events);
+      const seq = this.st.insertEvent.run(first.id, first.at, payload).lastInsertRowid;
+      this.st.fanOut.run(seq, first.at);
+    },
+  };
 
   async createReceiver(receiver: ReceiverRecord): Promise<void> {
     await this.write(() => insertUnique(() => this.st.insertReceiver.run(receiver), () => new DuplicateReceiverError(receiver.id)));
@@ -144,8 +169,8 @@ export class SqliteEvents implements EventStore {
     );
   }
 
-  async settleDelivery(owner: string, receiverId: string, eventId: string, outcome: DeliveryOutcome): Promise<void> {
-    const where = { owner, receiverId, eventId };
+  async settleDelivery(owner: string, receiverId: string, deliveryId: string, outcome: DeliveryOutcome): Promise<void> {
+    const where = { owner, receiverId, deliveryId };
     await this.write(() => {
       if (outcome.kind === 'delivered') {
         if (this.st.delivered.run(where).changes === 1) this.st.receiverDelivered.run(outcome.at, receiverId);
@@ -168,10 +193,10 @@ export class SqliteEvents implements EventStore {
     return this.read(() => this.pendingOf(receiverId, limit));
   }
 
-  async ackDeliveries(receiverId: string, eventIds: readonly string[], at: number): Promise<number> {
-    if (eventIds.length === 0) return 0;
+  async ackDeliveries(receiverId: string, deliveryIds: readonly string[], at: number): Promise<number> {
+    if (deliveryIds.length === 0) return 0;
     return this.write(() => {
-      const n = this.st.ack.run({ receiverId, ids: JSON.stringify(eventIds) }).changes;
+      const n = this.st.ack.run({ receiverId, ids: JSON.stringify(deliveryIds) }).changes;
       if (n > 0) this.st.receiverDelivered.run(at, receiverId);
       return n;
     });
@@ -203,8 +228,14 @@ export class SqliteEvents implements EventStore {
   private pendingOf(receiverId: string, limit: number): Delivery[] {
     const rows = this.st.pending.all(receiverId, Math.max(0, limit)) as [number, string][];
     return rows.map(([attempts, payload]) => {
-      const event = JSON.parse(payload) as RevocationEvent;
-      return { receiverId, id: event.id, events: [event], attempts };
+      const events = eventsOf(payload);
+      return { receiverId, id: events[0]!.id, events, attempts };
     });
   }
+}
+
+/** An outbox row's payload: an array of events, or the single event object earlier builds wrote. */
+function eventsOf(payload: string): RevocationEvent[] {
+  const parsed = JSON.parse(payload) as RevocationEvent | RevocationEvent[];
+  return Array.isArray(parsed) ? parsed : [parsed];
 }

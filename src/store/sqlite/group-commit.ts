@@ -14,6 +14,19 @@ interface Step {
 /** A queued write step. */
 type Pending = Queued<Step, unknown>;
 
+/**
+ * What a transaction collects beside its steps and writes once, at its end (events.ts: the
+ * revocations' security events, one outbox row per transaction). Called inside the transaction.
+ */
+export interface TransactionTail {
+  /** Before each step: a mark to roll back to. */
+  mark(): number;
+  /** The step since `mark` failed and was rolled back: forget what it collected. */
+  rollback(mark: number): void;
+  /** After the last step, before COMMIT: writes what was collected, and forgets it (also when it throws). */
+  end(): void;
+}
+
 /** A committed batch and how each of its steps ended, waiting to be settled. */
 interface Committed {
   batch: Pending[];
@@ -53,20 +66,26 @@ export class GroupCommit {
     private readonly mapError: (error: unknown) => unknown,
     private readonly observer?: StoreObserver,
     private readonly deferredSync?: DeferredSync,
+    private readonly tail?: TransactionTail,
   ) {
     // Called inside `outer`, better-sqlite3 runs a transaction function as a SAVEPOINT.
     this.savepoint = db.transaction((step: () => unknown) => step());
-    this.outer = db.transaction((batch: Pending[]) =>
-      batch.map(({ query: step }) => {
+    this.outer = db.transaction((batch: Pending[]) => {
+      const outcomes = batch.map(({ query: step }) => {
+        const mark = this.tail?.mark() ?? 0;
         try {
           // A statement that fails is undone by SQLite itself (its statement journal), so a step
           // whose only write is its last statement needs no savepoint to fail alone.
           return { ok: true, value: step.atomic ? step.run() : this.savepoint(step.run) };
         } catch (error) {
+          this.tail?.rollback(mark);
           return { ok: false, value: error };
         }
-      }),
-    );
+      });
+      // In the transaction: should it throw, the whole batch rolls back and fails (see commit).
+      this.tail?.end();
+      return outcomes;
+    });
   }
 
   /**

@@ -77,8 +77,9 @@ export class SqliteStore implements TokenStore {
     this.listing = new Listing(db);
     this.cache = new RowCache({ observer: options.observer });
     if (options.syncOffLoop) this.walSync = new WalSync(location); // the connection commits with NORMAL (open.ts)
-    this.writes = new GroupCommit(db, (error) => mapError(error, location), options.observer, this.walSync?.sync);
     this.events = new SqliteEvents(db, (step) => this.write(step), (step) => this.run(step));
+    // The revocations' events of one transaction are written at its end, as one outbox row (events.ts tail).
+    this.writes = new GroupCommit(db, (error) => mapError(error, location), options.observer, this.walSync?.sync, this.events.tail);
     const readAll = db.transaction((batch: ClientAndTokenQuery[]) => {
       this.cache.sync(this.st.dataVersion.get() as number); // the first read: the snapshot starts here
       return batch.map(({ clientId, digest }) => ({
@@ -187,7 +188,7 @@ export class SqliteStore implements TokenStore {
     return this.run(() => (this.st.bulk[selectorKind(selector)].count.get({ ...selector, at: now }) as { n: number }).n);
   }
 
-  /** The event, when there is one to write, commits with the revocation (events.ts emitIf). */
+  /** The event, when there is one to write, commits with the revocation, in its transaction's outbox row (events.ts emitIf). */
   async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry, event?: RevocationEvent): Promise<boolean> {
     return this.write(() => this.events.emitIf(this.tx.revoke(jti, at, cascadeGrant, audit), event));
   }
@@ -313,8 +314,8 @@ export class SqliteStore implements TokenStore {
   async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]> {
     return this.events.claimPushReceivers(owner, now, leaseMs, limit, perReceiver);
   }
-  async settleDelivery(owner: string, receiverId: string, eventId: string, outcome: DeliveryOutcome): Promise<void> {
-    return this.events.settleDelivery(owner, receiverId, eventId, outcome);
+  async settleDelivery(owner: string, receiverId: string, deliveryId: string, outcome: DeliveryOutcome): Promise<void> {
+    return this.events.settleDelivery(owner, receiverId, deliveryId, outcome);
   }
   async releaseReceiver(owner: string, receiverId: string): Promise<void> {
     return this.events.releaseReceiver(owner, receiverId);
@@ -325,8 +326,8 @@ export class SqliteStore implements TokenStore {
   async pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]> {
     return this.events.pendingDeliveries(receiverId, limit);
   }
-  async ackDeliveries(receiverId: string, eventIds: readonly string[], at: number): Promise<number> {
-    return this.events.ackDeliveries(receiverId, eventIds, at);
+  async ackDeliveries(receiverId: string, deliveryIds: readonly string[], at: number): Promise<number> {
+    return this.events.ackDeliveries(receiverId, deliveryIds, at);
   }
   async purgeDeliveredEvents(limit: number): Promise<number> {
     return this.events.purgeDeliveredEvents(limit);
