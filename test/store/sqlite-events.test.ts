@@ -9,7 +9,7 @@ import { tokenctl } from '../helpers/cli.js';
 import { post, startServe, stopServe } from '../helpers/load.js';
 import { runNode, spawnNode } from '../helpers/node-script.js';
 import { T0, makeClient, makeToken } from '../helpers/records.js';
-import { delivery, makeEvent, makePushReceiver, makePollReceiver } from './events-contract.js';
+import { makeEvent, makePushReceiver, makePollReceiver } from './events-contract.js';
 
 /*
  * Security events on one SQLite file shared by several processes (serve --workers N, several
