@@ -45,11 +45,15 @@ async function addReceiver(/** @type {string} */ db) {
   if (r.code !== 0) throw new Error(`receiver add failed (exit ${r.code}): ${(r.stderr || r.stdout).trim().split('\n')[0]}`);
 }
 
-/** A bare RFC 8936 receiver: long polls, acknowledges everything it got. Returns stop() → SETs received. */
+/**
+ * A bare RFC 8936 receiver: long polls, acknowledges everything it got. Returns stop() → the SETs
+ * received and the revocations they carried (a SET carries the revocations that committed together).
+ */
 function barePoller(/** @type {string} */ url) {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   let stopped = false;
   let received = 0;
+  let revocations = 0;
   /** @type {import('node:http').ClientRequest|undefined} */
   let current;
   const poll = (/** @type {string[]} */ ack) =>
@@ -68,6 +72,7 @@ function barePoller(/** @type {string} */ url) {
       const answer = /** @type {{ sets: Record<string, string> }} */ (await poll(ack).catch((err) => (stopped ? { sets: {} } : Promise.reject(err))));
       ack = Object.keys(answer.sets);
       received += ack.length;
+      for (const set of Object.values(answer.sets)) revocations += revocationCount(set);
     }
   })();
   return async () => {
@@ -75,8 +80,15 @@ function barePoller(/** @type {string} */ url) {
     current?.destroy();
     await done.catch(() => undefined);
     agent.destroy();
-    return received;
+    return { sets: received, revocations };
   };
+}
+
+/** How many revocations a SET carries (its payload decoded, not verified: the bench trusts its server). */
+function revocationCount(/** @type {string} */ set) {
+  const claims = JSON.parse(Buffer.from(set.split('.')[1] ?? '', 'base64url').toString('utf8'));
+  const list = claims?.events?.['urn:tokenctl:secevent:tokens-revoked']?.revocations;
+  return Array.isArray(list) ? list.length : 0;
 }
 
 /** One POST /oauth/revocation of `token`, as client bench; resolves on the 200. */
@@ -161,7 +173,7 @@ async function refusalPhase(o) {
     const misses = stats.misses - start.misses;
     latencies.sort((a, b) => a - b);
     const p99 = latencies.length ? /** @type {number} */ (latencies[Math.min(latencies.length - 1, Math.ceil(latencies.length * 0.99) - 1)]) : null;
-    return { p99_ms: p99, p50_ms: latencies.length ? latencies[latencies.length >> 1] ?? null : null, samples: latencies.length, hit_ratio: hits / (hits + misses), served, events: stats.events };
+    return { p99_ms: p99, p50_ms: latencies.length ? latencies[latencies.length >> 1] ?? null : null, samples: latencies.length, hit_ratio: hits / (hits + misses), served, events: stats.events, revocations: stats.revocations };
   } finally {
     await rs.close();
     agent.destroy();
@@ -175,10 +187,10 @@ async function refusalPhase(o) {
  */
 export async function runEventsBench(o) {
   const tokens = readFileSync(o.pool.accessFile, 'utf8').split('\n').filter(Boolean);
-  /** @type {{ cost?: number, withRps?: number, withoutRps?: number, refusal?: Awaited<ReturnType<typeof refusalPhase>> }[]} */
+  /** @type {{ cost?: number, withRps?: number, withoutRps?: number, sets: number, revocations: number, refusal?: Awaited<ReturnType<typeof refusalPhase>> }[]} */
   const reps = [];
   for (let n = 0; n < o.reps; n++) {
-    const rep = /** @type {(typeof reps)[number]} */ ({});
+    const rep = /** @type {(typeof reps)[number]} */ ({ sets: 0, revocations: 0 });
     reps.push(rep);
     // A B B A (B A A B on odd repetitions): a drift of the machine within the repetition weighs on both alike.
     const order = n % 2 ? ['without', 'with', 'with', 'without'] : ['with', 'without', 'without', 'with'];
@@ -194,7 +206,12 @@ export async function runEventsBench(o) {
         if (r.non2xx + r.errors + r.timeouts > 0) o.note(`events ${which} a receiver: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
         rps[which]?.push(r.rps);
         const got = stop ? await stop() : null;
-        o.log(`  events.revoke_${which}_receiver`.padEnd(32) + `${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.latency.p99} ms${got === null ? '' : `  (${got.toLocaleString('en-US')} SETs polled)`}`);
+        if (got) {
+          rep.sets += got.sets;
+          rep.revocations += got.revocations;
+        }
+        const polled = got === null ? '' : `  (${got.sets.toLocaleString('en-US')} SETs polled, ${got.revocations.toLocaleString('en-US')} revocations)`;
+        o.log(`  events.revoke_${which}_receiver`.padEnd(32) + `${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.latency.p99} ms${polled}`);
       } finally {
         if (stop) await stop();
         killGroup(server.child);
@@ -211,7 +228,7 @@ export async function runEventsBench(o) {
     try {
       rep.refusal = await refusalPhase({ url: server.url, tokens: tokens.slice(0, 40_000), seconds: Math.max(5, o.durationS * 2) });
       const f = rep.refusal;
-      o.log(`  events.rs                      refusal p50 ${f.p50_ms?.toFixed(0)} ms p99 ${f.p99_ms?.toFixed(0)} ms (${f.samples} revocations), cache hits ${(f.hit_ratio * 100).toFixed(2)} % of ${f.served.toLocaleString('en-US')} requests, ${f.events} events`);
+      o.log(`  events.rs                      refusal p50 ${f.p50_ms?.toFixed(0)} ms p99 ${f.p99_ms?.toFixed(0)} ms (${f.samples} revocations), cache hits ${(f.hit_ratio * 100).toFixed(2)} % of ${f.served.toLocaleString('en-US')} requests, ${f.events} SETs, ${f.revocations} revocations`);
     } finally {
       killGroup(server.child);
       dropCopy(db);
@@ -227,6 +244,9 @@ export async function runEventsBench(o) {
     revocation_without_receiver_rps: round(median(reps.map((r) => r.withoutRps)), 0),
     event_to_refusal_p50_ms: round(median(reps.map((r) => r.refusal?.p50_ms)), 1),
     refusal_samples: reps.map((r) => r.refusal?.samples ?? 0),
+    polled_sets: reps.map((r) => r.sets),
+    polled_revocations: reps.map((r) => r.revocations),
+    revocations_per_set: round(median(reps.map((r) => (r.sets > 0 ? r.revocations / r.sets : undefined))), 2),
     receiver: 'cost: a bare RFC 8936 loop acknowledging every SET; refusal: tokenctl/resource-server polling, 10-minute cache',
   };
   return { figs, meta };

@@ -62,7 +62,7 @@ export interface DelivererOptions {
 /**
  * The push loop (RFC 8935) of one serving process. Every {@link CLAIM_INTERVAL_MS} it leases the
  * push receivers with a due delivery that no other process holds, and for each sends its SETs
- * one at a time, in event order, settling each: delivered (202), retried later with backoff (the
+ * (one per delivery: the revocations that committed together) one at a time, in event order, settling each: delivered (202), retried later with backoff (the
  * receiver's later events wait behind it), or dead (400 with an error, or 24 h of failures).
  * Every process of every node runs one; the store's leases make each receiver one process's at a
  * time, and the outbox makes a crash lose nothing (a SET may then be sent twice: receivers
@@ -149,7 +149,7 @@ export class PushDeliverer {
       for (const d of deliveries) {
         // Keep a margin: a push started now must be settled before the lease ends.
         if (this.stopping || this.now() + this.pushTimeoutMs + 1_000 > claimedAt + this.leaseMs) break;
-        const set = await signSet(d.events[0]!, this.options.issuer(), receiver.audience, key, this.now());
+        const set = await signSet(d, this.options.issuer(), receiver.audience, key, this.now());
         const result = await this.push(receiver, set, this.pushTimeoutMs);
         const at = this.now();
         if (result.kind === 'accepted') {
@@ -160,7 +160,7 @@ export class PushDeliverer {
         const outcome = failureOutcome(result, d.attempts, at);
         await store.settleDelivery(this.owner, receiver.id, d.id, outcome);
         this.options.onOutcome?.(outcome.kind);
-        this.options.log?.(outcome.kind === 'dead' ? 'error' : 'warn', { receiver: receiver.id, event: d.id, attempts: d.attempts + 1, error: result.error }, outcome.kind === 'dead' ? 'event delivery given up: dead letter' : 'event delivery failed; will retry');
+        this.options.log?.(outcome.kind === 'dead' ? 'error' : 'warn', { receiver: receiver.id, event: d.id, revocations: d.events.length, attempts: d.attempts + 1, error: result.error }, outcome.kind === 'dead' ? 'event delivery given up: dead letter' : 'event delivery failed; will retry');
         // A retry: the receiver's later events wait behind this one. A dead letter: go on.
         if (outcome.kind === 'retry') break;
       }

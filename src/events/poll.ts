@@ -99,7 +99,7 @@ export async function poll(deps: PollDeps, receiver: ReceiverRecord, request: Po
     const key = await deps.keys.current();
     const issuer = deps.issuer();
     const at = now();
-    for (const d of pending.slice(0, request.maxEvents)) sets[d.id] = await signSet(d.events[0]!, issuer, receiver.audience, key, at);
+    for (const d of pending.slice(0, request.maxEvents)) sets[d.id] = await signSet(d, issuer, receiver.audience, key, at);
   }
   return outcome({ sets, moreAvailable: pending.length > request.maxEvents });
 }

@@ -1,5 +1,5 @@
 import { CompactSign } from 'jose';
-import type { RevocationEvent } from '../store/store.js';
+import type { Delivery, RevocationEvent } from '../store/store.js';
 import { SET_ALG, type SigningKey } from './keys.js';
 
 /** The one event type tokenctl emits (its `events` member's key). */
@@ -7,8 +7,8 @@ export const TOKENS_REVOKED = 'urn:tokenctl:secevent:tokens-revoked';
 /** RFC 8417 §2.3: the media type of a SET's `typ` header, short form. */
 export const SET_TYP = 'secevent+jwt';
 
-/** The payload of `urn:tokenctl:secevent:tokens-revoked`: what a receiver drops from its cache. */
-export interface TokensRevokedPayload {
+/** One revocation of a SET: what a receiver drops from its cache (snake_case of RevocationEvent). */
+export interface RevocationClaim {
   scope: RevocationEvent['scope'];
   reason: RevocationEvent['reason'];
   jti?: string;
@@ -16,18 +16,31 @@ export interface TokensRevokedPayload {
   grant_id?: string;
   username?: string;
   client_id?: string;
+  /** When it took effect (ms). */
+  at: number;
 }
 
-/** The claims of one SET (RFC 8417 §2.2; `sub_id` RFC 9493 / OpenID SSF 1.0, `toe` SSF's time of event). */
+/** The payload of `urn:tokenctl:secevent:tokens-revoked`: the revocations, oldest first, at least one. */
+export interface TokensRevokedPayload {
+  revocations: RevocationClaim[];
+}
+
+/**
+ * The claims of one SET (RFC 8417 §2.2; `sub_id` RFC 9493 / OpenID SSF 1.0, `toe` SSF's time of
+ * event). `sub_id` only when the SET carries one revocation: a SET of several has no one subject.
+ */
 export interface SetClaims {
   iss: string;
   iat: number;
   jti: string;
   aud: string;
   toe: number;
-  sub_id: { format: 'opaque'; id: string };
+  sub_id?: { format: 'opaque'; id: string };
   events: { [TOKENS_REVOKED]: TokensRevokedPayload };
 }
+
+/** What a SET is made of: a delivery's id (its `jti`) and its events, oldest first. */
+export type SetContent = Pick<Delivery, 'id' | 'events'>;
 
 const seconds = (ms: number): number => Math.floor(ms / 1000);
 
@@ -41,30 +54,42 @@ function subjectOf(event: RevocationEvent): string {
   return id;
 }
 
-/** The claims of the SET telling `audience` of `event`, signed at `now` (ms). */
-export function setClaims(event: RevocationEvent, issuer: string, audience: string, now: number): SetClaims {
-  const payload: TokensRevokedPayload = { scope: event.scope, reason: event.reason };
-  if (event.jti !== undefined) payload.jti = event.jti;
-  if (event.tokenType !== undefined) payload.token_type = event.tokenType;
-  if (event.grantId !== undefined) payload.grant_id = event.grantId;
-  if (event.username !== undefined) payload.username = event.username;
-  if (event.clientId !== undefined) payload.client_id = event.clientId;
+/** One event as the SET tells it: the members it has, snake_case. */
+export function revocationClaim(event: RevocationEvent): RevocationClaim {
+  const claim: Omit<RevocationClaim, 'at'> = { scope: event.scope, reason: event.reason };
+  if (event.jti !== undefined) claim.jti = event.jti;
+  if (event.tokenType !== undefined) claim.token_type = event.tokenType;
+  if (event.grantId !== undefined) claim.grant_id = event.grantId;
+  if (event.username !== undefined) claim.username = event.username;
+  if (event.clientId !== undefined) claim.client_id = event.clientId;
+  return { ...claim, at: event.at };
+}
+
+/**
+ * The claims of the SET telling `audience` of a delivery's events, signed at `now` (ms): `jti` the
+ * delivery's id, `toe` the latest revocation's time (every one in it had taken effect by then),
+ * `sub_id` only for a single revocation.
+ */
+export function setClaims(content: SetContent, issuer: string, audience: string, now: number): SetClaims {
+  const { id, events } = content;
+  if (events.length === 0) throw new Error(`delivery ${id} has no events`);
+  const single = events.length === 1 ? events[0]! : undefined;
   return {
     iss: issuer,
     iat: seconds(now),
-    jti: event.id,
+    jti: id,
     aud: audience,
-    toe: seconds(event.at),
-    sub_id: { format: 'opaque', id: subjectOf(event) },
-    events: { [TOKENS_REVOKED]: payload },
+    toe: seconds(events.reduce((latest, e) => Math.max(latest, e.at), -Infinity)),
+    ...(single ? { sub_id: { format: 'opaque' as const, id: subjectOf(single) } } : {}),
+    events: { [TOKENS_REVOKED]: { revocations: events.map(revocationClaim) } },
   };
 }
 
 const encoder = new TextEncoder();
 
-/** The SET as a compact JWS, header `{"alg":"ES256","kid":…,"typ":"secevent+jwt"}` (RFC 8417 §2.3). */
-export async function signSet(event: RevocationEvent, issuer: string, audience: string, key: SigningKey, now: number): Promise<string> {
-  return new CompactSign(encoder.encode(JSON.stringify(setClaims(event, issuer, audience, now))))
+/** The SET of a delivery as a compact JWS, header `{"alg":"ES256","kid":…,"typ":"secevent+jwt"}` (RFC 8417 §2.3). */
+export async function signSet(content: SetContent, issuer: string, audience: string, key: SigningKey, now: number): Promise<string> {
+  return new CompactSign(encoder.encode(JSON.stringify(setClaims(content, issuer, audience, now))))
     .setProtectedHeader({ alg: SET_ALG, kid: key.kid, typ: SET_TYP })
     .sign(key.key);
 }

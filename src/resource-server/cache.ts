@@ -21,7 +21,7 @@ export interface IntrospectionAnswer {
   jti?: string;
 }
 
-/** What a `tokens-revoked` event covers (common.md's rules), as the SET carries it. */
+/** One revocation of a `tokens-revoked` SET (its `revocations`), as the SET carries it: what it covers (docs/events.md). */
 export interface RevokedTokens {
   scope: 'token' | 'grant' | 'user' | 'client';
   reason?: string;
@@ -30,6 +30,8 @@ export interface RevokedTokens {
   grant_id?: string;
   username?: string;
   client_id?: string;
+  /** When it took effect (ms). */
+  at?: number;
 }
 
 /**

@@ -16,10 +16,10 @@ export class SetRejected extends Error {
   }
 }
 
-/** A verified SET: its `jti` and, when it is a tokens-revoked event, what it covers. */
+/** A verified SET: its `jti` and the revocations it tells of, oldest first (none when it is not a tokens-revoked SET). */
 export interface VerifiedSet {
   jti: string;
-  revoked: RevokedTokens | null;
+  revocations: RevokedTokens[];
 }
 
 export interface SetVerifierOptions {
@@ -79,12 +79,31 @@ export class SetVerifier {
     const events = payload['events'];
     if (typeof events !== 'object' || events === null) throw new SetRejected('invalid_request', 'the SET has no events claim');
     const revoked = (events as Record<string, unknown>)[TOKENS_REVOKED];
-    if (revoked === undefined) return { jti: payload.jti, revoked: null };
-    if (typeof revoked !== 'object' || revoked === null || typeof (revoked as { scope?: unknown }).scope !== 'string') {
-      throw new SetRejected('invalid_request', 'the tokens-revoked event has no scope');
-    }
-    return { jti: payload.jti, revoked: revoked as RevokedTokens };
+    if (revoked === undefined) return { jti: payload.jti, revocations: [] };
+    return { jti: payload.jti, revocations: revocationsOf(revoked) };
   }
+}
+
+const MEMBERS = ['reason', 'jti', 'token_type', 'grant_id', 'username', 'client_id'] as const;
+
+/**
+ * The `revocations` of a tokens-revoked event, checked: a non-empty list of objects, each with a
+ * string `scope`, its other members strings when present (`at` a number). Anything else rejects the
+ * whole SET: a revocation read wrong could keep a revoked answer.
+ */
+function revocationsOf(payload: unknown): RevokedTokens[] {
+  const list = typeof payload === 'object' && payload !== null ? (payload as { revocations?: unknown }).revocations : undefined;
+  if (!Array.isArray(list) || list.length === 0) throw new SetRejected('invalid_request', 'the tokens-revoked event has no revocations');
+  return list.map((r: unknown, i) => {
+    if (typeof r !== 'object' || r === null || typeof (r as { scope?: unknown }).scope !== 'string') {
+      throw new SetRejected('invalid_request', `revocation ${i} has no scope`);
+    }
+    const revocation = r as Record<string, unknown>;
+    const wrong = MEMBERS.find((m) => revocation[m] !== undefined && typeof revocation[m] !== 'string');
+    if (wrong !== undefined) throw new SetRejected('invalid_request', `revocation ${i}: ${wrong} is not a string`);
+    if (revocation.at !== undefined && typeof revocation.at !== 'number') throw new SetRejected('invalid_request', `revocation ${i}: at is not a number`);
+    return revocation as unknown as RevokedTokens;
+  });
 }
 
 /** jose's errors as RFC 8935 error codes; an unknown kid and anything else stay transient. */
@@ -108,7 +127,7 @@ export interface PollerOptions {
   /** The Basic header of the resource server's client. */
   authorization: string;
   verifier: SetVerifier;
-  /** Called with each verified event, in the order the transmitter sent them. */
+  /** Called with each verified SET, in the order the transmitter sent them. */
   apply(set: VerifiedSet): void;
   /** Whether the stream is up: every poll answered and every SET verified. */
   onState(up: boolean): void;

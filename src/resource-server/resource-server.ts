@@ -57,8 +57,10 @@ export interface ResourceServerStats {
   misses: number;
   /** Introspection requests sent. */
   introspections: number;
-  /** Verified events applied. */
+  /** Verified SETs applied (tokens-revoked SETs: one may carry several revocations). */
   events: number;
+  /** Revocations applied: those of every SET counted in `events`. */
+  revocations: number;
   /** Cached answers dropped by events. */
   dropped: number;
   entries: number;
@@ -93,7 +95,7 @@ export class ResourceServer {
   private seq = 0;
   private streamUp: boolean;
   private issuer: Promise<string> | undefined;
-  private readonly counters = { hits: 0, misses: 0, introspections: 0, events: 0, dropped: 0 };
+  private readonly counters = { hits: 0, misses: 0, introspections: 0, events: 0, revocations: 0, dropped: 0 };
   private readonly upWaiters: (() => void)[] = [];
 
   constructor(private readonly options: ResourceServerOptions) {
@@ -301,12 +303,16 @@ export class ResourceServer {
     return false;
   }
 
+  /** Drops what each revocation of a SET covers, oldest first, and remembers them for {@link coveredSince}. */
   private apply(set: VerifiedSet): void {
-    if (!set.revoked) return;
+    if (set.revocations.length === 0) return;
     const now = Date.now();
     this.counters.events++;
-    this.counters.dropped += this.cache.drop(set.revoked);
-    this.recent.push({ seq: ++this.seq, at: now, event: set.revoked });
+    for (const revocation of set.revocations) {
+      this.counters.revocations++;
+      this.counters.dropped += this.cache.drop(revocation);
+      this.recent.push({ seq: ++this.seq, at: now, event: revocation });
+    }
     // Remembered while an introspection started before it can still be in flight (twice the
     // timeout), and forgotten in chunks so that a high rate of events does not copy on each one.
     const forget = now - 2 * this.timeoutMs - 1000;

@@ -4,6 +4,7 @@ import { SigningKeys } from '../../src/events/keys.js';
 import type { PushResult } from '../../src/events/push.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
 import type { ReceiverRecord, RevocationEvent } from '../../src/store/store.js';
+import { GroupingMemoryStore } from './grouping-store.js';
 
 /** The push loop's policy over the in-memory store, with a push function the test controls and a manual clock. */
 const T0 = Date.UTC(2026, 0, 1);
@@ -16,8 +17,7 @@ function event(n: number, at = T0): RevocationEvent {
   return { id: `00000000-0000-7000-8000-${String(n).padStart(12, '0')}`, at, reason: 'revoked', scope: 'client', clientId: `c${n}` };
 }
 
-async function setUp(answers: (set: string, r: ReceiverRecord) => PushResult) {
-  const store = new MemoryStore();
+async function setUp(answers: (set: string, r: ReceiverRecord) => PushResult, store: MemoryStore = new MemoryStore()) {
   let now = T0;
   const sent: { receiver: string; event: string }[] = [];
   await store.createReceiver(receiver('a'));
@@ -65,6 +65,35 @@ describe('PushDeliverer', () => {
     expect(s.sent.filter((x) => x.receiver === 'b')).toHaveLength(3);
     await s.deliverer.tick();
     expect(s.sent).toHaveLength(6);
+    expect((await s.store.listReceivers()).map((r) => r.pending)).toEqual([0, 0]);
+  });
+
+  it('one SET per delivery: a delivery of several events is one SET carrying all their revocations, settled as one', async () => {
+    let failFirst = true;
+    const sets: Record<string, any>[] = []; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const s = await setUp((set, r) => {
+      if (r.id !== 'a') return { kind: 'accepted' };
+      if (failFirst) {
+        failFirst = false;
+        return { kind: 'failed', error: 'HTTP 503' };
+      }
+      sets.push(JSON.parse(Buffer.from(set.split('.')[1]!, 'base64url').toString()));
+      return { kind: 'accepted' };
+    }, new GroupingMemoryStore(3));
+    for (let n = 1; n <= 7; n++) await s.emit(n);
+    await s.deliverer.tick();
+    // a: its first SET (events 1–3) failed, and holds the rest back; b: all 7 events in 3 SETs.
+    expect(s.sent.filter((x) => x.receiver === 'a').map((x) => x.event)).toEqual([event(1).id]);
+    expect(s.sent.filter((x) => x.receiver === 'b').map((x) => x.event)).toEqual([event(1).id, event(4).id, event(7).id]);
+    expect((await s.store.listReceivers()).map((r) => [r.id, r.pending])).toEqual([
+      ['a', 7],
+      ['b', 0],
+    ]);
+    s.advance(2_000);
+    await s.deliverer.tick();
+    expect(sets.map((c) => c.jti)).toEqual([event(1).id, event(4).id, event(7).id]);
+    expect(sets.map((c) => c.events['urn:tokenctl:secevent:tokens-revoked'].revocations.map((r: { client_id: string }) => r.client_id))).toEqual([['c1', 'c2', 'c3'], ['c4', 'c5', 'c6'], ['c7']]);
+    expect(sets.map((c) => c.sub_id ?? null)).toEqual([null, null, { format: 'opaque', id: 'c7' }]);
     expect((await s.store.listReceivers()).map((r) => r.pending)).toEqual([0, 0]);
   });
 

@@ -1,4 +1,4 @@
-import { compactVerify, createLocalJWKSet, decodeProtectedHeader } from 'jose';
+import { compactVerify, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { KEY_ROTATION_MS, RETIRED_KEY_PUBLISHED_MS, SigningKeys } from '../../src/events/keys.js';
 import { setClaims, signSet, TOKENS_REVOKED } from '../../src/events/set.js';
@@ -9,21 +9,70 @@ const T0 = Date.UTC(2026, 0, 1);
 const DAY = 86_400_000;
 
 const grant: RevocationEvent = { id: 'e-1', at: T0 - 1_500, reason: 'reuse_detected', scope: 'grant', jti: 'j-1', tokenType: 'refresh_token', grantId: 'g-1', username: 'alice', clientId: 'app' };
+/** Three revocations that committed together, oldest first. */
+const three: RevocationEvent[] = [
+  { id: 'e-0', at: T0 - 3_000, reason: 'revoked', scope: 'token', jti: 'j-2', tokenType: 'access_token', grantId: 'g-2', username: 'ann', clientId: 'app' },
+  { ...grant, id: 'e-1b' },
+  { id: 'e-2', at: T0 - 100, reason: 'revoked', scope: 'user', username: 'bob' },
+];
 
-describe('SET claims (common wire decisions)', () => {
-  it('names the subject by scope, in seconds, with snake_case members', () => {
-    expect(setClaims(grant, 'https://iss', 'aud-1', T0)).toEqual({
+const one = (event: RevocationEvent) => ({ id: event.id, events: [event] });
+
+describe('SET claims (batch-wire format)', () => {
+  it('one revocation: jti the delivery id, toe its time, sub_id by scope, snake_case members and at in ms', () => {
+    expect(setClaims(one(grant), 'https://iss', 'aud-1', T0)).toEqual({
       iss: 'https://iss',
       iat: T0 / 1000,
       jti: 'e-1',
       aud: 'aud-1',
       toe: Math.floor((T0 - 1_500) / 1000),
       sub_id: { format: 'opaque', id: 'g-1' },
-      events: { [TOKENS_REVOKED]: { scope: 'grant', reason: 'reuse_detected', jti: 'j-1', token_type: 'refresh_token', grant_id: 'g-1', username: 'alice', client_id: 'app' } },
+      events: {
+        [TOKENS_REVOKED]: {
+          revocations: [{ scope: 'grant', reason: 'reuse_detected', jti: 'j-1', token_type: 'refresh_token', grant_id: 'g-1', username: 'alice', client_id: 'app', at: T0 - 1_500 }],
+        },
+      },
     });
-    expect(setClaims({ id: 'e', at: T0, reason: 'revoked', scope: 'user', username: 'bob' }, 'i', 'a', T0).sub_id.id).toBe('bob');
-    expect(setClaims({ id: 'e', at: T0, reason: 'client_deleted', scope: 'client', clientId: 'c' }, 'i', 'a', T0).events[TOKENS_REVOKED]).toEqual({ scope: 'client', reason: 'client_deleted', client_id: 'c' });
-    expect(setClaims({ ...grant, scope: 'token', tokenType: 'access_token' }, 'i', 'a', T0).sub_id.id).toBe('j-1');
+    expect(setClaims(one({ id: 'e', at: T0, reason: 'revoked', scope: 'user', username: 'bob' }), 'i', 'a', T0).sub_id?.id).toBe('bob');
+    expect(setClaims(one({ id: 'e', at: T0, reason: 'client_deleted', scope: 'client', clientId: 'c' }), 'i', 'a', T0).events[TOKENS_REVOKED]).toEqual({
+      revocations: [{ scope: 'client', reason: 'client_deleted', client_id: 'c', at: T0 }],
+    });
+    expect(setClaims(one({ ...grant, scope: 'token', tokenType: 'access_token' }), 'i', 'a', T0).sub_id?.id).toBe('j-1');
+  });
+
+  it('several revocations: all of them oldest first, toe the latest, no sub_id; none is an error', () => {
+    const claims = setClaims({ id: 'e-1', events: three }, 'i', 'a', T0);
+    expect(claims.jti).toBe('e-1');
+    expect(claims.toe).toBe(Math.floor(three[2]!.at / 1000));
+    expect(claims).not.toHaveProperty('sub_id');
+    expect(claims.events[TOKENS_REVOKED].revocations.map((r) => [r.scope, r.at])).toEqual(three.map((e) => [e.scope, e.at]));
+    expect(() => setClaims({ id: 'e-0', events: [] }, 'i', 'a', T0)).toThrow(/no events/);
+  });
+
+  it('a delivery of 3 revocations signed: verified by jose against the served JWKS, ES256 and secevent+jwt', async () => {
+    const store = new MemoryStore();
+    const keys = new SigningKeys(store, () => T0);
+    await keys.ensureCurrent();
+    const set = await signSet({ id: three[0]!.id, events: three }, 'https://iss.example', 'https://rs.example', await keys.current(), T0);
+    const jwks = createLocalJWKSet(JSON.parse(JSON.stringify(await keys.jwks())));
+    const { payload, protectedHeader } = await jwtVerify(set, jwks, { issuer: 'https://iss.example', audience: 'https://rs.example', typ: 'secevent+jwt', algorithms: ['ES256'], currentDate: new Date(T0) });
+    expect(protectedHeader).toEqual({ alg: 'ES256', kid: (await keys.current()).kid, typ: 'secevent+jwt' });
+    expect(payload).toEqual({
+      iss: 'https://iss.example',
+      iat: T0 / 1000,
+      jti: three[0]!.id,
+      aud: 'https://rs.example',
+      toe: Math.floor((T0 - 100) / 1000),
+      events: {
+        [TOKENS_REVOKED]: {
+          revocations: [
+            { scope: 'token', reason: 'revoked', jti: 'j-2', token_type: 'access_token', grant_id: 'g-2', username: 'ann', client_id: 'app', at: T0 - 3_000 },
+            { scope: 'grant', reason: 'reuse_detected', jti: 'j-1', token_type: 'refresh_token', grant_id: 'g-1', username: 'alice', client_id: 'app', at: T0 - 1_500 },
+            { scope: 'user', reason: 'revoked', username: 'bob', at: T0 - 100 },
+          ],
+        },
+      },
+    });
   });
 });
 
@@ -41,10 +90,10 @@ describe('signing keys', () => {
     let now = T0;
     const keys = new SigningKeys(store, () => now);
     const first = await keys.ensureCurrent();
-    const oldSet = await signSet(grant, 'i', 'a', await keys.current(), now);
+    const oldSet = await signSet(one(grant), 'i', 'a', await keys.current(), now);
     now += DAY;
     const second = (await keys.rotate()).kid;
-    const newSet = await signSet(grant, 'i', 'a', await keys.current(), now);
+    const newSet = await signSet(one(grant), 'i', 'a', await keys.current(), now);
     expect(decodeProtectedHeader(newSet).kid).toBe(second);
     const jwks = await keys.jwks();
     expect(jwks.keys.map((k) => k.kid)).toEqual([second, first]);

@@ -9,6 +9,7 @@ import type { TokenStore } from '../../src/store/store.js';
 import { openTestStore, PG_URL } from '../helpers/pg.js';
 import { TOKENS_REVOKED } from '../../src/events/set.js';
 import { createClient, issue, ISSUER, rfcBasic, startTestServer, type Client, type TestServer } from '../helpers/server.js';
+import { GroupingMemoryStore } from './grouping-store.js';
 
 /**
  * RFC 8936 poll, the JWKS and the SSF metadata on a real socket, over the in-memory store:
@@ -94,7 +95,7 @@ describe.each(STORES)('%s store', (_name, makeStore) => {
       expect(payload).toMatchObject({
         jti: eventId,
         sub_id: { format: 'opaque', id: jti },
-        events: { [TOKENS_REVOKED]: { scope: 'token', reason: 'revoked', jti, token_type: 'access_token', username: 'alice', client_id: 'app' } },
+        events: { [TOKENS_REVOKED]: { revocations: [{ scope: 'token', reason: 'revoked', jti, token_type: 'access_token', username: 'alice', client_id: 'app' }] } },
       });
       expect(typeof payload.toe).toBe('number');
       expect(first.body.moreAvailable).toBe(false);
@@ -188,5 +189,50 @@ describe.each(STORES)('%s store', (_name, makeStore) => {
       const other = await createClient(server.engine, 'other');
       expect((await fetch(`${server.url}/ssf/stream`, { headers: { authorization: rfcBasic(other) } })).status).toBe(403);
     });
+  });
+});
+
+describe('a store that puts several events in one delivery', () => {
+  let grouped: TestServer;
+  afterEach(async () => {
+    await grouped.close();
+  });
+
+  it('answers one SET per delivery, carrying every revocation of it, oldest first; its ack settles them all', async () => {
+    grouped = await startTestServer({ store: new GroupingMemoryStore(3) });
+    const receiverClient = await createClient(grouped.engine, 'rs-1');
+    await grouped.engine.addReceiver({ id: 'rs-poll', delivery: 'poll', clientId: receiverClient.id, audience: 'https://rs.example.test' }, 'test');
+    const app = await createClient(grouped.engine, 'app');
+    const jtis: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const t = await issue(grouped.engine, app, { username: `u${i}` });
+      await grouped.engine.revokeAsOperator(t.access_token, 'test');
+      jtis.push(t.jti);
+    }
+    const request = async (body: unknown) => {
+      const res = await fetch(`${grouped.url}/events/poll`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: rfcBasic(receiverClient) }, body: JSON.stringify(body) });
+      expect(res.status).toBe(200);
+      return (await res.json()) as { sets: Record<string, string>; moreAvailable: boolean };
+    };
+    const first = await request({ returnImmediately: true, maxEvents: 1 });
+    expect(Object.keys(first.sets)).toHaveLength(1);
+    expect(first.moreAvailable).toBe(true);
+    const all = await request({ returnImmediately: true });
+    expect(all.moreAvailable).toBe(false);
+    const keys = createLocalJWKSet((await (await fetch(`${grouped.url}/.well-known/jwks.json`)).json()) as { keys: [] });
+    const claims = [];
+    for (const [jti, set] of Object.entries(all.sets)) {
+      const { payload } = await jwtVerify(set, keys, { issuer: ISSUER, audience: 'https://rs.example.test', typ: 'secevent+jwt' });
+      expect(payload.jti).toBe(jti);
+      claims.push(payload);
+    }
+    const lists = claims.map((c) => (c.events as Record<string, { revocations: { jti: string; at: number }[] }>)[TOKENS_REVOKED]!.revocations);
+    expect(lists.map((l) => l.map((r) => r.jti))).toEqual([jtis.slice(0, 3), jtis.slice(3)]);
+    for (const [i, c] of claims.entries()) {
+      expect(c).not.toHaveProperty('sub_id'); // several revocations: no one subject
+      expect(c.toe).toBe(Math.floor(Math.max(...lists[i]!.map((r) => r.at)) / 1000));
+    }
+    expect((await request({ returnImmediately: true, ack: Object.keys(all.sets) })).sets).toEqual({});
+    expect((await grouped.engine.listReceivers())[0]).toMatchObject({ pending: 0 });
   });
 });

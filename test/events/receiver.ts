@@ -121,3 +121,27 @@ export async function verifySets(serverUrl: string, sets: ReceivedSet[]): Promis
   }
   return out;
 }
+
+/** One revocation of a SET, as the wire carries it. */
+export type RevocationClaims = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** The subject of a revocation by its scope: what `sub_id` names when it is a SET's only one. */
+export function subjectOf(r: RevocationClaims): string | undefined {
+  return ({ token: r.jti, grant: r.grant_id, user: r.username, client: r.client_id } as Record<string, string | undefined>)[r.scope as string];
+}
+
+/**
+ * The revocations of these SETs' claims, in order (however the store grouped them), every SET
+ * checked for the wire format: a non-empty `revocations` list, `toe` the latest revocation's time
+ * (seconds), `sub_id` the subject when it holds exactly one revocation and absent otherwise.
+ */
+export function revocationsOf(claims: Record<string, any>[]): RevocationClaims[] { // eslint-disable-line @typescript-eslint/no-explicit-any
+  return claims.flatMap((c) => {
+    const list = c.events?.['urn:tokenctl:secevent:tokens-revoked']?.revocations as RevocationClaims[] | undefined;
+    if (!Array.isArray(list) || list.length === 0) throw new Error(`SET ${c.jti} has no revocations`);
+    if (c.toe !== Math.floor(Math.max(...list.map((r) => r.at as number)) / 1000)) throw new Error(`SET ${c.jti}: toe ${c.toe} is not its latest revocation's time`);
+    const expected = list.length === 1 ? { format: 'opaque', id: subjectOf(list[0]!) } : undefined;
+    if (JSON.stringify(c.sub_id) !== JSON.stringify(expected)) throw new Error(`SET ${c.jti}: sub_id ${JSON.stringify(c.sub_id)}, expected ${JSON.stringify(expected)}`);
+    return list;
+  });
+}

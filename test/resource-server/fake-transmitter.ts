@@ -23,8 +23,11 @@ export interface FakeTransmitter {
   holdIntrospection: Promise<void> | undefined;
   /** When set, the poll endpoint answers this status. */
   pollStatus: number | undefined;
-  /** Queues an event (signed with the current key, or `sign` to forge one); returns its jti. */
-  emit(event: RevokedTokens, options?: { audience?: string; issuer?: string; forge?: boolean }): Promise<string>;
+  /**
+   * Queues a SET of one revocation or several (signed with the current key, or `forge` to forge
+   * one; `payload` replaces its tokens-revoked payload, for malformed SETs); returns its jti.
+   */
+  emit(revocations: RevokedTokens | RevokedTokens[], options?: { audience?: string; issuer?: string; forge?: boolean; payload?: unknown }): Promise<string>;
   /** A new current key (the old one leaves the JWKS when `dropOld`). */
   rotate(dropOld?: boolean): Promise<void>;
   /** Events not acknowledged yet. */
@@ -71,11 +74,13 @@ export async function startFakeTransmitter(audience = 'rs'): Promise<FakeTransmi
     polls: [],
     holdIntrospection: undefined,
     pollStatus: undefined,
-    async emit(event, options = {}) {
+    async emit(revocations, options = {}) {
       const jti = `ev-${++counter}`;
       const key = options.forge ? await newKey() : keys[0]!;
       const now = Math.floor(Date.now() / 1000);
-      const jws = await new SignJWT({ toe: now, sub_id: { format: 'opaque', id: 'x' }, events: { 'urn:tokenctl:secevent:tokens-revoked': event } })
+      const list = (Array.isArray(revocations) ? revocations : [revocations]).map((r) => ({ at: Date.now(), ...r }));
+      const payload = 'payload' in options ? options.payload : { revocations: list };
+      const jws = await new SignJWT({ toe: now, ...(list.length === 1 ? { sub_id: { format: 'opaque', id: 'x' } } : {}), events: { 'urn:tokenctl:secevent:tokens-revoked': payload } })
         .setProtectedHeader({ alg: 'ES256', kid: options.forge ? keys[0]!.kid : key.kid, typ: 'secevent+jwt' })
         .setIssuer(options.issuer ?? fake.issuer)
         .setAudience(options.audience ?? audience)

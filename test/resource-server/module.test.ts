@@ -1,4 +1,10 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SigningKeys } from '../../src/events/keys.js';
+import { signSet } from '../../src/events/set.js';
+import { MemoryStore } from '../../src/store/memory/index.js';
+import type { RevocationEvent } from '../../src/store/store.js';
 import { ResourceServer, type IntrospectionAnswer, type ResourceServerOptions } from '../../src/resource-server/index.js';
 import { AnswerCache, covers } from '../../src/resource-server/cache.js';
 import { startFakeTransmitter, type FakeTransmitter } from './fake-transmitter.js';
@@ -99,6 +105,85 @@ describe('resource server module', () => {
     for (const t of Object.keys(tokens)) expect(await rs!.verify(t), t).toEqual(dropped.includes(t as never) ? null : expect.objectContaining({ jti: tokens[t]!.jti }));
     expect(fake.introspections).toBe(5 + dropped.length);
     await until(() => fake.pending().length === 0); // acknowledged in the next poll
+  });
+
+  it('applies every revocation of a SET that carries several: each drops what it covers', async () => {
+    await setup();
+    await rs!.ready();
+    const tokens: Record<string, IntrospectionAnswer> = {
+      'tok-a': answer('j-a'),
+      'tok-b': answer('j-b', 'bob'),
+      'tok-b2': answer('j-b2', 'bob', 'other'),
+      'tok-c': answer('j-c', 'carol', 'shop'),
+      'tok-d': answer('j-d', 'dave'),
+    };
+    for (const [t, a] of Object.entries(tokens)) {
+      fake.answers.set(t, a);
+      await rs!.verify(t);
+    }
+    const dropped = ['tok-a', 'tok-b', 'tok-b2', 'tok-c'];
+    for (const t of dropped) fake.answers.set(t, { active: false });
+    await fake.emit([
+      { scope: 'token', reason: 'revoked', jti: 'j-a', username: 'alice', client_id: 'app' },
+      { scope: 'user', reason: 'revoked', username: 'bob' },
+      { scope: 'client', reason: 'client_deleted', client_id: 'shop' },
+    ]);
+    await until(() => rs!.stats().events === 1);
+    expect(rs!.stats()).toMatchObject({ events: 1, revocations: 3, dropped: 4 });
+    for (const t of Object.keys(tokens)) expect(await rs!.verify(t), t).toEqual(dropped.includes(t) ? null : expect.objectContaining({ jti: tokens[t]!.jti }));
+    expect(fake.introspections).toBe(5 + dropped.length);
+    await until(() => fake.pending().length === 0);
+  });
+
+  it('a SET of 3 revocations signed by tokenctl (signSet, its JWKS) and pushed: verified, and each drops what it covers', async () => {
+    const keys = new SigningKeys(new MemoryStore());
+    await keys.ensureCurrent();
+    const jwks = createServer((_req, res) => void keys.jwks().then((k) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(k))));
+    await new Promise<void>((r) => jwks.listen(0, '127.0.0.1', r));
+    const endpoint = createServer();
+    try {
+      await setup({ events: 'push', issuer: 'https://tokenctl.example', jwksUrl: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks` });
+      endpoint.on('request', rs!.pushHandler());
+      await new Promise<void>((r) => endpoint.listen(0, '127.0.0.1', r));
+      const tokens: Record<string, IntrospectionAnswer> = { 'tok-a': answer('j-a'), 'tok-b': answer('j-b', 'bob'), 'tok-c': answer('j-c', 'carol', 'shop'), 'tok-d': answer('j-d', 'dave') };
+      for (const [t, a] of Object.entries(tokens)) {
+        fake.answers.set(t, a);
+        await rs!.verify(t);
+      }
+      const now = Date.now();
+      const events: RevocationEvent[] = [
+        { id: 'e-1', at: now - 20, reason: 'revoked', scope: 'token', jti: 'j-a', tokenType: 'access_token', grantId: 'g-a', username: 'alice', clientId: 'app' },
+        { id: 'e-2', at: now - 10, reason: 'reuse_detected', scope: 'grant', jti: 'j-x', tokenType: 'refresh_token', grantId: 'g-b', username: 'bob', clientId: 'app' },
+        { id: 'e-3', at: now, reason: 'client_deleted', scope: 'client', clientId: 'shop' },
+      ];
+      const set = await signSet({ id: 'e-1', events }, 'https://tokenctl.example', 'rs', await keys.current(), now);
+      const pushed = await fetch(`http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/`, { method: 'POST', headers: { 'content-type': 'application/secevent+jwt' }, body: set });
+      expect(pushed.status).toBe(202);
+      expect(rs!.stats()).toMatchObject({ events: 1, revocations: 3, dropped: 3 });
+      for (const t of ['tok-a', 'tok-b', 'tok-c']) fake.answers.set(t, { active: false });
+      for (const t of Object.keys(tokens)) expect(await rs!.verify(t), t).toEqual(t === 'tok-d' ? expect.objectContaining({ jti: 'j-d' }) : null);
+      expect(fake.introspections).toBe(4 + 3);
+    } finally {
+      endpoint.close();
+      jwks.close();
+    }
+  });
+
+  it('rejects a tokens-revoked SET without a non-empty revocations list, or with a malformed revocation: setErrs, nothing dropped', async () => {
+    await setup({ onError: () => undefined });
+    await rs!.ready();
+    fake.answers.set('tok-a', answer('j-a'));
+    await rs!.verify('tok-a');
+    const bad = [
+      await fake.emit([], { payload: { revocations: [] } }),
+      await fake.emit([], { payload: { scope: 'client', client_id: 'app' } }), // one revocation, not in a list
+      await fake.emit([], { payload: { revocations: [{ scope: 'client', client_id: 'app' }, { client_id: 'app' }] } }),
+      await fake.emit([], { payload: { revocations: [{ scope: 'token', jti: 42 }] } }),
+    ];
+    const reported = () => fake.polls.flatMap((p) => Object.keys((p['setErrs'] as object | undefined) ?? {}));
+    await until(() => bad.every((j) => reported().includes(j)));
+    for (const p of fake.polls) for (const e of Object.values((p['setErrs'] as Record<string, { err: string }> | undefined) ?? {})) expect(e.err).toBe('invalid_request');
+    expect(rs!.stats()).toMatchObject({ events: 0, revocations: 0, dropped: 0, entries: 1 });
   });
 
   it('never caches the active answer of an introspection in flight when its revocation event arrives', async () => {
