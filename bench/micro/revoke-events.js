@@ -8,7 +8,7 @@
  *   off        no event argument (as before issue 18);
  *   none       an event, no receiver registered (what every store pays: one lookup);
  *   receivers  an event and two receivers (one push, one poll): the event and two deliveries written.
- * Usage: node bench/micro/revoke-events.js [ROUNDS] [TOKENS_PER_ROUND]
+ * Usage: [MODES=off,none,receivers] node bench/micro/revoke-events.js [ROUNDS] [TOKENS_PER_ROUND]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -66,7 +66,8 @@ async function round(mode) {
   return { cpu: (cpu.user + cpu.system) / tokens.length, wall: (wall * 1000) / tokens.length };
 }
 
-const modes = /** @type {const} */ (['off', 'none', 'receivers']);
+/** MODES=none,receivers: only these (e.g. one mode per run, under `perf stat -e instructions`). */
+const modes = /** @type {('off'|'none'|'receivers')[]} */ (process.env.MODES ? process.env.MODES.split(',') : ['off', 'none', 'receivers']);
 /** @type {Record<string, {cpu: number, wall: number}[]>} */
 const results = { off: [], none: [], receivers: [] };
 try {
@@ -76,7 +77,7 @@ try {
     for (const mode of order) results[mode]?.push(await round(mode));
   }
   const median = (/** @type {number[]} */ xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-  const off = median(results.off.map((x) => x.cpu));
+  const off = median(results.off.map((x) => x.cpu)); // NaN without the off mode
   for (const mode of modes) {
     const cpu = median(results[mode].map((x) => x.cpu));
     const wall = median(results[mode].map((x) => x.wall));
