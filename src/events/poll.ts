@@ -10,6 +10,14 @@ export const MAX_EVENTS = 1000;
 export const LONG_POLL_MS = 25_000;
 /** How often a long poll looks at the store again. */
 export const LONG_POLL_CHECK_MS = 100;
+/**
+ * A long poll of a receiver is answered at most this often (per serving process): while
+ * revocations keep coming, a receiver that polls again at once would otherwise get one small
+ * answer per group commit, hundreds a second, each an acknowledgement to write and a SET to sign.
+ * Waiting out the rest of the interval lets its next answer carry what arrived meanwhile; it
+ * adds at most this much to an event's way to the receiver. `returnImmediately: true` is not paced.
+ */
+export const LONG_POLL_MIN_INTERVAL_MS = 50;
 
 /** An error the receiver reports for one SET (RFC 8936 §2.4.3, the error codes of RFC 8935 §2.4). */
 export interface SetError {
@@ -71,6 +79,11 @@ export interface PollDeps {
   /** The issuer, read when signing (serve learns its URL once listening). */
   issuer: () => string;
   now?: () => number;
+  /**
+   * When each receiver's last long poll was answered with SETs (ms), shared by the polls of one
+   * serving process, for the pacing of {@link LONG_POLL_MIN_INTERVAL_MS}. None: no pacing.
+   */
+  lastAnswered?: Map<string, number>;
 }
 
 /**
@@ -89,6 +102,10 @@ export async function poll(deps: PollDeps, receiver: ReceiverRecord, request: Po
     return outcome({ sets: {}, moreAvailable: (await deps.store.pendingDeliveries(receiver.id, 1)).length > 0 });
   }
   const until = now() + LONG_POLL_MS;
+  if (!request.returnImmediately && deps.lastAnswered) {
+    const wait = (deps.lastAnswered.get(receiver.id) ?? -Infinity) + LONG_POLL_MIN_INTERVAL_MS - now();
+    if (wait > 0) await sleep(wait, signal);
+  }
   let pending = await deps.store.pendingDeliveries(receiver.id, request.maxEvents + 1);
   while (pending.length === 0 && !request.returnImmediately && now() < until && !signal?.aborted) {
     await sleep(LONG_POLL_CHECK_MS, signal);
@@ -100,6 +117,7 @@ export async function poll(deps: PollDeps, receiver: ReceiverRecord, request: Po
     const issuer = deps.issuer();
     const at = now();
     for (const d of pending.slice(0, request.maxEvents)) sets[d.id] = await signSet(d, issuer, receiver.audience, key, at);
+    deps.lastAnswered?.set(receiver.id, at);
   }
   return outcome({ sets, moreAvailable: pending.length > request.maxEvents });
 }

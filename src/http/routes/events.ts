@@ -91,6 +91,8 @@ async function pollReceiver(deps: HandlerDeps, request: FastifyRequest): Promise
 export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
   const keys = new SigningKeys(deps.engine.store);
   const polls = new Set<AbortController>();
+  // The pacing of long polls (events/poll.ts LONG_POLL_MIN_INTERVAL_MS): per receiver, in this process.
+  const lastAnswered = new Map<string, number>();
   void app.register(async (scope) => {
     scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: POLL_BODY_LIMIT }, scope.getDefaultJsonParser('error', 'error'));
     scope.setErrorHandler((err, request, reply) => sendEventsError(err, request, reply));
@@ -111,7 +113,7 @@ export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
       // Before the answer is written, 'close' means the client went away.
       reply.raw.once('close', () => stop.abort());
       try {
-        const outcome = await poll({ store: deps.engine.store, keys, issuer: () => deps.engine.config.issuer }, receiver, body, stop.signal);
+        const outcome = await poll({ store: deps.engine.store, keys, issuer: () => deps.engine.config.issuer, lastAnswered }, receiver, body, stop.signal);
         const errs = Object.keys(outcome.setErrs);
         if (errs.length > 0) request.log.warn({ reqId: request.id, receiver: receiver.id, setErrs: outcome.setErrs }, 'the receiver reported errors for SETs');
         // Answered because the server is stopping: the connection goes too, rather than idle in keep-alive.
