@@ -16,7 +16,8 @@ import {
   type TokenRecord,
   type TokenStore,
 } from '../store.js';
-import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus, RevocationEvent, SigningKeyRecord } from '../events.js';
+import type { EventStore, RevocationEvent } from '../events.js';
+import { ForwardsEventStore } from '../forward-events.js';
 import { MemoryEvents } from './events.js';
 
 export const MEMORY_SCHEMA_VERSION = 1;
@@ -25,7 +26,7 @@ export const MEMORY_SCHEMA_VERSION = 1;
  * The reference implementation of {@link TokenStore}: plain maps, every method atomic because
  * it never awaits in the middle. Used by engine tests and as the model the other stores match.
  */
-export class MemoryStore implements TokenStore {
+export class MemoryStore extends ForwardsEventStore implements TokenStore {
   readonly location = ':memory:';
   private readonly clients = new Map<string, ClientRecord>();
   private readonly tokens = new Map<string, TokenRecord>(); // by jti
@@ -295,67 +296,11 @@ export class MemoryStore implements TokenStore {
     return live.filter((t) => named(t) || grants.has(t.grantId));
   }
 
-  // ---- security events (events.ts): the outbox lives beside the tokens, in MemoryEvents ----
+  // ---- security events (events.ts): the methods forward to this (forward-events.ts) ----
 
-  async createReceiver(receiver: ReceiverRecord): Promise<void> {
+  protected _eventStore(): EventStore {
     this.check();
-    return this.events.createReceiver(receiver);
-  }
-  async getReceiver(id: string): Promise<ReceiverRecord | null> {
-    this.check();
-    return this.events.getReceiver(id);
-  }
-  async findPollReceiver(clientId: string): Promise<ReceiverRecord | null> {
-    this.check();
-    return this.events.findPollReceiver(clientId);
-  }
-  async listReceivers(): Promise<ReceiverStatus[]> {
-    this.check();
-    return this.events.listReceivers();
-  }
-  async deleteReceiver(id: string): Promise<boolean> {
-    this.check();
-    return this.events.deleteReceiver(id);
-  }
-  async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]> {
-    this.check();
-    return this.events.claimPushReceivers(owner, now, leaseMs, limit, perReceiver);
-  }
-  async settleDelivery(owner: string, receiverId: string, eventId: string, outcome: DeliveryOutcome): Promise<void> {
-    this.check();
-    return this.events.settleDelivery(owner, receiverId, eventId, outcome);
-  }
-  async releaseReceiver(owner: string, receiverId: string): Promise<void> {
-    this.check();
-    return this.events.releaseReceiver(owner, receiverId);
-  }
-  async retryDead(receiverId: string, now: number): Promise<number> {
-    this.check();
-    return this.events.retryDead(receiverId, now);
-  }
-  async pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]> {
-    this.check();
-    return this.events.pendingDeliveries(receiverId, limit);
-  }
-  async ackDeliveries(receiverId: string, eventIds: readonly string[], at: number): Promise<number> {
-    this.check();
-    return this.events.ackDeliveries(receiverId, eventIds, at);
-  }
-  async purgeDeliveredEvents(limit: number): Promise<number> {
-    this.check();
-    return this.events.purgeDeliveredEvents(limit);
-  }
-  async listSigningKeys(): Promise<SigningKeyRecord[]> {
-    this.check();
-    return this.events.listSigningKeys();
-  }
-  async addSigningKey(key: SigningKeyRecord, ifNoCurrent?: boolean): Promise<boolean> {
-    this.check();
-    return this.events.addSigningKey(key, ifNoCurrent);
-  }
-  async deleteRetiredKeys(before: number): Promise<number> {
-    this.check();
-    return this.events.deleteRetiredKeys(before);
+    return this.events;
   }
 
   private purgeable(t: TokenRecord, before: number): boolean {

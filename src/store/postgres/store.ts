@@ -21,7 +21,8 @@ import {
   type TokenStore,
   type TokenType,
 } from '../store.js';
-import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus, RevocationEvent, SigningKeyRecord } from '../events.js';
+import type { EventStore, RevocationEvent } from '../events.js';
+import { ForwardsEventStore } from '../forward-events.js';
 import { Batcher, insertMints, MAX_BATCH, MAX_MINT_BATCH, readClientsAndTokens, revokeTokens, type Mint, type Revocation } from './batching.js';
 import { Database, withClient } from './database.js';
 import { PostgresEvents } from './events.js';
@@ -82,7 +83,7 @@ export interface PostgresStoreOptions {
  * surfaces as {@link StoreUnavailableError} within the connection timeout, and the pool
  * reconnects by itself when the database is back.
  */
-export class PostgresStore implements TokenStore {
+export class PostgresStore extends ForwardsEventStore implements TokenStore {
   /** Reads and single-token revocations that arrive together share a round trip (batching.ts). */
   private readonly reads: Batcher<{ clientId: string; digest: string | null }, ClientAndToken>;
   private readonly revocations: Batcher<Revocation, boolean>;
@@ -97,6 +98,7 @@ export class PostgresStore implements TokenStore {
     poolSize: number,
     observer: StoreObserver | undefined,
   ) {
+    super();
     // Half the pool each at most, so that neither kind starves the other or the rest.
     const inFlight = Math.max(1, Math.floor(poolSize / 2));
     this.reads = new Batcher(readClientsAndTokens(db), inFlight, MAX_BATCH);
@@ -304,53 +306,10 @@ export class PostgresStore implements TokenStore {
     return this.db.poolState();
   }
 
-  // ---- security events (events.ts): receivers, deliveries and keys in events.ts; the
-  // revocations above write the outbox themselves, in their own statements (outbox.ts) ----
+  // ---- security events (events.ts): the methods forward to this (forward-events.ts) ----
 
-  async createReceiver(receiver: ReceiverRecord): Promise<void> {
-    return this.events.createReceiver(receiver);
-  }
-  async getReceiver(id: string): Promise<ReceiverRecord | null> {
-    return this.events.getReceiver(id);
-  }
-  async findPollReceiver(clientId: string): Promise<ReceiverRecord | null> {
-    return this.events.findPollReceiver(clientId);
-  }
-  async listReceivers(): Promise<ReceiverStatus[]> {
-    return this.events.listReceivers();
-  }
-  async deleteReceiver(id: string): Promise<boolean> {
-    return this.events.deleteReceiver(id);
-  }
-  async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]> {
-    return this.events.claimPushReceivers(owner, now, leaseMs, limit, perReceiver);
-  }
-  async settleDelivery(owner: string, receiverId: string, eventId: string, outcome: DeliveryOutcome): Promise<void> {
-    return this.events.settleDelivery(owner, receiverId, eventId, outcome);
-  }
-  async releaseReceiver(owner: string, receiverId: string): Promise<void> {
-    return this.events.releaseReceiver(owner, receiverId);
-  }
-  async retryDead(receiverId: string, now: number): Promise<number> {
-    return this.events.retryDead(receiverId, now);
-  }
-  async pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]> {
-    return this.events.pendingDeliveries(receiverId, limit);
-  }
-  async ackDeliveries(receiverId: string, eventIds: readonly string[], at: number): Promise<number> {
-    return this.events.ackDeliveries(receiverId, eventIds, at);
-  }
-  async purgeDeliveredEvents(limit: number): Promise<number> {
-    return this.events.purgeDeliveredEvents(limit);
-  }
-  async listSigningKeys(): Promise<SigningKeyRecord[]> {
-    return this.events.listSigningKeys();
-  }
-  async addSigningKey(key: SigningKeyRecord, ifNoCurrent?: boolean): Promise<boolean> {
-    return this.events.addSigningKey(key, ifNoCurrent);
-  }
-  async deleteRetiredKeys(before: number): Promise<number> {
-    return this.events.deleteRetiredKeys(before);
+  protected _eventStore(): EventStore {
+    return this.events;
   }
 }
 

@@ -15,7 +15,8 @@ import {
   type TokenRecord,
   type TokenStore,
 } from '../store.js';
-import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus, RevocationEvent, SigningKeyRecord } from '../events.js';
+import type { EventStore, RevocationEvent } from '../events.js';
+import { ForwardsEventStore } from '../forward-events.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { insertUnique, mapError } from './errors.js';
 import { SqliteEvents } from './events.js';
@@ -47,7 +48,7 @@ interface ClientAndTokenQuery {
  * group commit (group-commit.ts, wal-sync.ts), WAL checkpoints (checkpointer.ts), the SQL
  * (statements.ts, transactions.ts, listing.ts). This class: the TokenStore methods over them.
  */
-export class SqliteStore implements TokenStore {
+export class SqliteStore extends ForwardsEventStore implements TokenStore {
   private closed = false;
   private readonly st: ReturnType<typeof prepareStatements>;
   private readonly tx: ReturnType<typeof prepareTransactions>;
@@ -72,6 +73,7 @@ export class SqliteStore implements TokenStore {
     readonly location: string,
     options: SqliteOpenOptions,
   ) {
+    super();
     this.st = prepareStatements(db);
     this.tx = prepareTransactions(db, this.st);
     this.listing = new Listing(db);
@@ -294,51 +296,9 @@ export class SqliteStore implements TokenStore {
     }
   }
 
-  // ---- security events (events.ts): in SqliteEvents, over the same connection and group commit ----
+  // ---- security events (events.ts): the methods forward to this (forward-events.ts) ----
 
-  async createReceiver(receiver: ReceiverRecord): Promise<void> {
-    return this.events.createReceiver(receiver);
-  }
-  async getReceiver(id: string): Promise<ReceiverRecord | null> {
-    return this.events.getReceiver(id);
-  }
-  async findPollReceiver(clientId: string): Promise<ReceiverRecord | null> {
-    return this.events.findPollReceiver(clientId);
-  }
-  async listReceivers(): Promise<ReceiverStatus[]> {
-    return this.events.listReceivers();
-  }
-  async deleteReceiver(id: string): Promise<boolean> {
-    return this.events.deleteReceiver(id);
-  }
-  async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]> {
-    return this.events.claimPushReceivers(owner, now, leaseMs, limit, perReceiver);
-  }
-  async settleDelivery(owner: string, receiverId: string, deliveryId: string, outcome: DeliveryOutcome): Promise<void> {
-    return this.events.settleDelivery(owner, receiverId, deliveryId, outcome);
-  }
-  async releaseReceiver(owner: string, receiverId: string): Promise<void> {
-    return this.events.releaseReceiver(owner, receiverId);
-  }
-  async retryDead(receiverId: string, now: number): Promise<number> {
-    return this.events.retryDead(receiverId, now);
-  }
-  async pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]> {
-    return this.events.pendingDeliveries(receiverId, limit);
-  }
-  async ackDeliveries(receiverId: string, deliveryIds: readonly string[], at: number): Promise<number> {
-    return this.events.ackDeliveries(receiverId, deliveryIds, at);
-  }
-  async purgeDeliveredEvents(limit: number): Promise<number> {
-    return this.events.purgeDeliveredEvents(limit);
-  }
-  async listSigningKeys(): Promise<SigningKeyRecord[]> {
-    return this.events.listSigningKeys();
-  }
-  async addSigningKey(key: SigningKeyRecord, ifNoCurrent?: boolean): Promise<boolean> {
-    return this.events.addSigningKey(key, ifNoCurrent);
-  }
-  async deleteRetiredKeys(before: number): Promise<number> {
-    return this.events.deleteRetiredKeys(before);
+  protected _eventStore(): EventStore {
+    return this.events;
   }
 }

@@ -1,0 +1,66 @@
+import type {
+  ClaimedReceiver,
+  Delivery,
+  DeliveryOutcome,
+  EventStore,
+  ReceiverRecord,
+  ReceiverStatus,
+  SigningKeyRecord,
+} from './events.js';
+
+/**
+ * The {@link EventStore} half of a {@link TokenStore}, forwarded to the store's own events object
+ * (`memory/events.ts`, `sqlite/events.ts`, `postgres/events.ts`): each store extends this and names
+ * that object in `_eventStore()`, instead of writing the fifteen forwarding methods itself. Every
+ * method is async, so that whatever `_eventStore()` throws (a closed store) is a rejection.
+ */
+export abstract class ForwardsEventStore implements EventStore {
+  /** The object the event methods go to (the leading `_` keeps it out of metrics' wrapping). */
+  protected abstract _eventStore(): EventStore;
+
+  async createReceiver(receiver: ReceiverRecord): Promise<void> {
+    return this._eventStore().createReceiver(receiver);
+  }
+  async getReceiver(id: string): Promise<ReceiverRecord | null> {
+    return this._eventStore().getReceiver(id);
+  }
+  async findPollReceiver(clientId: string): Promise<ReceiverRecord | null> {
+    return this._eventStore().findPollReceiver(clientId);
+  }
+  async listReceivers(): Promise<ReceiverStatus[]> {
+    return this._eventStore().listReceivers();
+  }
+  async deleteReceiver(id: string): Promise<boolean> {
+    return this._eventStore().deleteReceiver(id);
+  }
+  async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]> {
+    return this._eventStore().claimPushReceivers(owner, now, leaseMs, limit, perReceiver);
+  }
+  async settleDelivery(owner: string, receiverId: string, deliveryId: string, outcome: DeliveryOutcome): Promise<void> {
+    return this._eventStore().settleDelivery(owner, receiverId, deliveryId, outcome);
+  }
+  async releaseReceiver(owner: string, receiverId: string): Promise<void> {
+    return this._eventStore().releaseReceiver(owner, receiverId);
+  }
+  async retryDead(receiverId: string, now: number): Promise<number> {
+    return this._eventStore().retryDead(receiverId, now);
+  }
+  async pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]> {
+    return this._eventStore().pendingDeliveries(receiverId, limit);
+  }
+  async ackDeliveries(receiverId: string, deliveryIds: readonly string[], at: number): Promise<number> {
+    return this._eventStore().ackDeliveries(receiverId, deliveryIds, at);
+  }
+  async purgeDeliveredEvents(limit: number): Promise<number> {
+    return this._eventStore().purgeDeliveredEvents(limit);
+  }
+  async listSigningKeys(): Promise<SigningKeyRecord[]> {
+    return this._eventStore().listSigningKeys();
+  }
+  async addSigningKey(key: SigningKeyRecord, ifNoCurrent?: boolean): Promise<boolean> {
+    return this._eventStore().addSigningKey(key, ifNoCurrent);
+  }
+  async deleteRetiredKeys(before: number): Promise<number> {
+    return this._eventStore().deleteRetiredKeys(before);
+  }
+}
