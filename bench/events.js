@@ -40,7 +40,7 @@ export const EVENT_FIGURES = [
 ];
 
 /** Registers the poll receiver `rs` for client `bench` in a store (the CLI, as an operator would). */
-async function addReceiver(/** @type {string} */ db) {
+export async function addReceiver(/** @type {string} */ db) {
   const r = await runToEnd(process.execPath, [join(ROOT, 'bin/run.js'), 'receiver', 'add', 'rs', '--poll', '--client', CLIENT.id, '--audience', 'rs', '--db', db, '--json'], { timeoutMs: 60_000 });
   if (r.code !== 0) throw new Error(`receiver add failed (exit ${r.code}): ${(r.stderr || r.stdout).trim().split('\n')[0]}`);
 }
@@ -49,7 +49,7 @@ async function addReceiver(/** @type {string} */ db) {
  * A bare RFC 8936 receiver: long polls, acknowledges everything it got. Returns stop() → the SETs
  * received and the revocations they carried (a SET carries the revocations that committed together).
  */
-function barePoller(/** @type {string} */ url) {
+export function barePoller(/** @type {string} */ url) {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   let stopped = false;
   let received = 0;
@@ -211,7 +211,7 @@ export async function runEventsBench(o) {
           rep.revocations += got.revocations;
         }
         const polled = got === null ? '' : `  (${got.sets.toLocaleString('en-US')} SETs polled, ${got.revocations.toLocaleString('en-US')} revocations)`;
-        o.log(`  events.revoke_${which}_receiver`.padEnd(32) + `${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.latency.p99} ms${polled}`);
+        o.log(`  events.revoke_${which}_receiver`.padEnd(32) + `${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.latency.p99} ms  server CPU ${r.serverCpuShare.toFixed(2)}${polled}`);
       } finally {
         if (stop) await stop();
         killGroup(server.child);

@@ -6,7 +6,8 @@
  * functions with the most self time and the time by package, as shares of the busy (not idle)
  * time.
  *
- * Usage: node bench/profile.js [introspect|introspect_1m|revoke|refresh|ceiling] [--seconds N]
+ * Usage: node bench/profile.js [introspect|introspect_1m|revoke|revoke_events|refresh|ceiling] [--seconds N]
+ * (`revoke_events`: revocations with a poll receiver registered and polling, as events_cost_ratio's "with".)
  * (`ceiling`: the bare node:http server under the introspection load, to compare with.)
  * The profile is kept in bench/results/<kind>.cpuprofile (open it in Chrome DevTools or
  * speedscope).
@@ -20,6 +21,7 @@ import { killAll, killGroup, startServer } from './lib/proc.js';
 import { runLoad } from './lib/measure.js';
 import { REQUESTS, startTokenctl, tokenctlServeMissing } from './lib/contenders.js';
 import { copyStore, prepareStores } from './lib/stores.js';
+import { addReceiver, barePoller } from './events.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const { values, positionals } = parseArgs({ options: { seconds: { type: 'string', default: '5' } }, allowPositionals: true });
@@ -100,24 +102,27 @@ function summarize(file) {
 async function main() {
   const missing = await tokenctlServeMissing();
   if (missing) throw new Error(`cannot profile: ${missing}`);
-  const req = kind === 'refresh' ? REQUESTS.tokenctl.refresh : kind === 'revoke' ? REQUESTS.tokenctl.revoke : REQUESTS.tokenctl.introspect;
+  const req = kind === 'refresh' ? REQUESTS.tokenctl.refresh : kind === 'revoke' || kind === 'revoke_events' ? REQUESTS.tokenctl.revoke : REQUESTS.tokenctl.introspect;
   const stores = await prepareStores({ quick: false, rebuild: false, log });
   const s = kind === 'introspect_1m' ? stores.t1m : kind === 'introspect' || kind === 'ceiling' ? stores.t1k : stores.pool;
   if (!s) throw new Error('stores missing');
   const workDir = mkdtempSync(join(tmpdir(), 'tokenctl-profile-'));
   try {
     const db = copyStore(s.db, join(workDir, 'tokens.db'));
+    if (kind === 'revoke_events') await addReceiver(db);
     const profDir = join(workDir, 'prof');
     const profArgs = ['--cpu-prof', `--cpu-prof-dir=${profDir}`];
     const server =
       kind === 'ceiling'
         ? await startServer('ceiling', process.execPath, [...profArgs, join(ROOT, 'bench/servers/ceiling.js')], { log: join(workDir, 'ceiling.log') })
         : await startTokenctl(workDir, 'serve', db, profArgs);
+    const stopPoller = kind === 'revoke_events' ? barePoller(server.url) : null;
     const r = await runLoad({
-      label: kind, server, ...req, tokenFile: kind === 'refresh' ? s.refreshFile : s.accessFile, fresh: kind === 'revoke',
+      label: kind, server, ...req, tokenFile: kind === 'refresh' ? s.refreshFile : s.accessFile, fresh: kind === 'revoke' || kind === 'revoke_events',
       connections: 50, warmupS: 1, durationS: Number(values.seconds), workDir,
     });
     log(`${kind}: ${Math.round(r.rps)} req/s, p99 ${r.latency.p99} ms, server CPU ${r.serverCpuShare.toFixed(2)}`);
+    if (stopPoller) log(`poller: ${JSON.stringify(await stopPoller())}`);
     process.kill(server.pid, 'SIGTERM');
     await new Promise((resolve) => {
       server.child.once('exit', resolve);

@@ -28,7 +28,12 @@ export const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** A 200 with `body` as JSON, not to be cached. */
 export function okAnswer(body: unknown): Answer {
-  return { status: 200, headers: undefined, payload: JSON.stringify(body), noStore: true, errorCode: null, reason: null };
+  return okJsonAnswer(JSON.stringify(body));
+}
+
+/** A 200 with `json`, a JSON text already made, not to be cached. */
+export function okJsonAnswer(json: string): Answer {
+  return { status: 200, headers: undefined, payload: json, noStore: true, errorCode: null, reason: null };
 }
 
 /** Writes `a` on a node:http response; `close` ends the connection after it. */

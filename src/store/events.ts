@@ -101,7 +101,11 @@ export interface ReceiverStatus extends ReceiverRecord {
  */
 export interface Delivery {
   receiverId: string;
-  /** The delivery's id, the SET's `jti`: the id of its first event. What settles and acks name. */
+  /**
+   * The delivery's id, the SET's `jti`: the id of its first event, or, for deliveries a store
+   * merged (see {@link EventStore.pendingDeliveries}), an id of the store's making. What settles
+   * and acks name.
+   */
   id: string;
   /** The revocations it tells of, oldest first: at least one. */
   events: RevocationEvent[];
@@ -172,8 +176,14 @@ export interface EventStore {
   /** Requeues a receiver's dead letters, due at `now`, attempts reset. Returns how many. */
   retryDead(receiverId: string, now: number): Promise<number>;
 
-  /** Poll (RFC 8936): the receiver's pending deliveries, oldest first, at most `limit`. */
-  pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]>;
+  /**
+   * Poll (RFC 8936): the receiver's pending deliveries, oldest first, at most `limit`. With
+   * `mergeUpTo`, a store that can may hand out consecutive pending deliveries as ONE delivery of
+   * up to that many events (more when one delivery alone holds more), so that a poll answer is one
+   * SET, one signature; its id is then the store's own, acknowledged as one, and never a
+   * delivery it did not hold. A store that cannot (events that commit out of order) ignores it.
+   */
+  pendingDeliveries(receiverId: string, limit: number, mergeUpTo?: number): Promise<Delivery[]>;
   /** Poll: acknowledges these deliveries by id (RFC 8936 `ack` of their SETs): they are gone. Unknown ids are ignored. Returns how many. */
   ackDeliveries(receiverId: string, deliveryIds: readonly string[], at: number): Promise<number>;
 

@@ -45,8 +45,8 @@ export abstract class ForwardsEventStore implements EventStore {
   async retryDead(receiverId: string, now: number): Promise<number> {
     return this._eventStore().retryDead(receiverId, now);
   }
-  async pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]> {
-    return this._eventStore().pendingDeliveries(receiverId, limit);
+  async pendingDeliveries(receiverId: string, limit: number, mergeUpTo?: number): Promise<Delivery[]> {
+    return this._eventStore().pendingDeliveries(receiverId, limit, mergeUpTo);
   }
   async ackDeliveries(receiverId: string, deliveryIds: readonly string[], at: number): Promise<number> {
     return this._eventStore().ackDeliveries(receiverId, deliveryIds, at);

@@ -80,20 +80,68 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
     const one = { id: events[0]!.id, events, attempts: 0 };
     expect(await store.pendingDeliveries('poll-1', 10)).toEqual([{ receiverId: 'poll-1', ...one }]);
     expect(await store.pendingDeliveries('push-1', 10)).toEqual([{ receiverId: 'push-1', ...one }]);
-    expect(payloads()).toEqual([events.map((e) => JSON.parse(JSON.stringify(e)) as unknown)]);
+    // Each event as a row of its members in a fixed order, absent ones null.
+    expect(payloads()).toEqual([events.map((e) => [e.id, e.at, e.reason, e.scope, e.jti ?? null, e.tokenType ?? null, e.grantId ?? null, e.username ?? null, e.clientId ?? null])]);
     expect(await store.listReceivers()).toMatchObject([
       { id: 'poll-1', pending: 1, oldestPendingAt: events[0]!.at },
       { id: 'push-1', pending: 1, oldestPendingAt: events[0]!.at },
     ]);
   });
 
-  it('one revocation alone: the single event object earlier builds wrote; and such a row reads as one event', async () => {
+  it('reads the outbox rows earlier builds wrote: one event object, or an array of event objects', async () => {
     await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
     const [t] = await tokens(1);
-    const event = makeEvent({ jti: t!.jti });
-    await store.revokeToken(t!.jti, AT, false, undefined, event);
-    expect(payloads()).toEqual([JSON.parse(JSON.stringify(event))]);
-    expect(await store.pendingDeliveries('poll-1', 10)).toEqual([delivery('poll-1', event, 0)]);
+    const mine = makeEvent({ jti: t!.jti });
+    await store.revokeToken(t!.jti, AT, false, undefined, mine);
+    const single = makeEvent({ scope: 'user', username: 'carol', jti: undefined, tokenType: undefined, grantId: undefined });
+    const pair = [makeEvent(), makeEvent({ scope: 'grant', grantId: 'g-1' })];
+    const db = new Database(file);
+    try {
+      const insert = db.prepare("INSERT INTO security_events (id, at, payload, refs) VALUES (?, ?, ?, 1)");
+      const fan = db.prepare("INSERT INTO event_deliveries (receiver_id, event_seq, state, attempts, next_attempt_at) VALUES ('poll-1', ?, 'pending', 0, ?)");
+      fan.run(insert.run(single.id, single.at, JSON.stringify(single)).lastInsertRowid, single.at);
+      fan.run(insert.run(pair[0]!.id, pair[0]!.at, JSON.stringify(pair)).lastInsertRowid, pair[0]!.at);
+    } finally {
+      db.close();
+    }
+    expect(await store.pendingDeliveries('poll-1', 10)).toEqual([
+      delivery('poll-1', mine, 0),
+      delivery('poll-1', single, 0),
+      { receiverId: 'poll-1', id: pair[0]!.id, events: pair, attempts: 0 },
+    ]);
+  });
+
+  it('with mergeUpTo, consecutive rows are one delivery FIRST..LAST of up to that many events, acked as one and never past LAST', async () => {
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+    await store.createReceiver(makePollReceiver('poll-2', 'client-2'));
+    const list = await tokens(7);
+    const events = list.map((t) => makeEvent({ jti: t.jti }));
+    // Five commits: [0, 1], [2], [3, 4], [5], [6].
+    await Promise.all([0, 1].map((i) => store.revokeToken(list[i]!.jti, AT, false, undefined, events[i])));
+    await store.revokeToken(list[2]!.jti, AT, false, undefined, events[2]);
+    await Promise.all([3, 4].map((i) => store.revokeToken(list[i]!.jti, AT, false, undefined, events[i])));
+    await store.revokeToken(list[5]!.jti, AT, false, undefined, events[5]);
+    const merged = await store.pendingDeliveries('poll-1', 10, 4);
+    expect(merged).toEqual([
+      { receiverId: 'poll-1', id: `${events[0]!.id}..${events[2]!.id}`, events: events.slice(0, 3), attempts: 0 },
+      { receiverId: 'poll-1', id: `${events[3]!.id}..${events[5]!.id}`, events: events.slice(3, 6), attempts: 0 },
+    ]);
+    expect(await store.pendingDeliveries('poll-1', 1, 4)).toEqual(merged.slice(0, 1));
+    // Without mergeUpTo, one delivery per commit, as before.
+    expect((await store.pendingDeliveries('poll-1', 10)).map((d) => d.events.length)).toEqual([2, 1, 2, 1]);
+    // A later commit, then the ack of the second merged delivery: the later one stays.
+    await store.revokeToken(list[6]!.jti, AT, false, undefined, events[6]);
+    expect(await store.ackDeliveries('poll-1', [merged[1]!.id], AT + 1)).toBe(2);
+    expect((await store.pendingDeliveries('poll-1', 10, 4)).map((d) => d.events)).toEqual([[...events.slice(0, 3), events[6]]]);
+    // Acked for one receiver only; a second ack of the same id takes nothing more.
+    expect(await store.ackDeliveries('poll-1', [merged[0]!.id, merged[1]!.id], AT + 2)).toBe(2);
+    expect((await store.pendingDeliveries('poll-1', 10, 4)).map((d) => d.id)).toEqual([events[6]!.id]);
+    expect((await store.pendingDeliveries('poll-2', 10, 100)).map((d) => d.events)).toEqual([events]);
+    // Once its last row is purged, a late ack of a range deletes nothing, whatever came since.
+    expect(await store.ackDeliveries('poll-2', [(await store.pendingDeliveries('poll-2', 10, 100))[0]!.id], AT + 3)).toBe(5);
+    expect(await store.purgeDeliveredEvents(100)).toBe(4);
+    expect(await store.ackDeliveries('poll-1', [`${events[0]!.id}..${events[5]!.id}`, 'x..y', '..', `${events[6]!.id}..`], AT + 4)).toBe(0);
+    expect((await store.pendingDeliveries('poll-1', 10, 4)).map((d) => d.id)).toEqual([events[6]!.id]);
   });
 
   it('a delivery settles, acks and purges as one: every event in it goes at once', async () => {

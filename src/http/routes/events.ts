@@ -3,10 +3,10 @@ import { parseBasicAuthorization } from '../../engine/client-auth.js';
 import { InvalidClientError } from '../../engine/errors.js';
 import { AccessDeniedError } from '../../engine/errors.js';
 import { SigningKeys } from '../../events/keys.js';
-import { parsePollRequest, poll } from '../../events/poll.js';
+import { parsePollRequest, poll, pollResponseJson } from '../../events/poll.js';
 import { TOKENS_REVOKED } from '../../events/set.js';
 import type { ReceiverRecord } from '../../store/store.js';
-import { okAnswer, replyAnswer, type Answer } from '../answer.js';
+import { okAnswer, okJsonAnswer, replyAnswer, type Answer } from '../answer.js';
 import type { HandlerDeps } from '../endpoints/endpoint.js';
 import { errorAnswer, failureFacts, pathOf } from '../error-answer.js';
 
@@ -117,7 +117,8 @@ export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
         const errs = Object.keys(outcome.setErrs);
         if (errs.length > 0) request.log.warn({ reqId: request.id, receiver: receiver.id, setErrs: outcome.setErrs }, 'the receiver reported errors for SETs');
         // Answered because the server is stopping: the connection goes too, rather than idle in keep-alive.
-        const answer = closing ? { ...okAnswer(outcome.response), headers: { connection: 'close' } } : okAnswer(outcome.response);
+        const ok = okJsonAnswer(pollResponseJson(outcome.response));
+        const answer = closing ? { ...ok, headers: { connection: 'close' } } : ok;
         request.answered = { answer, clientId: receiver.clientId, jti: null, outcome: null };
         return replyAnswer(reply, answer);
       } finally {

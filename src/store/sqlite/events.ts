@@ -57,7 +57,7 @@ function prepareEventStatements(db: Database.Database) {
     duePush: p(DUE_PUSH).pluck(true),
     lease: p('UPDATE receivers SET lease_owner = @owner, lease_until = @until WHERE id = @id'),
     release: p('UPDATE receivers SET lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ?'),
-    pending: p(`SELECT d.attempts, e.payload FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
+    pending: p(`SELECT d.attempts, e.id, e.payload FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
       WHERE d.receiver_id = ? AND d.state = 'pending' ORDER BY d.event_seq LIMIT ?`).raw(true),
     delivered: p(`DELETE FROM event_deliveries WHERE ${SETTLEABLE}`),
     retry: p(`UPDATE event_deliveries SET attempts = attempts + 1, next_attempt_at = @retryAt, last_error = @error WHERE ${SETTLEABLE}`),
@@ -67,6 +67,9 @@ function prepareEventStatements(db: Database.Database) {
     retryDead: p(`UPDATE event_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ? WHERE receiver_id = ? AND state = 'dead'`),
     ack: p(`DELETE FROM event_deliveries WHERE receiver_id = @receiverId AND state = 'pending'
       AND event_seq IN (SELECT seq FROM security_events WHERE id IN (SELECT value FROM json_each(@ids)))`),
+    // A merged delivery (pendingOf): its outbox rows from @first to @last, both still there.
+    ackRange: p(`DELETE FROM event_deliveries WHERE receiver_id = @receiverId AND state = 'pending'
+      AND event_seq BETWEEN (SELECT seq FROM security_events WHERE id = @first) AND (SELECT seq FROM security_events WHERE id = @last)`),
     purge: p('DELETE FROM security_events WHERE seq IN (SELECT seq FROM security_events WHERE refs = 0 ORDER BY seq LIMIT ?)'),
 
     listKeys: p(`SELECT ${KEY_COLUMNS} FROM signing_keys ORDER BY created_at DESC, kid`),
@@ -126,8 +129,7 @@ export class SqliteEvents implements EventStore {
       this.collected = [];
       if (this.st.hasReceivers.get() === undefined) return;
       const first = events[0]!;
-      // One event: the single object of earlier builds (which read nothing else); several: an array.
-      const payload = JSON.stringify(events.length === 1 ? first : events);
+      const payload = JSON.stringify(events.map(eventRow));
       const seq = this.st.insertEvent.run(first.id, first.at, payload).lastInsertRowid;
       this.st.fanOut.run(seq, first.at);
     },
@@ -189,14 +191,22 @@ export class SqliteEvents implements EventStore {
     return this.write(() => this.st.retryDead.run(now, receiverId).changes);
   }
 
-  async pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]> {
-    return this.read(() => this.pendingOf(receiverId, limit));
+  async pendingDeliveries(receiverId: string, limit: number, mergeUpTo?: number): Promise<Delivery[]> {
+    return this.read(() => (mergeUpTo === undefined ? this.pendingOf(receiverId, limit) : this.mergedPendingOf(receiverId, limit, mergeUpTo)));
   }
 
   async ackDeliveries(receiverId: string, deliveryIds: readonly string[], at: number): Promise<number> {
     if (deliveryIds.length === 0) return 0;
+    const single: string[] = [];
+    const ranges: { first: string; last: string }[] = [];
+    for (const id of deliveryIds) {
+      const range = rangeOf(id);
+      if (range) ranges.push(range);
+      else single.push(id);
+    }
     return this.write(() => {
-      const n = this.st.ack.run({ receiverId, ids: JSON.stringify(deliveryIds) }).changes;
+      let n = single.length > 0 ? this.st.ack.run({ receiverId, ids: JSON.stringify(single) }).changes : 0;
+      for (const range of ranges) n += this.st.ackRange.run({ receiverId, ...range }).changes;
       if (n > 0) this.st.receiverDelivered.run(at, receiverId);
       return n;
     });
@@ -226,16 +236,90 @@ export class SqliteEvents implements EventStore {
 
   /** A receiver's oldest pending deliveries, oldest first. */
   private pendingOf(receiverId: string, limit: number): Delivery[] {
-    const rows = this.st.pending.all(receiverId, Math.max(0, limit)) as [number, string][];
-    return rows.map(([attempts, payload]) => {
+    const rows = this.st.pending.all(receiverId, Math.max(0, limit)) as [number, string, string][];
+    return rows.map(([attempts, , payload]) => {
       const events = eventsOf(payload);
       return { receiverId, id: events[0]!.id, events, attempts };
     });
   }
+
+  /**
+   * Like {@link pendingOf}, but consecutive outbox rows go out as one delivery of up to
+   * `mergeUpTo` events, its id `FIRST..LAST` (the ids of its first and last rows) when it holds
+   * more than one row. Acknowledging it deletes the receiver's pending deliveries from FIRST's row
+   * to LAST's: exactly these, because an outbox row's seq is its place in commit order (one
+   * writer at a time; a new row's seq is above every row there, and LAST is there until acked), and
+   * a poll receiver's deliveries are all pending until acknowledged. Reads at most
+   * {@link MERGE_READ_ROWS} rows a call (so a poll's `moreAvailable` can say false while more are
+   * pending behind them: the next poll gets them).
+   */
+  private mergedPendingOf(receiverId: string, limit: number, mergeUpTo: number): Delivery[] {
+    if (limit <= 0) return [];
+    const rows = this.st.pending.all(receiverId, MERGE_READ_ROWS) as [number, string, string][];
+    const out: Delivery[] = [];
+    let current: { first: string; last: string; events: RevocationEvent[]; attempts: number } | undefined;
+    const close = () => {
+      if (!current) return;
+      out.push({ receiverId, id: current.first === current.last ? current.first : `${current.first}${RANGE}${current.last}`, events: current.events, attempts: current.attempts });
+      current = undefined;
+    };
+    for (const [attempts, id, payload] of rows) {
+      const events = eventsOf(payload);
+      if (current && current.events.length + events.length > mergeUpTo) close();
+      if (!current) {
+        if (out.length === limit) break;
+        current = { first: id, last: id, events, attempts };
+      } else {
+        current.last = id;
+        for (const e of events) current.events.push(e);
+        current.attempts = Math.max(current.attempts, attempts);
+      }
+    }
+    close();
+    return out;
+  }
 }
 
-/** An outbox row's payload: an array of events, or the single event object earlier builds wrote. */
+/** The most outbox rows one merged read takes (a poll answer's size stays bounded). */
+const MERGE_READ_ROWS = 4096;
+/** Between the first and last row ids of a merged delivery's id (event ids are UUIDs: no dots). */
+const RANGE = '..';
+
+/** The first and last row ids of a merged delivery's id, or undefined for a plain one. */
+function rangeOf(id: string): { first: string; last: string } | undefined {
+  const at = id.indexOf(RANGE);
+  if (at <= 0) return undefined;
+  const first = id.slice(0, at);
+  const last = id.slice(at + RANGE.length);
+  return last.length > 0 && !last.includes(RANGE) ? { first, last } : undefined;
+}
+
+/**
+ * An event as the outbox keeps it: an array of its members in a fixed order, absent ones null
+ * (a third fewer bytes than the object, and read back faster; one commit's row then fits a page).
+ */
+type EventRow = [string, number, RevocationEvent['reason'], RevocationEvent['scope'], string | null, RevocationEvent['tokenType'] | null, string | null, string | null, string | null];
+
+function eventRow(e: RevocationEvent): EventRow {
+  return [e.id, e.at, e.reason, e.scope, e.jti ?? null, e.tokenType ?? null, e.grantId ?? null, e.username ?? null, e.clientId ?? null];
+}
+
+function eventOfRow(r: EventRow): RevocationEvent {
+  const e: RevocationEvent = { id: r[0], at: r[1], reason: r[2], scope: r[3] };
+  if (r[4] !== null) e.jti = r[4];
+  if (r[5] !== null) e.tokenType = r[5];
+  if (r[6] !== null) e.grantId = r[6];
+  if (r[7] !== null) e.username = r[7];
+  if (r[8] !== null) e.clientId = r[8];
+  return e;
+}
+
+/**
+ * An outbox row's payload: an array of event rows (eventRow), or what earlier builds wrote, still
+ * read: an array of event objects, or one event object.
+ */
 function eventsOf(payload: string): RevocationEvent[] {
-  const parsed = JSON.parse(payload) as RevocationEvent | RevocationEvent[];
-  return Array.isArray(parsed) ? parsed : [parsed];
+  const parsed = JSON.parse(payload) as RevocationEvent | RevocationEvent[] | EventRow[];
+  if (!Array.isArray(parsed)) return [parsed];
+  return Array.isArray(parsed[0]) ? (parsed as EventRow[]).map(eventOfRow) : (parsed as RevocationEvent[]);
 }
