@@ -8,6 +8,7 @@
  *
  * Usage: node bench/refresh-ab.js --db POOL.db --tokens REFRESH.txt --a DIR --b DIR
  *          [--rounds 4] [--warmup 2] [--seconds 5] [--kind refresh|revoke|introspect]
+ *          [--a-node-args '…'] [--b-node-args '…'] (Node/V8 options of each side's server)
  * (`--kind revoke`: each request a fresh access token of --tokens, as the bench's revocation run.)
  * DIR: a built tokenctl (bin/, dist/, package.json, node_modules); POOL.db: a bench pool store
  * (node bench/setup-store.js --access 250000 --refresh 20000). Only 127.0.0.1 is ever targeted.
@@ -33,6 +34,8 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '2' },
     seconds: { type: 'string', default: '5' },
     kind: { type: 'string', default: 'refresh' },
+    'a-node-args': { type: 'string', default: '' },
+    'b-node-args': { type: 'string', default: '' },
   },
 });
 /** `--kind revoke` (with --tokens: access tokens) or `introspect`: the same A/B of the other loads. */
@@ -43,12 +46,14 @@ if (!values.db || !values.tokens || !values.a || !values.b) {
   process.exit(2);
 }
 const builds = { a: resolve(values.a), b: resolve(values.b) };
+/** Node options of each side (`--a-node-args '--max-semi-space-size=32'`): the same build with other V8 settings. */
+const nodeArgs = { a: String(values['a-node-args']).split(' ').filter(Boolean), b: String(values['b-node-args']).split(' ').filter(Boolean) };
 const workDir = mkdtempSync(join(tmpdir(), 'tokenctl-refresh-ab-'));
 const load = { connections: 50, warmupS: Number(values.warmup), durationS: Number(values.seconds), workDir };
 
 /** `tokenctl serve` of one build, as bench/lib/contenders.js starts this tree's. */
-function startBuild(/** @type {string} */ root, /** @type {string} */ name, /** @type {string} */ db) {
-  const args = [join(root, 'bin/run.js'), 'serve', '--host', '127.0.0.1', '--port', '0', '--db', db, '--log-level', 'warn'];
+function startBuild(/** @type {string} */ root, /** @type {string} */ name, /** @type {string} */ db, /** @type {string[]} */ nodeArgs) {
+  const args = [...nodeArgs, join(root, 'bin/run.js'), 'serve', '--host', '127.0.0.1', '--port', '0', '--db', db, '--log-level', 'warn'];
   return startServer('tokenctl serve', process.execPath, args, { log: join(workDir, `${name}.log`), env: { ...process.env, NODE_ENV: 'production' } });
 }
 
@@ -69,7 +74,7 @@ try {
     const rps = {};
     for (const which of order) {
       const db = copyStore(values.db, join(workDir, `${which}-${round}.db`));
-      const server = await startBuild(builds[which], `${which}-${round}`, db);
+      const server = await startBuild(builds[which], `${which}-${round}`, db, nodeArgs[which]);
       try {
         const r = await runLoad({ label: `${which}-${round}`, server, ...REQUESTS.tokenctl[kind], tokenFile: values.tokens, fresh: kind === 'revoke', ...load });
         if (r.non2xx > 0 || r.errors > 0) throw new Error(`${which}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);

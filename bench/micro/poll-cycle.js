@@ -5,7 +5,9 @@
  * sign it) against revocations arriving TOGETHER at a time, with one poll receiver registered.
  * A bare receiver polling in a loop gets one cycle per group commit while revocations go on,
  * so this is the events' cost per group commit beside the revocations' own (the micro revoke-events.js).
- * Usage: node bench/micro/poll-cycle.js [CYCLES] [TOGETHER]
+ * Usage: node bench/micro/poll-cycle.js [CYCLES] [TOGETHER] [COMMITS]
+ * (COMMITS: group commits of TOGETHER revocations between two polls, default 1; the server's 50 ms
+ * pace of long polls gives ~30 under the bench's load.)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,9 +18,10 @@ import { newJti } from '../../dist/engine/tokens.js';
 import { poll } from '../../dist/events/poll.js';
 import { SigningKeys } from '../../dist/events/keys.js';
 
-const [cyclesArg = '2000', togetherArg = '17'] = process.argv.slice(2);
+const [cyclesArg = '2000', togetherArg = '17', commitsArg = '1'] = process.argv.slice(2);
 const CYCLES = Number(cyclesArg);
 const TOGETHER = Number(togetherArg);
+const COMMITS = Number(commitsArg);
 const dir = mkdtempSync(join(tmpdir(), 'tokenctl-micro-'));
 const store = await SqliteStore.open(join(dir, 'tokens.db'), { backgroundCheckpoints: true });
 try {
@@ -29,7 +32,7 @@ try {
   const keys = new SigningKeys(store);
   await keys.ensureCurrent();
   const deps = { store, keys, issuer: () => 'https://issuer.example' };
-  const tokens = Array.from({ length: CYCLES * TOGETHER }, () => ({ jti: newJti(), digest: randomUUID(), type: 'access_token', grantId: newJti(), clientId: 'c', username: 'alice', sub: 'alice', scope: 'read', audience: 'a', orgId: 'o', node: 'n', issuedAt: T0, notBefore: T0, expiresAt: T0 + 3_600_000, revokedAt: null, replacedAt: null, replacedBy: null }));
+  const tokens = Array.from({ length: CYCLES * COMMITS * TOGETHER }, () => ({ jti: newJti(), digest: randomUUID(), type: 'access_token', grantId: newJti(), clientId: 'c', username: 'alice', sub: 'alice', scope: 'read', audience: 'a', orgId: 'o', node: 'n', issuedAt: T0, notBefore: T0, expiresAt: T0 + 3_600_000, revokedAt: null, replacedAt: null, replacedBy: null }));
   for (let i = 0; i < tokens.length; i += 500) await store.insertTokens(tokens.slice(i, i + 500));
   let revokeCpu = 0;
   let pollCpu = 0;
@@ -37,10 +40,13 @@ try {
   let ack = /** @type {string[]} */ ([]);
   for (let c = 0; c < CYCLES; c++) {
     const r0 = process.cpuUsage();
-    await Promise.all(tokens.slice(c * TOGETHER, (c + 1) * TOGETHER).map((t) => {
-      const at = Date.now();
-      return store.revokeToken(t.jti, at, false, undefined, { id: newJti(at), at, reason: 'revoked', scope: 'token', jti: t.jti, tokenType: t.type, grantId: t.grantId, username: t.username, clientId: t.clientId });
-    }));
+    for (let g = 0; g < COMMITS; g++) {
+      const first = (c * COMMITS + g) * TOGETHER;
+      await Promise.all(tokens.slice(first, first + TOGETHER).map((t) => {
+        const at = Date.now();
+        return store.revokeToken(t.jti, at, false, undefined, { id: newJti(at), at, reason: 'revoked', scope: 'token', jti: t.jti, tokenType: t.type, grantId: t.grantId, username: t.username, clientId: t.clientId });
+      }));
+    }
     const r = process.cpuUsage(r0);
     const p0 = process.cpuUsage();
     const out = await poll(deps, receiver, { maxEvents: 1000, returnImmediately: true, ack, setErrs: {} });
@@ -50,7 +56,8 @@ try {
     revokeCpu += r.user + r.system;
     pollCpu += p.user + p.system;
   }
-  console.log(`${CYCLES} cycles of ${TOGETHER} revocations: revocations ${(revokeCpu / CYCLES).toFixed(0)} µs CPU per cycle (${(revokeCpu / CYCLES / TOGETHER).toFixed(1)} per revocation), poll ${(pollCpu / CYCLES).toFixed(0)} µs CPU per cycle (${sets} SETs)`);
+  const perCycle = COMMITS * TOGETHER;
+  console.log(`${CYCLES} cycles of ${COMMITS} × ${TOGETHER} revocations: revocations ${(revokeCpu / CYCLES).toFixed(0)} µs CPU per cycle (${(revokeCpu / CYCLES / perCycle).toFixed(1)} per revocation), poll ${(pollCpu / CYCLES).toFixed(0)} µs CPU per cycle (${(pollCpu / CYCLES / perCycle).toFixed(1)} per revocation; ${sets} SETs)`);
 } finally {
   await store.close();
   rmSync(dir, { recursive: true, force: true });
