@@ -5,16 +5,12 @@
  *   off     no receiver;
  *   outbox  a poll receiver registered, nobody polling (the outbox writes alone);
  *   poll    a poll receiver registered and polling (bench/events.js's "with").
- * Usage: node bench/events-ab.js [--rounds 3] [--seconds 5] [--warmup 2] [--modes off,outbox,poll] [--perf]
- * `--perf`: also counts the instructions the server executes per revocation (all its threads,
- * user and kernel, Linux `perf stat` over the measured seconds): far steadier than req/s on a
- * shared machine.
+ * Usage: node bench/events-ab.js [--rounds 3] [--seconds 5] [--warmup 2] [--modes off,outbox,poll]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { spawn } from 'node:child_process';
 import { killAll, killGroup } from './lib/proc.js';
 import { runLoad } from './lib/measure.js';
 import { REQUESTS, startTokenctl, tokenctlServeMissing } from './lib/contenders.js';
@@ -22,7 +18,7 @@ import { copyStore, prepareStores } from './lib/stores.js';
 import { median } from './lib/report.js';
 import { addReceiver, barePoller } from './events.js';
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, seconds: { type: 'string', default: '5' }, warmup: { type: 'string', default: '2' }, modes: { type: 'string', default: 'off,outbox,poll' }, perf: { type: 'boolean', default: false } } });
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, seconds: { type: 'string', default: '5' }, warmup: { type: 'string', default: '2' }, modes: { type: 'string', default: 'off,outbox,poll' } } });
 const modes = String(values.modes).split(',');
 const workDir = mkdtempSync(join(tmpdir(), 'tokenctl-events-ab-'));
 try {
@@ -31,8 +27,7 @@ try {
   const stores = await prepareStores({ quick: false, rebuild: false, log: () => undefined });
   /** @type {Record<string, number[]>} */
   const rps = Object.fromEntries(modes.map((m) => [m, []]));
-  /** @type {Record<string, number[]>} */
-  const ipr = Object.fromEntries(modes.map((m) => [m, []]));
+
   for (let round = 0; round < Number(values.rounds); round++) {
     const order = round % 2 ? [...modes].reverse() : modes;
     for (const mode of order) {
@@ -40,13 +35,10 @@ try {
       if (mode !== 'off') await addReceiver(db);
       const server = await startTokenctl(workDir, `${mode}-${round}`, db);
       const stop = mode === 'poll' ? barePoller(server.url) : null;
-      const counted = values.perf ? countInstructions(server.pid, Number(values.warmup) + 0.5, Number(values.seconds) - 1) : null;
       try {
         const r = await runLoad({ label: `${mode}-${round}`, server, ...REQUESTS.tokenctl.revoke, tokenFile: stores.pool.accessFile, fresh: true, connections: 50, warmupS: Number(values.warmup), durationS: Number(values.seconds), workDir });
         rps[mode]?.push(r.rps);
-        const instructions = counted ? (await counted) / (r.rps * (Number(values.seconds) - 1)) : null;
-        if (instructions !== null) ipr[mode]?.push(instructions);
-        console.log(`${mode.padEnd(7)} ${Math.round(r.rps).toString().padStart(6)} req/s  ${(1e6 * r.serverCpuShare / r.rps).toFixed(1)} µs server CPU per revocation` + (instructions === null ? '' : `  ${Math.round(instructions / 1000)}k instructions per revocation`));
+        console.log(`${mode.padEnd(7)} ${Math.round(r.rps).toString().padStart(6)} req/s  ${(1e6 * r.serverCpuShare / r.rps).toFixed(1)} µs server CPU per revocation`);
       } finally {
         if (stop) await stop();
         killGroup(server.child);
@@ -55,30 +47,9 @@ try {
     }
   }
   const base = median(rps[modes[0] ?? 'off'] ?? []);
-  const baseI = median(ipr[modes[0] ?? 'off'] ?? []);
-  for (const m of modes) {
-    const i = median(ipr[m] ?? []);
-    console.log(`${m}: median ${Math.round(median(rps[m] ?? []) ?? 0)} req/s, ÷ ${modes[0]} ${((median(rps[m] ?? []) ?? 0) / (base ?? 1)).toFixed(3)}` +
-      (i && baseI ? `; ${Math.round(i / 1000)}k instructions per revocation, ${modes[0]} ÷ this ${(baseI / i).toFixed(3)}` : ''));
-  }
+  for (const m of modes) console.log(`${m}: median ${Math.round(median(rps[m] ?? []) ?? 0)} req/s, ÷ ${modes[0]} ${((median(rps[m] ?? []) ?? 0) / (base ?? 1)).toFixed(3)}`);
 } finally {
   killAll();
   rmSync(workDir, { recursive: true, force: true });
 }
 
-/**
- * Instructions (user and kernel, every thread) process `pid` executes in `seconds`, starting
- * `delay` seconds from now (`perf stat`); resolves NaN when perf is missing or not allowed.
- * @param {number} pid @param {number} delay @param {number} seconds @returns {Promise<number>}
- */
-function countInstructions(pid, delay, seconds) {
-  return new Promise((resolve) => {
-    setTimeout(() => {
-      const p = spawn('perf', ['stat', '-x', ',', '-e', 'instructions', '-p', String(pid), '--', 'sleep', String(seconds)], { stdio: ['ignore', 'ignore', 'pipe'] });
-      let err = '';
-      p.stderr.on('data', (d) => (err += d));
-      p.on('error', () => resolve(NaN));
-      p.on('close', () => resolve(Number(/^(\d+),/m.exec(err)?.[1] ?? NaN)));
-    }, delay * 1000);
-  });
-}
