@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -38,6 +38,44 @@ describe('SqliteStore with backgroundCheckpoints', () => {
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+
+  it('bounds the WAL when the thread falls behind: past 4 × its pages, the store\'s own commits checkpoint', async () => {
+    const file = join(dir, 'behind.db');
+    // The thread checkpoints at 100 pages; stopped at once, as a thread starved by a busy server.
+    const store = await SqliteStore.open(file, { backgroundCheckpoints: true, checkpointPages: 100 });
+    try {
+      await (store as unknown as { checkpointer: BackgroundCheckpointer }).checkpointer.stop();
+      await written(store, file, 20_000);
+      const pages = statSync(`${file}-wal`).size / (4096 + 24);
+      // Without the bound, every page written since the open is in the WAL (thousands).
+      expect(pages).toBeGreaterThan(0);
+      expect(pages).toBeLessThan(4 * 100 + 400); // the high-water mark and one commit of 100 tokens
+      expect((await store.stats(T0)).tokens.access_token.active).toBe(20_000);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it.runIf(process.platform === 'linux')('runs the thread at the lowest priority (nice 19), the event loop as it was', async () => {
+    const niceOf = (task: string) => {
+      const stat = readFileSync(`/proc/self/task/${task}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]); // field 19: nice
+    };
+    const before = new Set(readdirSync('/proc/self/task'));
+    const store = await SqliteStore.open(join(dir, 'nice.db'), { backgroundCheckpoints: true });
+    try {
+      const deadline = Date.now() + 10_000;
+      let niced: string[] = [];
+      while (niced.length === 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        niced = readdirSync('/proc/self/task').filter((t) => !before.has(t) && niceOf(t) === 19);
+      }
+      expect(niced).toHaveLength(1);
+      expect(niceOf(String(process.pid))).toBe(0);
+    } finally {
+      await store.close();
     }
   });
 

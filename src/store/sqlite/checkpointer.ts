@@ -10,13 +10,24 @@ import { Worker } from 'node:worker_threads';
  * its own, runs a PASSIVE checkpoint whenever the WAL holds `frames` pages (what SQLite's automatic
  * checkpoint waits for) or `maxIntervalMs` has passed: it never waits for the server's writer or
  * readers, copies what they no longer need, and the server's next commit restarts the WAL from
- * the start once it has all been copied. Durability is unchanged: a commit is synced to the WAL
- * before it is acknowledged, whenever it is checkpointed.
+ * the start once it has all been copied. Under writes that never pause it cannot copy all of it
+ * (the writer appends meanwhile): the server's own commits then checkpoint past a high-water mark
+ * (store.ts checkpointInBackground), which bounds the WAL. The thread runs at the lowest priority.
+ * Durability is unchanged: a commit is synced to the WAL before it is acknowledged, whenever it is
+ * checkpointed.
  */
 const WORKER_SOURCE = `
 const fs = require('node:fs');
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.module);
+// The lowest priority (Linux: a thread is a task of its own, /proc/thread-self names it): on a
+// busy server, and on one pinned to one core, the checkpoint then runs while the event loop
+// waits instead of in its stead (refresh p99 19 → 14 ms, bench/PERF-LOG.md 31). Should it fall
+// behind, the server's own commits checkpoint (store.ts checkpointInBackground). Elsewhere: as is.
+try {
+  const tid = Number(fs.readlinkSync('/proc/thread-self').split('/').pop());
+  if (tid > 0 && tid !== process.pid) require('node:os').setPriority(tid, 19);
+} catch {}
 const db = new Database(workerData.file, { fileMustExist: true, timeout: 0 });
 db.pragma('cache_size = -512'); // a checkpoint reads WAL frames and writes pages: no cache needed
 db.pragma('wal_autocheckpoint = 0');

@@ -23,6 +23,12 @@ const PAGE_CACHE_KIB = 16 * 1024;
  * synced to the WAL before it is acknowledged, whenever it is checkpointed.
  */
 export const WAL_AUTOCHECKPOINT_PAGES = 10_000;
+/**
+ * With background checkpoints, a commit of the server's own connection checkpoints (SQLite's
+ * automatic checkpoint) once the WAL holds this many times the thread's pages: the bound of the
+ * WAL when the thread falls behind (see store.ts checkpointInBackground).
+ */
+export const WAL_HIGH_WATER_FACTOR = 4;
 /** After a checkpoint, the WAL file is truncated back to this size (bytes) when it grew past it. */
 const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
 
@@ -34,6 +40,12 @@ export interface SqliteOpenOptions {
   readOnly?: boolean;
   /** A long-running server: checkpoint the WAL on a thread of its own (checkpointer.ts). */
   backgroundCheckpoints?: boolean;
+  /**
+   * With `backgroundCheckpoints`: the WAL pages at which the thread checkpoints (default
+   * {@link WAL_AUTOCHECKPOINT_PAGES}); the store's own commits checkpoint past
+   * {@link WAL_HIGH_WATER_FACTOR} times as many (store.ts checkpointInBackground). For tests.
+   */
+  checkpointPages?: number;
   /**
    * A long-running server: commits do not wait for the disk on the event loop; each is
    * acknowledged once the WAL has been synced on a thread (wal-sync.ts). Same durability.

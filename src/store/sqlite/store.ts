@@ -22,7 +22,7 @@ import { insertUnique, mapError } from './errors.js';
 import { SqliteEvents } from './events.js';
 import { GroupCommit } from './group-commit.js';
 import { Listing } from './listing.js';
-import { openFile, WAL_AUTOCHECKPOINT_PAGES, type SqliteOpenOptions } from './open.js';
+import { openFile, WAL_AUTOCHECKPOINT_PAGES, WAL_HIGH_WATER_FACTOR, type SqliteOpenOptions } from './open.js';
 import { ReadBatcher } from './read-batcher.js';
 import { RowCache } from './row-cache.js';
 import { WalSync } from './wal-sync.js';
@@ -99,7 +99,7 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   static async open(file: string, options: SqliteOpenOptions = {}): Promise<SqliteStore> {
     const { db, location, readonly } = openFile(file, options);
     const store = new SqliteStore(db, location, readonly ? { ...options, syncOffLoop: false } : options);
-    if (options.backgroundCheckpoints && !readonly) store.checkpointInBackground();
+    if (options.backgroundCheckpoints && !readonly) store.checkpointInBackground(options.checkpointPages);
     return store;
   }
 
@@ -260,15 +260,23 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   /**
    * Leaves WAL checkpoints to a thread of their own (checkpointer.ts) instead of a commit on the
    * event loop. Should the thread fail, SQLite checkpoints automatically again.
+   *
+   * The commits still checkpoint themselves past {@link WAL_HIGH_WATER_FACTOR} times the thread's
+   * pages: under writes that never pause, the thread copies the WAL but can never catch its
+   * end, since the writer appends while it copies, and the WAL starts again from its beginning
+   * only once all of it was copied when a write begins; without this bound it grew by ~100 MB a
+   * second under the bench's refresh load (3 GB in 30 s). A commit that checkpoints copies what the
+   * thread has not yet (little, as a rule), with no writer beside it, so the next write restarts the
+   * WAL (bench/PERF-LOG.md 31).
    */
-  private checkpointInBackground(): void {
-    this.db.pragma('wal_autocheckpoint = 0');
+  private checkpointInBackground(pages = WAL_AUTOCHECKPOINT_PAGES): void {
+    this.db.pragma(`wal_autocheckpoint = ${WAL_HIGH_WATER_FACTOR * pages}`);
     this.checkpointer = new BackgroundCheckpointer(
       this.location,
       () => {
         if (!this.closed) this.db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
       },
-      { frames: WAL_AUTOCHECKPOINT_PAGES },
+      { frames: pages },
     );
   }
 
