@@ -255,7 +255,8 @@ export class SqliteEvents implements EventStore {
    */
   private mergedPendingOf(receiverId: string, limit: number, mergeUpTo: number): Delivery[] {
     if (limit <= 0) return [];
-    const rows = this.st.pending.all(receiverId, MERGE_READ_ROWS) as [number, string, string][];
+    // Stepped, not fetched whole: the read stops at the row past what the answer takes.
+    const rows = this.st.pending.iterate(receiverId, MERGE_READ_ROWS) as IterableIterator<[number, string, string]>;
     const out: Delivery[] = [];
     let current: { first: string; last: string; events: RevocationEvent[]; attempts: number } | undefined;
     const close = () => {
