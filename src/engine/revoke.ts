@@ -100,13 +100,13 @@ async function checkSelector(ctx: EngineContext, selector: BulkSelector): Promis
   return null;
 }
 
-/** Tokens (SQLite, memory) or grants (PostgreSQL) per batch: each batch is one short transaction. */
+/** Rows per batch (tokens; on PostgreSQL, tokens or grants): each batch is one short transaction. */
 export const BULK_BATCH = 5_000;
 
 export interface BulkOptions {
   /** Stops at the next batch boundary once aborted (Ctrl-C): what was done stays done, and is said. */
   signal?: AbortSignal;
-  /** Tokens (SQLite, memory) or grants (PostgreSQL) per batch; default {@link BULK_BATCH}. */
+  /** Rows per batch (tokens; on PostgreSQL, tokens or grants); default {@link BULK_BATCH}. */
   batchSize?: number;
 }
 

@@ -71,7 +71,7 @@ export function describeRevocationIsFinal(backend: Backend, pgUrl: string | unde
         expect(survivors).toBe(0);
       });
 
-      it(`a bulk revocation of a user while the nodes refresh the user's grants: nothing active once it returned (${ROUNDS} races)`, async () => {
+      it(`a bulk revocation of a user while the nodes refresh the user's grants: nothing active once it returned (${ROUNDS} races, half of them one row a step)`, async () => {
         const tally = new Tally();
         let survivorsAtAck = 0;
         let survivors = 0;
@@ -80,7 +80,9 @@ export function describeRevocationIsFinal(backend: Backend, pgUrl: string | unde
           const user = `bulk-${i}`;
           const grants = [await c.engine.issue({ clientId: c.clientId, username: user }), await c.engine.issue({ clientId: c.clientId, username: user })];
           const refreshing = Promise.all(grants.flatMap((g, k) => [refreshAt(c, i + k, g.refresh_token), refreshAt(c, i + k + 1, g.refresh_token)]).map((p) => p.then((r) => tally.add(r))));
-          const done = await c.engine.revokeBulk({ username: user }, 'cli:race');
+          // One row a step in odd rounds: every phase of the store's bulk revocation, and each
+          // boundary between two of its transactions, races the refreshes.
+          const done = await c.engine.revokeBulk({ username: user }, 'cli:race', i % 2 === 1 ? { batchSize: 1 } : {});
           revoked += done.revoked;
           const activeAtAck = await activeOf(c, user); // nothing of the user active once it returned
           survivorsAtAck += activeAtAck;

@@ -169,25 +169,31 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     expect(await store.purgeBatch(before, 4)).toBe(0);
   });
 
-  it('resumes a bulk revocation after the last grant, and goes back for grants created behind it before saying it is done', async () => {
+  it('revokes a user in steps of at most `limit` rows: tokens, then grants, then tokens again, and finds a grant created meanwhile', async () => {
     const { store } = await open();
     const grants = Array.from({ length: 9 }, (_, k) => makeGrant({ grantId: `g-${k}`, username: 'mass' }));
     await store.insertTokens(grants.flatMap((g) => [g.refresh, g.access]));
     const first = await store.revokeBulk({ username: 'mass' }, T0, 4);
-    expect(first).toEqual({ revoked: 8, more: true, resume: expect.any(String) as string });
-    // A grant created behind the cursor while the revocation runs.
+    expect(first).toEqual({ revoked: 4, more: true, resume: expect.any(String) as string });
+    // A grant created behind every cursor while the revocation runs.
     const late = makeGrant({ grantId: 'g-0a', username: 'mass' });
     await store.insertTokens([late.refresh, late.access]);
-    let total = first.revoked;
+    const steps = [first.revoked];
     let resume = first.resume;
-    for (let more = true, n = 0; more && n < 10; n++) {
+    for (let more = true, n = 0; more && n < 20; n++) {
       const batch = await store.revokeBulk({ username: 'mass' }, T0, 4, undefined, resume);
-      total += batch.revoked;
+      steps.push(batch.revoked);
       more = batch.more;
       resume = batch.resume;
     }
-    expect(total).toBe(20);
+    expect(steps.reduce((a, b) => a + b, 0)).toBe(20);
+    // A step ends once it has written `limit` rows of one kind: a call may finish one phase and start the next.
+    expect(Math.max(...steps)).toBeLessThan(8);
+    // 20 tokens and 10 grants in steps of 4: at least 5 sweeps and 3 grant batches.
+    expect(steps.length).toBeGreaterThanOrEqual(8);
     expect((await store.findTokenByJti(late.access.jti))?.revokedAt).toBe(T0);
     expect(await store.countRevocable({ username: 'mass' }, T0)).toBe(0);
+    // Every grant is revoked too: none mints again.
+    for (const g of [...grants, late]) expect(await store.insertMintedAccess(makeToken({ grantId: g.refresh.grantId, username: 'mass' }), g.refresh.jti)).not.toBe('inserted');
   });
 });

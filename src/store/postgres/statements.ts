@@ -156,25 +156,50 @@ export function bulkRemainder(selector: Exclude<BulkSelector, { jti: string }>, 
   };
 }
 
-/** The live tokens of the grants $2 (after {@link bulkGrantBatch} revoked and locked them). */
-export const REVOKE_GRANTS_LIVE = 'UPDATE tokens SET revoked_at = $1 WHERE grant_id = ANY($2::text[]) AND revoked_at IS NULL AND expires_at > $1';
+/**
+ * One step of a bulk revocation's token sweep: up to `limit` live tokens the selector names,
+ * after the tuple `after` (a tid), are revoked at $1, each rechecked in its newest version.
+ * Tokens are read in the order of the plan PostgreSQL picks: for a selector that names much of
+ * the table a TID range scan from `after`, in physical order, so each step writes the pages
+ * that follow the last step's (a tenth of the buffers that revoking them grant by grant, in
+ * grant_id order, touched); for a small one its index. With an audit entry, its line is
+ * written when a token changed, its count that number.
+ * Answers how many tokens it found live (`found`), the greatest tuple among them (`last`), and
+ * how many it revoked (`n`: fewer when a concurrent statement revoked or moved one meanwhile).
+ */
+export function bulkSweep(selector: Exclude<BulkSelector, { jti: string }>, at: number, limit: number, after: string, audit: AuditEntry | undefined): Where {
+  const where = selectorWhere(selector, [at]);
+  const k = where.params.length;
+  const live = `revoked_at IS NULL AND expires_at > $1 AND ${where.sql}`;
+  return {
+    sql: `WITH s AS (SELECT ctid FROM tokens WHERE ${live} AND ctid > $${k + 2}::tid LIMIT $${k + 1}),
+      u AS (UPDATE tokens SET revoked_at = $1 WHERE ctid = ANY (ARRAY(SELECT ctid FROM s)) AND ${live} RETURNING 1),
+      a AS (INSERT INTO audit (at, actor, action, target, count, detail)
+        SELECT $${k + 3}, $${k + 4}, $${k + 5}, $${k + 6}, count(*), $${k + 7} FROM u WHERE $${k + 8}::bool HAVING count(*) > 0)
+      SELECT (SELECT count(*) FROM s)::int AS found, (SELECT max(ctid) FROM s)::text AS last, (SELECT count(*) FROM u)::int AS n`,
+    params: [...where.params, limit, after, ...(audit === undefined ? [0, '', '', '', '', false] : [audit.at, audit.actor, audit.action, audit.target, audit.detail, true])],
+  };
+}
 
 /**
  * One batch of a bulk revocation of a user's or a client's grants: up to `limit` unrevoked grants
- * after the grant id `after` (null: from the first) are marked revoked at $1 and locked, in
+ * after the grant id `after` (null: from the first) are locked and marked revoked at $1, in
  * grant_id order (so that two bulk revocations never wait for each other in a cycle), read in
  * that order from the (username | client_id, grant_id) index: no sort, and nothing before
- * `after` read again. Their ids come back as "grantId", and the greatest as "last" on each row.
+ * `after` read again. Each is updated by its tuple id (the row locked is its newest version),
+ * not by a join, which PostgreSQL planned as a hash of the whole table. Answers how many it
+ * revoked (`n`) and the greatest grant id (`last`). Their tokens are left to the sweep
+ * ({@link bulkSweep}): once revoked, a grant mints none.
  */
 export function bulkGrantBatch(selector: Exclude<BulkSelector, { jti: string }>, at: number, limit: number, after: string | null): Where {
   const where = selectorWhere(selector, [at]);
   const n = `$${where.params.length + 1}`;
   const from = `$${where.params.length + 2}`;
   return {
-    sql: `WITH s AS (SELECT grant_id FROM grants WHERE revoked_at IS NULL AND ${where.sql} AND (${from}::text IS NULL OR grant_id > ${from}::text)
+    sql: `WITH s AS (SELECT ctid, grant_id FROM grants WHERE revoked_at IS NULL AND ${where.sql} AND (${from}::text IS NULL OR grant_id > ${from}::text)
         ORDER BY grant_id LIMIT ${n} FOR UPDATE),
-      u AS (UPDATE grants g SET revoked_at = $1 FROM s WHERE g.grant_id = s.grant_id RETURNING g.grant_id)
-      SELECT grant_id AS "grantId", (SELECT max(grant_id) FROM s) AS last FROM u`,
+      u AS (UPDATE grants SET revoked_at = $1 WHERE ctid = ANY (ARRAY(SELECT ctid FROM s)) RETURNING 1)
+      SELECT (SELECT count(*) FROM u)::int AS n, (SELECT max(grant_id) FROM s) AS last`,
     params: [...where.params, limit, after],
   };
 }

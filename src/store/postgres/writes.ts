@@ -4,6 +4,7 @@ import { eventParams, oneEventCtes, OUTBOX_LOCK } from './outbox.js';
 import {
   auditParams,
   bulkGrantBatch,
+  bulkSweep,
   bulkRemainder,
   FIRST_TUPLE,
   INSERT_AUDIT,
@@ -14,7 +15,6 @@ import {
   MINT_ACCESS,
   PURGE_BATCH,
   REVOKE_GRANT,
-  REVOKE_GRANTS_LIVE,
   REVOKE_ONE,
   revocableQuery,
   revokeGrantParams,
@@ -77,35 +77,82 @@ export async function revokeGrant(db: Database, grantId: string, at: number, aud
 }
 
 /**
- * A batch of grants in grant_id order, resumed after the last one revoked (`resume`). A batch
- * that finds fewer than `limit` sends the next back to the first grant: grants created behind the
- * cursor meanwhile, and ones a concurrent revocation held (FOR UPDATE waits, then skips what it
- * revoked), are found there. Done only when a batch from the first grant finds none unrevoked:
- * when it found the last ones, a statement of its own (a new snapshot) looks again, and the
- * revocation's one event is written with that look, when this batch revoked a token or earlier
- * batches ran (`resume` given).
+ * Where a bulk revocation of a user or a client is (its `resume`, opaque to the engine): a phase,
+ * where in it (a tuple id for a sweep, a grant id for the grants; null: from the first), and
+ * whether an earlier step revoked a token (then the last step writes the event).
+ */
+interface BulkStep {
+  phase: 'sweep' | 'grants' | 'final';
+  from: string | null;
+  changed: boolean;
+}
+
+const PHASE_CODE = { sweep: 's', grants: 'g', final: 'f' } as const;
+
+function encodeStep(step: BulkStep): string {
+  return `${PHASE_CODE[step.phase]}${step.changed ? '+' : '-'}${step.from ?? ''}`;
+}
+
+function decodeStep(resume: string | undefined): BulkStep {
+  const phase = resume === undefined ? undefined : (Object.keys(PHASE_CODE) as BulkStep['phase'][]).find((p) => PHASE_CODE[p] === resume[0]);
+  if (resume === undefined || phase === undefined) return { phase: 'sweep', from: null, changed: false };
+  return { phase, from: resume.length > 2 ? resume.slice(2) : null, changed: resume[1] === '+' };
+}
+
+/**
+ * A bulk revocation of a user's or a client's tokens, in three phases of short transactions
+ * (`limit` rows each), one or more phases per call while each finishes under its limit:
+ *
+ * 1. **sweep**: their live tokens, in the order the table holds them ({@link bulkSweep}). A
+ *    token swept before its grant is locked leaves a grant that can mint nothing (its refresh
+ *    token is revoked), so a crash here leaves nothing active that a second run would not see.
+ * 2. **grants**: their grants, in grant_id order, locked and marked revoked ({@link bulkGrantBatch}).
+ *    A batch that finds fewer than `limit` after a grant id starts again from the first: grants
+ *    created behind it meanwhile, and ones a concurrent revocation held, are found there. Done
+ *    when a batch from the first finds fewer than `limit`: from then on no grant of theirs mints.
+ * 3. **final**: a sweep again, for the tokens minted while 1 and 2 ran and any a concurrent
+ *    update moved behind the sweep. Done when a step from the first tuple finds fewer than
+ *    `limit`: it found every live one there was. Then, in a statement of its own (a new
+ *    snapshot), a last look for a grant created meanwhile (back to 2), or the revocation's one
+ *    event, when a token was revoked ({@link bulkRemainder}).
+ *
+ * Revoking grant by grant, as before, visited each grant's tokens through the grant index, in
+ * random order across the table: 2.6 s for 100,000 tokens; the sweep writes them in place.
  */
 export async function revokeBulk(db: Database, selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string, event?: RevocationEvent): Promise<BulkBatch> {
   if ('jti' in selector) return { revoked: await revokeJti(db, selector.jti, at, audit, event), more: false };
   const max = Math.max(1, limit);
-  const after = resume === undefined || resume === '' ? null : resume;
+  const start = decodeStep(resume);
   return revoking(db, async (tx) => {
-    const batch = bulkGrantBatch(selector, at, max, after);
-    const rows = (await tx.query<{ grantId: string; last: string }>(batch.sql, batch.params)).rows;
+    // Nothing outside changes here: the transaction may run again whole (database.ts).
+    let step = start;
     let revoked = 0;
-    if (rows.length > 0) {
-      // A statement of its own, after the grant locks: its snapshot has what mints holding them committed.
-      revoked = (await tx.query(REVOKE_GRANTS_LIVE, [at, rows.map((r) => r.grantId)])).rowCount ?? 0;
-      if (revoked > 0 && audit) await tx.query(INSERT_AUDIT, auditParams({ ...audit, count: revoked }));
+    const more = (next: BulkStep): BulkBatch => ({ revoked, more: true, resume: encodeStep({ ...next, changed: next.changed || revoked > 0 }) });
+    for (;;) {
+      if (step.phase === 'grants') {
+        const batch = bulkGrantBatch(selector, at, max, step.from);
+        const row = (await tx.query<{ n: number; last: string | null }>(batch.sql, batch.params)).rows[0];
+        if ((row?.n ?? 0) >= max) return more({ ...step, from: row?.last ?? null });
+        step = { phase: step.from === null ? 'final' : 'grants', from: null, changed: step.changed };
+        continue;
+      }
+      const sweep = bulkSweep(selector, at, max, step.from ?? FIRST_TUPLE, audit);
+      const row = (await tx.query<{ found: number; last: string | null; n: number }>(sweep.sql, sweep.params)).rows[0];
+      revoked += row?.n ?? 0;
+      if ((row?.found ?? 0) >= max) return more({ ...step, from: row?.last ?? null });
+      if (step.phase === 'sweep') {
+        step = { phase: 'grants', from: null, changed: step.changed };
+        continue;
+      }
+      if (step.from !== null) {
+        step = { phase: 'final', from: null, changed: step.changed };
+        continue;
+      }
+      const changed = step.changed || revoked > 0;
+      const last = bulkRemainder(selector, changed ? event : undefined);
+      if ((await tx.query<{ more: boolean }>(last.sql, last.params)).rows[0]?.more === true) return more({ phase: 'grants', from: null, changed });
+      return { revoked, more: false };
     }
-    if (rows.length === max) return { revoked, more: true, resume: rows[0]!.last };
-    if (after !== null) return { revoked, more: true, resume: '' };
-    const emit = revoked > 0 || resume !== undefined ? event : undefined;
-    // Nothing found from the first grant, and no event to write: this batch's own look was the last.
-    if (rows.length === 0 && emit === undefined) return { revoked: 0, more: false };
-    const last = bulkRemainder(selector, emit);
-    const more = (await tx.query<{ more: boolean }>(last.sql, last.params)).rows[0]?.more === true;
-    return more ? { revoked, more: true, resume: '' } : { revoked, more: false };
   });
 }
 
