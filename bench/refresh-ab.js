@@ -9,6 +9,10 @@
  * Usage: node bench/refresh-ab.js --db POOL.db --tokens REFRESH.txt --a DIR --b DIR
  *          [--rounds 4] [--warmup 2] [--seconds 5] [--kind refresh|revoke|introspect]
  *          [--a-node-args '…'] [--b-node-args '…'] (Node/V8 options of each side's server)
+ *          [--a-pg] [--b-pg] [--pg URL] (that side's store: a PostgreSQL copy of POOL.db, made by
+ *          `tokenctl migrate` into a schema of its own in the database of --pg, default
+ *          TOKENCTL_BENCH_PG or postgres://postgres@127.0.0.1:5432/test, dropped after the run;
+ *          `--a DIR --b DIR --b-pg` gives a build's PostgreSQL ÷ SQLite ratio, as the bench's)
  * (`--kind revoke`: each request a fresh access token of --tokens, as the bench's revocation run.)
  * DIR: a built tokenctl (bin/, dist/, package.json, node_modules); POOL.db: a bench pool store
  * (node bench/setup-store.js --access 250000 --refresh 20000). Only 127.0.0.1 is ever targeted.
@@ -23,6 +27,7 @@ import { runLoad } from './lib/measure.js';
 import { killAll, killGroup, startServer } from './lib/proc.js';
 import { median } from './lib/report.js';
 import { copyStore } from './lib/stores.js';
+import { copyToPg, DEFAULT_PG } from './lib/postgres.js';
 
 const { values } = parseArgs({
   options: {
@@ -36,6 +41,9 @@ const { values } = parseArgs({
     kind: { type: 'string', default: 'refresh' },
     'a-node-args': { type: 'string', default: '' },
     'b-node-args': { type: 'string', default: '' },
+    'a-pg': { type: 'boolean', default: false },
+    'b-pg': { type: 'boolean', default: false },
+    pg: { type: 'string', default: process.env.TOKENCTL_BENCH_PG || DEFAULT_PG },
   },
 });
 /** `--kind revoke` (with --tokens: access tokens) or `introspect`: the same A/B of the other loads. */
@@ -74,7 +82,8 @@ try {
     const rps = {};
     for (const which of order) {
       const db = copyStore(values.db, join(workDir, `${which}-${round}.db`));
-      const server = await startBuild(builds[which], `${which}-${round}`, db, nodeArgs[which]);
+      const pg = values[`${which}-pg`] ? await copyToPg({ base: String(values.pg), sqlite: db, log: () => {}, what: 'the pool store', root: builds[which] }) : null;
+      const server = await startBuild(builds[which], `${which}-${round}`, pg?.url ?? db, nodeArgs[which]);
       try {
         const r = await runLoad({ label: `${which}-${round}`, server, ...REQUESTS.tokenctl[kind], tokenFile: values.tokens, fresh: kind === 'revoke', ...load });
         if (r.non2xx > 0 || r.errors > 0) throw new Error(`${which}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
@@ -85,6 +94,7 @@ try {
         console.log(JSON.stringify({ round, run: which, rps: Math.round(r.rps), p99: r.latency.p99, ratio_to_ceiling: +(r.rps / /** @type {number} */ (seen.ceiling.at(-1))).toFixed(4), server_cpu: +r.serverCpuShare.toFixed(2) }));
       } finally {
         killGroup(server.child);
+        await pg?.drop();
         for (const suffix of ['', '-wal', '-shm']) rmSync(db + suffix, { force: true });
       }
     }

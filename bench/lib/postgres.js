@@ -87,8 +87,9 @@ export async function dropAllPg() {
 }
 
 /**
- * A new schema filled with an exact copy of a SQLite store by `tokenctl migrate` (the built code).
- * @param {{ base: string, sqlite: string, log: (s: string) => void, what: string }} o
+ * A new schema filled with an exact copy of a SQLite store by `tokenctl migrate` (the built code;
+ * of the tree `root`, default this one, so that the schema is the version that build writes).
+ * @param {{ base: string, sqlite: string, log: (s: string) => void, what: string, root?: string }} o
  * @returns {Promise<{ url: string, schema: string, drop: () => Promise<void> }>}
  */
 export async function copyToPg(o) {
@@ -108,7 +109,7 @@ export async function copyToPg(o) {
   created.set(schema, drop);
   try {
     const t0 = Date.now();
-    const r = await runToEnd(process.execPath, [join(ROOT, 'bin/run.js'), 'migrate', '--from', o.sqlite, '--to', url, '--yes', '--json'], { timeoutMs: 300_000 });
+    const r = await runToEnd(process.execPath, [join(o.root ?? ROOT, 'bin/run.js'), 'migrate', '--from', o.sqlite, '--to', url, '--yes', '--json'], { timeoutMs: 300_000 });
     if (r.code !== 0) throw new Error(`tokenctl migrate into ${redact(url)} failed (exit ${r.code}): ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`);
     o.log(`  PostgreSQL store: schema ${schema} filled from ${o.what} by \`tokenctl migrate\` in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   } catch (err) {
