@@ -108,21 +108,34 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     expect((await store.findTokenByJti(tokens[3]!.jti))?.revokedAt).toBe(T0);
   });
 
-  it('commits the mints of one turn in one transaction, each with its own outcome, and a failing one alone', async () => {
+  it('commits the mints of one turn in one statement, each with its own outcome, and a failing one alone', async () => {
     const { store } = await open();
     const grants = Array.from({ length: 6 }, () => makeGrant());
     await store.insertTokens(grants.map((g) => g.refresh));
     await store.revokeGrant(grants[1]!.refresh.grantId, T0);
-    const connect = vi.spyOn(poolOf(store), 'connect');
+    const query = vi.spyOn(poolOf(store), 'query');
     const mint = (k: number, access = makeToken({ grantId: grants[k]!.refresh.grantId })) => store.insertMintedAccess(access, grants[k]!.refresh.jti);
     const outcomes = await Promise.all([mint(0), mint(1), mint(2), store.insertMintedAccess(makeToken({ grantId: grants[3]!.refresh.grantId }), 'no-such-refresh')]);
     expect(outcomes).toEqual(['inserted', 'revoked', 'inserted', 'unknown']);
-    expect(connect).toHaveBeenCalledTimes(1); // one transaction for the four
-    // An access token whose jti exists already fails the batch's transaction, then alone.
+    expect(query).toHaveBeenCalledTimes(1); // one statement for the four
+    // An access token whose jti exists already fails the batch's statement, then alone.
     const taken = makeToken({ jti: grants[0]!.refresh.jti, grantId: grants[4]!.refresh.grantId });
     const settled = await Promise.allSettled([mint(4, taken), mint(5)]);
     expect(settled.map((o) => o.status)).toEqual(['rejected', 'fulfilled']);
     expect((settled[1] as PromiseFulfilledResult<string>).value).toBe('inserted');
+  });
+
+  it('counts the mints of one grant in the same statement against its limit, in their order', async () => {
+    const { store } = await open();
+    const [a, b] = [makeGrant(), makeGrant()];
+    await store.insertTokens([a!.refresh, b!.refresh, makeToken({ grantId: a!.refresh.grantId, issuedAt: T0 + 10 })]);
+    const limit = { since: T0, max: 3 };
+    const query = vi.spyOn(poolOf(store), 'query');
+    // Grant a: 1 token issued since T0 (its refresh token was issued at T0, not after), limit 3: two more fit.
+    const mints = [a, b, a, a, b, a].map((g) => store.insertMintedAccess(makeToken({ grantId: g!.refresh.grantId, issuedAt: T0 + 20 }), g!.refresh.jti, limit));
+    expect(await Promise.all(mints)).toEqual(['inserted', 'inserted', 'inserted', 'limited', 'inserted', 'limited']);
+    expect(query).toHaveBeenCalledTimes(1);
+    expect(await store.countTokens({ clientId: 'client-1' })).toBe(3 + 4);
   });
 
   it('keeps revoked_at out of every index and leaves room on each page, so that a revocation is a HOT update', async () => {
@@ -142,6 +155,29 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
       { name: 'grants', options: ['fillfactor=50'] },
       { name: 'tokens', options: ['fillfactor=50'] },
     ]);
+  });
+
+  it('inserts tokens without a lock on their client’s row (no foreign key from tokens), and still deletes them with their client', async () => {
+    const { store, schema } = await open();
+    const keys = await withPg(url, undefined, async (db) =>
+      (
+        await db.query<{ name: string; target: string }>(
+          `SELECT c.conname AS name, c.confrelid::regclass::text AS target FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
+            WHERE n.nspname = $1 AND c.contype = 'f' AND c.conrelid = $2::regclass`,
+          [schema, `"${schema}".tokens`],
+        )
+      ).rows,
+    );
+    expect(keys).toEqual([]);
+    const g = makeGrant({ clientId: 'client-2' });
+    const other = makeGrant({ clientId: 'client-1' });
+    await store.insertTokens([g.refresh, g.access, other.refresh]);
+    expect(await store.deleteClient('client-2')).toBe(true);
+    expect(await store.findTokenByJti(g.refresh.jti)).toBeNull();
+    expect(await store.findTokenByJti(g.access.jti)).toBeNull();
+    expect(await store.findTokenByJti(other.refresh.jti)).not.toBeNull();
+    // Nothing can be minted in a grant of the deleted client.
+    expect(await store.insertMintedAccess(makeToken({ clientId: 'client-2', grantId: g.refresh.grantId }), g.refresh.jti)).toBe('unknown');
   });
 
   it('purges revoked tokens in batches that go on where the last stopped, and answers 0 only when none is left', async () => {

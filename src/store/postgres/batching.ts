@@ -2,7 +2,7 @@ import { StoreUnavailableError, type AuditEntry, type ClientAndToken, type MintL
 import type { Database } from './database.js';
 import { eventParams } from './outbox.js';
 import { FIND_CLIENTS_AND_TOKENS, optionalAudit, REVOKE_ONE, REVOKE_ONE_LOGGED, REVOKE_TOKENS } from './statements.js';
-import { mintOutcome } from './writes.js';
+import { mintOutcomes } from './writes.js';
 
 /** An answer of a batch's `run` for one item that failed alone: that call is rejected with `error`. */
 export class Failed {
@@ -81,7 +81,7 @@ export class Batcher<I, O> {
 
 /** Batches of reads and of writes: each at most this many calls (bounded statement and arrays). */
 export const MAX_BATCH = 500;
-/** Mints in one transaction at most (each its own statement, the grant locks held to the commit). */
+/** Mints in one statement at most (the grant locks held to its commit). */
 export const MAX_MINT_BATCH = 50;
 
 /** findClientAndToken for a batch: one statement, one snapshot, one row per pair in order. */
@@ -142,24 +142,18 @@ export interface Mint {
 }
 
 /**
- * insertMintedAccess for a batch: each mint its own statement (its own snapshot and grant lock,
- * as alone), all in one transaction, so one commit. The grant locks are taken in grant order and
- * held to the commit, so a revocation of one of these grants waits for the batch, then revokes
- * what it minted. If the transaction fails, each mint is run again alone, so that one failing mint
- * fails alone (unless the store is unavailable).
+ * insertMintedAccess for a batch: one statement (MINT_ACCESS), so one plan, one round trip and
+ * one commit for all of them, each mint under its grant's lock, taken in grant order and held to
+ * the commit: a revocation of one of these grants waits for the batch, then revokes what it
+ * minted. If the statement fails, each mint is run again alone, so that one failing mint fails
+ * alone (unless the store is unavailable).
  */
 export function insertMints(db: Database): (items: Mint[]) => Promise<(MintOutcome | Failed)[]> {
   return async (items) =>
     togetherOrAlone(
       items,
-      (m) => mintOutcome(db, m.access, m.refreshJti, m.limit),
-      () =>
-        db.transaction(async (tx) => {
-          const outcomes = new Array<MintOutcome>(items.length);
-          const order = items.map((_, k) => k).sort((x, y) => compare(items[x]!.access.grantId, items[y]!.access.grantId));
-          for (const k of order) outcomes[k] = await mintOutcome(tx, items[k]!.access, items[k]!.refreshJti, items[k]!.limit);
-          return outcomes;
-        }),
+      async (m) => (await mintOutcomes(db, [m]))[0]!,
+      () => mintOutcomes(db, items),
     );
 }
 

@@ -213,6 +213,18 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE UNIQUE INDEX signing_keys_current ON signing_keys ((retired_at IS NULL)) WHERE retired_at IS NULL;
     `,
   },
+  {
+    // Every token inserted (each refresh mints one, each rotation two) had its foreign key to
+    // `clients` checked, which takes a share lock on the client's row (FOR KEY SHARE): under load
+    // nearly every token is of one client, and the concurrent inserts made that row a multixact
+    // that each of them rewrote. Tokens live and die with their grant, which keeps its foreign key
+    // to the client (checked once per login); deleteClient deletes the client's tokens itself, in
+    // the statement that deletes the client, after taking its grants' locks, which every mint
+    // and rotation of those grants holds while it inserts (issue 15).
+    version: 6,
+    name: "tokens without a foreign key to clients: no lock on the client's row per token inserted",
+    sql: `ALTER TABLE tokens DROP CONSTRAINT IF EXISTS tokens_client_id_fkey;`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -38,19 +38,29 @@ export const INSERT_TOKENS = `WITH t (${TOKEN_INSERT_COLUMNS}) AS (SELECT * FROM
 const LOCK_LIVE_GRANT = 'SELECT 1 FROM grants WHERE grant_id = $18 AND revoked_at IS NULL FOR SHARE';
 
 /**
- * insertMintedAccess in one statement (one round trip): the access token ($1–$17) goes in only if
- * its grant ($18) is unrevoked, under the grant lock, its refresh token ($19) current, and the
- * grant has fewer than $21 tokens issued after $20 (no limit: $21 null), counted from the
- * (grant_id, issued_at) index.
+ * insertMintedAccess for any number of mints in one statement (one round trip, one plan, one
+ * commit): row i of the access tokens ($1–$17) goes in only if its grant is unrevoked, under the
+ * grant lock, its refresh token ($18[i]) is current, and the grant has fewer than $20[i] tokens
+ * issued after $19[i] (no limit: null), counted from the (grant_id, issued_at) index, plus the
+ * ones before it in this statement for the same grant. The grant locks are taken in grant_id
+ * order, so that two batches never wait for each other in a cycle. One row per mint, in order:
+ * whether it was inserted, whether its refresh token exists, and whether the limit alone stopped it.
  */
-export const MINT_ACCESS = `WITH g AS (${LOCK_LIVE_GRANT}),
-  r AS (SELECT revoked_at IS NULL AND replaced_at IS NULL AS current FROM tokens WHERE jti = $19::text),
-  recent AS (SELECT count(*) AS n FROM (SELECT 1 FROM tokens WHERE $21::int IS NOT NULL AND grant_id = $18 AND issued_at > $20::bigint LIMIT $21::int) x),
-  ins AS (INSERT INTO tokens (${TOKEN_INSERT_COLUMNS}) SELECT * FROM ${UNNEST_TOKENS}
-    WHERE EXISTS (SELECT 1 FROM g) AND coalesce((SELECT current FROM r), false)
-      AND ($21::int IS NULL OR (SELECT n FROM recent) < $21::int) RETURNING 1)
-  SELECT EXISTS (SELECT 1 FROM ins) AS inserted, EXISTS (SELECT 1 FROM r) AS known,
-    EXISTS (SELECT 1 FROM g) AND coalesce((SELECT current FROM r), false) AND $21::int IS NOT NULL AND (SELECT n FROM recent) >= $21::int AS limited`;
+export const MINT_ACCESS = `WITH q AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+      $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::text[],
+      $18::text[], $19::bigint[], $20::int[])
+    WITH ORDINALITY AS q (${TOKEN_INSERT_COLUMNS}, refresh_jti, since, max, i)),
+  g AS (SELECT grant_id FROM grants WHERE grant_id IN (SELECT grant_id FROM q) AND revoked_at IS NULL ORDER BY grant_id FOR SHARE),
+  r AS (SELECT jti, revoked_at IS NULL AND replaced_at IS NULL AS current FROM tokens WHERE jti IN (SELECT refresh_jti FROM q)),
+  ok AS (SELECT q.*, r.jti IS NOT NULL AS known, q.grant_id IN (SELECT grant_id FROM g) AND coalesce(r.current, false) AS allowed
+    FROM q LEFT JOIN r ON r.jti = q.refresh_jti),
+  counted AS (SELECT ok.*, ok.allowed AND ok.max IS NOT NULL AND
+      (SELECT count(*) FROM (SELECT 1 FROM tokens t WHERE t.grant_id = ok.grant_id AND t.issued_at > ok.since LIMIT ok.max) x)
+        + count(*) FILTER (WHERE ok.allowed) OVER (PARTITION BY ok.grant_id ORDER BY ok.i ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+        >= ok.max AS limited
+    FROM ok),
+  ins AS (INSERT INTO tokens (${TOKEN_INSERT_COLUMNS}) SELECT ${TOKEN_INSERT_COLUMNS} FROM counted WHERE allowed AND NOT limited RETURNING jti)
+  SELECT jti IN (SELECT jti FROM ins) AS inserted, known, limited FROM counted ORDER BY i`;
 
 /**
  * rotateRefreshToken without grace, in one statement: under the grant lock ($18), the old token

@@ -179,9 +179,11 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
         // Its grants' locks first, as every grant revocation takes them: a mint under way commits
         // first (and its token goes with the client), a later one finds the grant gone.
         await db.query('SELECT 1 FROM grants WHERE client_id = $1 ORDER BY grant_id FOR UPDATE', [id]);
-        // Its grants and tokens go by ON DELETE CASCADE, in the same statement; its event with them.
+        // Its grants go by ON DELETE CASCADE, its tokens (no foreign key: migration 6) and its
+        // event with them, in the same statement.
         const deleted = await db.query<{ n: number }>(
-          `WITH d AS (DELETE FROM clients WHERE id = $1 RETURNING 1), ${oneEventCtes(2, 'EXISTS (SELECT 1 FROM d)')} SELECT count(*)::int AS n FROM d`,
+          `WITH d AS (DELETE FROM clients WHERE id = $1 RETURNING 1), t AS (DELETE FROM tokens WHERE client_id = $1),
+            ${oneEventCtes(2, 'EXISTS (SELECT 1 FROM d)')} SELECT count(*)::int AS n FROM d`,
           [id, ...eventParams(event)],
         );
         return deleted.rows[0]?.n === 1;

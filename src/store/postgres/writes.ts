@@ -52,17 +52,22 @@ export async function revokeWithGrant(db: Database, jti: string, at: number, aud
 }
 
 /**
- * One mint, one statement under the grant lock (MINT_ACCESS): a revocation of the grant either
+ * Mints, one statement under their grant locks (MINT_ACCESS): a revocation of a grant either
  * committed first, and the lock, waited for, shows the grant revoked; or it waits for this insert
- * to commit, and then revokes the new token too. On the pool, or inside a batch's transaction.
+ * to commit, and then revokes the new token too. One outcome per mint, in order.
  */
-export async function mintOutcome(db: Pick<TransactionClient, 'query'>, access: TokenRecord, refreshJti: string, limit?: MintLimit): Promise<MintOutcome> {
-  const params = [...tokenColumns([access]), access.grantId, refreshJti, limit?.since ?? null, limit?.max ?? null];
+export async function mintOutcomes(db: Pick<TransactionClient, 'query'>, mints: readonly { access: TokenRecord; refreshJti: string; limit?: MintLimit | undefined }[]): Promise<MintOutcome[]> {
+  const params = [
+    ...tokenColumns(mints.map((m) => m.access)),
+    mints.map((m) => m.refreshJti), mints.map((m) => m.limit?.since ?? null), mints.map((m) => m.limit?.max ?? null),
+  ];
   const { rows } = await db.query<{ inserted: boolean; known: boolean; limited: boolean }>(MINT_ACCESS, params);
-  const outcome = rows[0];
-  if (outcome?.inserted) return 'inserted';
-  if (!outcome?.known) return 'unknown';
-  return outcome.limited ? 'limited' : 'revoked'; // limited: only when nothing else stopped it
+  return mints.map((_, k) => {
+    const outcome = rows[k];
+    if (outcome?.inserted) return 'inserted';
+    if (!outcome?.known) return 'unknown';
+    return outcome.limited ? 'limited' : 'revoked'; // limited: only when nothing else stopped it
+  });
 }
 
 export async function revokeGrant(db: Database, grantId: string, at: number, audit?: AuditEntry, event?: RevocationEvent): Promise<number> {
