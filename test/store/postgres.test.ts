@@ -126,6 +126,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       await a.close();
       await withPg(url, schema, (db) =>
         db.query(`CREATE INDEX audit_target ON audit (target); DROP TABLE grants, receivers, receiver_leases, security_events, event_deliveries, signing_keys;
+          DROP FUNCTION find_clients_and_tokens; ALTER TABLE tokens ADD FOREIGN KEY (client_id) REFERENCES clients (id) ON DELETE CASCADE;
           DELETE FROM migrations WHERE version > 1;
           UPDATE ${META_TABLE} SET value = '1' WHERE key = 'schema_version'`),
       );

@@ -1,7 +1,7 @@
 import { StoreUnavailableError, type AuditEntry, type ClientAndToken, type MintLimit, type MintOutcome, type RevocationEvent, type TokenRecord } from '../store.js';
 import type { Database } from './database.js';
 import { eventParams } from './outbox.js';
-import { FIND_CLIENTS_AND_TOKENS, optionalAudit, REVOKE_ONE, REVOKE_ONE_LOGGED, REVOKE_TOKENS } from './statements.js';
+import { FIND_CLIENTS_AND_TOKENS, optionalAudit, type ClientsAndTokensRow, REVOKE_ONE, REVOKE_ONE_LOGGED, REVOKE_TOKENS } from './statements.js';
 import { mintOutcomes } from './writes.js';
 
 /** An answer of a batch's `run` for one item that failed alone: that call is rejected with `error`. */
@@ -87,8 +87,11 @@ export const MAX_MINT_BATCH = 50;
 /** findClientAndToken for a batch: one statement, one snapshot, one row per pair in order. */
 export function readClientsAndTokens(db: Database): (pairs: { clientId: string; digest: string | null }[]) => Promise<ClientAndToken[]> {
   return async (pairs) => {
-    const { rows } = await db.query<ClientAndToken>(FIND_CLIENTS_AND_TOKENS, [pairs.map((p) => p.clientId), pairs.map((p) => p.digest)]);
-    return pairs.map((_, k) => ({ client: rows[k]?.client ?? null, token: rows[k]?.token ?? null }));
+    const { rows } = await db.query<ClientsAndTokensRow>(FIND_CLIENTS_AND_TOKENS, [pairs.map((p) => p.clientId), pairs.map((p) => p.digest)]);
+    const clients = rows[0]?.clients ?? {};
+    const tokens = rows[0]?.tokens ?? [];
+    // Each caller its own copy of its client (several may name one); own properties only (an id may be any string).
+    return pairs.map((p, k) => ({ client: Object.hasOwn(clients, p.clientId) ? { ...clients[p.clientId]! } : null, token: tokens[k] ?? null }));
   };
 }
 

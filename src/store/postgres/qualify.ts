@@ -6,9 +6,13 @@
  * once per statement text.
  */
 
-/** The tables a store owns (migrations.ts creates them): the only names ever qualified. */
+/**
+ * The tables a store owns (migrations.ts creates them), and its set-returning functions, read
+ * like tables (`FROM f(…)`): the only names ever qualified.
+ */
 export const STORE_TABLES: readonly string[] = [
   'tokens', 'clients', 'audit', 'grants', 'migrations', 'tokenctl_meta', 'receivers', 'receiver_leases', 'security_events', 'event_deliveries', 'signing_keys',
+  'find_clients_and_tokens',
 ];
 
 /** Words after which a name is a table (DML): `FROM t`, `JOIN t`, `INSERT INTO t`, `UPDATE t`, `DELETE ... USING t`, `LOCK TABLE t`. */

@@ -1,4 +1,4 @@
-import type { AuditEntry, BulkSelector, RevocationEvent, TokenFilter, TokenRecord, TokenState } from '../store.js';
+import type { AuditEntry, BulkSelector, ClientRecord, RevocationEvent, TokenFilter, TokenRecord, TokenState } from '../store.js';
 import { eventParams, oneEventCtes, outboxCtes } from './outbox.js';
 
 /*
@@ -369,10 +369,16 @@ export const REVOKE_TOKENS = `WITH q AS (
 
 /**
  * findClientAndToken for reads that arrived together, in one statement and one snapshot: $1 the
- * client ids, $2 the digests (null: no token wanted); one row per pair, in their order, each
- * record as JSON under its own field names.
+ * client ids, $2 the digests (null: no token wanted). One row of two JSON values: `clients`, each
+ * client named once by its id, and `tokens`, the token of each pair (null: none), in their order;
+ * each record under its own field names. One JSON value per batch rather than two per pair: a
+ * third less of the server's work per read, and a busy batch names one client many times. The
+ * statement is a function of the schema (migration 7), so that it is planned once per connection.
  */
-export const FIND_CLIENTS_AND_TOKENS = `SELECT
-    (SELECT row_to_json(c) FROM (SELECT ${CLIENT_COLUMNS} FROM clients WHERE id = q.client_id) c) AS client,
-    (SELECT row_to_json(t) FROM (SELECT ${TOKEN_COLUMNS} FROM tokens WHERE digest = q.digest) t) AS token
-  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q (client_id, digest, i) ORDER BY q.i`;
+export const FIND_CLIENTS_AND_TOKENS = 'SELECT r_clients AS clients, r_tokens AS tokens FROM find_clients_and_tokens($1::text[], $2::text[])';
+
+/** The one row of {@link FIND_CLIENTS_AND_TOKENS}. */
+export interface ClientsAndTokensRow {
+  clients: Record<string, ClientRecord> | null;
+  tokens: (TokenRecord | null)[] | null;
+}
