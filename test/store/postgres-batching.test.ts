@@ -225,8 +225,8 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     expect(steps.reduce((a, b) => a + b, 0)).toBe(20);
     // A step ends once it has written `limit` rows of one kind: a call may finish one phase and start the next.
     expect(Math.max(...steps)).toBeLessThan(8);
-    // 20 tokens and 10 grants in steps of 4: at least 5 sweeps and 3 grant batches.
-    expect(steps.length).toBeGreaterThanOrEqual(8);
+    // 20 tokens in steps of 4: at least 5 sweeps (the grant batches run beside them).
+    expect(steps.length).toBeGreaterThanOrEqual(5);
     expect((await store.findTokenByJti(late.access.jti))?.revokedAt).toBe(T0);
     expect(await store.countRevocable({ username: 'mass' }, T0)).toBe(0);
     // Every grant is revoked too: none mints again.

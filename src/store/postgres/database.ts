@@ -69,10 +69,11 @@ export class Database {
    *
    * `lock`, a `LOCK TABLE` statement, is sent with the BEGIN (the same round trip): it is taken
    * before the transaction's first snapshot, which SERIALIZABLE keeps for the whole transaction.
+   * `settings`, `SET LOCAL` statements (planner settings), go with it too, and end with it.
    */
-  async transaction<T>(work: (db: TransactionClient) => Promise<T | Rollback<T>>, options: { lock?: string } = {}): Promise<T> {
+  async transaction<T>(work: (db: TransactionClient) => Promise<T | Rollback<T>>, options: { lock?: string; settings?: string } = {}): Promise<T> {
     this.check();
-    const begin = options.lock === undefined ? this.begin : `${this.begin}; ${this.qualify(options.lock)}`;
+    const begin = [this.begin, ...(options.lock === undefined ? [] : [this.qualify(options.lock)]), ...(options.settings === undefined ? [] : [options.settings])].join('; ');
     return this.retrying(() =>
       withClient(this.pool, async (connection) => {
         const db: TransactionClient = {

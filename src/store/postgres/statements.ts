@@ -167,22 +167,27 @@ export function bulkRemainder(selector: Exclude<BulkSelector, { jti: string }>, 
 }
 
 /**
- * One step of a bulk revocation's token sweep: up to `limit` live tokens the selector names,
- * after the tuple `after` (a tid), are revoked at $1, each rechecked in its newest version.
- * Tokens are read in the order of the plan PostgreSQL picks: for a selector that names much of
- * the table a TID range scan from `after`, in physical order, so each step writes the pages
- * that follow the last step's (a tenth of the buffers that revoking them grant by grant, in
- * grant_id order, touched); for a small one its index. With an audit entry, its line is
- * written when a token changed, its count that number.
- * Answers how many tokens it found live (`found`), the greatest tuple among them (`last`), and
- * how many it revoked (`n`: fewer when a concurrent statement revoked or moved one meanwhile).
+ * One step of a bulk revocation's token sweep: up to `limit` live tokens the selector names are
+ * revoked at $1, each updated by its tuple id and checked again in its newest version.
+ * - From the start (`after` null), through the indexes, as the planner likes: a small selector is
+ *   done in this one step.
+ * - After the tuple `after`, a TID range scan on from it: the tokens in the order the table holds
+ *   them, so each step writes the pages that follow the last step's (a tenth of the buffers that
+ *   revoking them grant by grant, in random order across the table, touched). `IS TRUE` keeps the
+ *   conditions out of every index, whatever the statistics say: right after a bulk load, without
+ *   them, PostgreSQL chose the client and expiry indexes and read all of both at every step
+ *   (1.8–2.1 s instead of 0.85 s for 100,000 tokens).
+ * With an audit entry, its line is written when a token changed, its count that number. Answers
+ * how many tokens it found live (`found`), the greatest tuple among them (`last`), and how many
+ * it revoked (`n`: fewer when a concurrent statement revoked or moved one meanwhile).
  */
-export function bulkSweep(selector: Exclude<BulkSelector, { jti: string }>, at: number, limit: number, after: string, audit: AuditEntry | undefined): Where {
+export function bulkSweep(selector: Exclude<BulkSelector, { jti: string }>, at: number, limit: number, after: string | null, audit: AuditEntry | undefined): Where {
   const where = selectorWhere(selector, [at]);
   const k = where.params.length;
   const live = `revoked_at IS NULL AND expires_at > $1 AND ${where.sql}`;
+  const scan = after === null ? `${live} AND $${k + 2}::tid IS NULL` : `ctid > $${k + 2}::tid AND (${live}) IS TRUE`;
   return {
-    sql: `WITH s AS (SELECT ctid FROM tokens WHERE ${live} AND ctid > $${k + 2}::tid LIMIT $${k + 1}),
+    sql: `WITH s AS (SELECT ctid FROM tokens WHERE ${scan} LIMIT $${k + 1}),
       u AS (UPDATE tokens SET revoked_at = $1 WHERE ctid = ANY (ARRAY(SELECT ctid FROM s)) AND ${live} RETURNING 1),
       a AS (INSERT INTO audit (at, actor, action, target, count, detail)
         SELECT $${k + 3}, $${k + 4}, $${k + 5}, $${k + 6}, count(*), $${k + 7} FROM u WHERE $${k + 8}::bool HAVING count(*) > 0)
