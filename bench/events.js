@@ -23,13 +23,15 @@ import { tmpdir } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { killAll, killGroup, runToEnd } from './lib/proc.js';
+import { killAll, killGroup, LOAD_CORE, runToEnd, startChild } from './lib/proc.js';
 import { runLoad } from './lib/measure.js';
 import { CLIENT, REQUESTS, startTokenctl, tokenctlServeMissing } from './lib/contenders.js';
 import { copyStore, prepareStores } from './lib/stores.js';
 import { median, round } from './lib/report.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const POLL_WORKER = fileURLToPath(new URL('./lib/poll-worker.js', import.meta.url));
+let pollers = 0;
 const BASIC = 'Basic ' + Buffer.from(`${CLIENT.id}:${CLIENT.secret}`).toString('base64');
 
 /** The figures this file adds, in the shape of lib/report.js's FIGURES. */
@@ -46,50 +48,34 @@ export async function addReceiver(/** @type {string} */ db) {
 }
 
 /**
- * A bare RFC 8936 receiver: long polls, acknowledges everything it got. Returns stop() → the SETs
- * received and the revocations they carried (a SET carries the revocations that committed together).
+ * The bench's bare RFC 8936 receiver (bench/lib/poll-loop.js) in a process of its own (bench/lib/poll-worker.js), pinned to the load
+ * generator's core like every client of the server: the receiver's work (reading and decoding
+ * ~130 kB answers twenty times a second) is the resource server's, not the server's, and in this
+ * process (not pinned) it could run on the server's core. Returns stop() → what it received.
  */
 export function barePoller(/** @type {string} */ url) {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  let stopped = false;
-  let received = 0;
-  let revocations = 0;
-  /** @type {import('node:http').ClientRequest|undefined} */
-  let current;
-  const poll = (/** @type {string[]} */ ack) =>
-    new Promise((resolve, reject) => {
-      current = request(url + '/events/poll', { method: 'POST', agent, headers: { authorization: BASIC, 'content-type': 'application/json' } }, (res) => {
-        let body = '';
-        res.setEncoding('utf8').on('data', (d) => (body += d));
-        res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(body)) : reject(new Error(`poll: HTTP ${res.statusCode} ${body.slice(0, 200)}`))));
-      });
-      current.on('error', reject);
-      current.end(JSON.stringify({ ack, maxEvents: 1000, returnImmediately: false }));
+  const log = join(tmpdir(), `tokenctl-bench-poller-${process.pid}-${++pollers}.log`);
+  const child = startChild(process.execPath, [POLL_WORKER, url, BASIC], { core: LOAD_CORE, log });
+  /** @type {Promise<{ sets: number, revocations: number }>} */
+  const result = new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout?.setEncoding('utf8').on('data', (d) => (out += d));
+    child.on('exit', (code, signal) => {
+      const line = out.split('\n').find((l) => l.startsWith('result '));
+      const why = line ? '' : readFileSync(log, 'utf8').trim().slice(-300);
+      rmSync(log, { force: true });
+      if (line) resolve(JSON.parse(line.slice(7)));
+      else reject(new Error(`the bench's poller stopped (${signal ?? `exit ${code}`}) without a result: ${why}`));
     });
-  const done = (async () => {
-    let ack = /** @type {string[]} */ ([]);
-    while (!stopped) {
-      const answer = /** @type {{ sets: Record<string, string> }} */ (await poll(ack).catch((err) => (stopped ? { sets: {} } : Promise.reject(err))));
-      ack = Object.keys(answer.sets);
-      received += ack.length;
-      for (const set of Object.values(answer.sets)) revocations += revocationCount(set);
-    }
-  })();
+  });
+  /** @type {Promise<{ sets: number, revocations: number }>|undefined} */
+  let stopping;
   return async () => {
-    stopped = true;
-    current?.destroy();
-    await done.catch(() => undefined);
-    agent.destroy();
-    return { sets: received, revocations };
+    stopping ??= (child.kill('SIGTERM'), result);
+    return stopping;
   };
 }
 
-/** How many revocations a SET carries (its payload decoded, not verified: the bench trusts its server). */
-function revocationCount(/** @type {string} */ set) {
-  const claims = JSON.parse(Buffer.from(set.split('.')[1] ?? '', 'base64url').toString('utf8'));
-  const list = claims?.events?.['urn:tokenctl:secevent:tokens-revoked']?.revocations;
-  return Array.isArray(list) ? list.length : 0;
-}
 
 /** One POST /oauth/revocation of `token`, as client bench; resolves on the 200. */
 function revoke(/** @type {string} */ url, /** @type {string} */ token, /** @type {Agent} */ agent) {
