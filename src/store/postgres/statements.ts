@@ -15,9 +15,11 @@ export const CLIENT_COLUMNS = `id, name, secret_hash AS "secretHash", scope, org
 
 const TOKEN_INSERT_COLUMNS = `jti, digest, type, grant_id, client_id, username, sub, scope, audience, org_id, node,
     issued_at, not_before, expires_at, revoked_at, replaced_at, replaced_by`;
-/** Rows of tokens from {@link tokenColumns}' seventeen array parameters, $1 to $17. */
-const UNNEST_TOKENS = `unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-    $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::text[])`;
+/** {@link tokenColumns}' seventeen array parameters, $1 to $17, typed. */
+const TOKEN_ARRAYS = `$1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+    $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::text[]`;
+/** Rows of tokens from {@link TOKEN_ARRAYS}. */
+const UNNEST_TOKENS = `unnest(${TOKEN_ARRAYS})`;
 
 /**
  * Any number of tokens in one statement (so one atomic step, and one round trip even for a
@@ -46,9 +48,7 @@ const LOCK_LIVE_GRANT = 'SELECT 1 FROM grants WHERE grant_id = $18 AND revoked_a
  * order, so that two batches never wait for each other in a cycle. One row per mint, in order:
  * whether it was inserted, whether its refresh token exists, and whether the limit alone stopped it.
  */
-export const MINT_ACCESS = `WITH q AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-      $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::text[],
-      $18::text[], $19::bigint[], $20::int[])
+export const MINT_ACCESS = `WITH q AS (SELECT * FROM unnest(${TOKEN_ARRAYS}, $18::text[], $19::bigint[], $20::int[])
     WITH ORDINALITY AS q (${TOKEN_INSERT_COLUMNS}, refresh_jti, since, max, i)),
   g AS (SELECT grant_id FROM grants WHERE grant_id IN (SELECT grant_id FROM q) AND revoked_at IS NULL ORDER BY grant_id FOR SHARE),
   r AS (SELECT jti, revoked_at IS NULL AND replaced_at IS NULL AS current FROM tokens WHERE jti IN (SELECT refresh_jti FROM q)),
