@@ -15,6 +15,13 @@ export const MAX_RETRY_MS = 60_000;
 export const GIVE_UP_AFTER_MS = 24 * 3_600_000;
 /** How often delivered events are purged, and key maintenance done. */
 const HOUSEKEEPING_MS = 60_000;
+/**
+ * A purge deletes this many events per write at most, and goes on while a write finds that many,
+ * up to PURGE_MAX_BATCHES a round: a busy server writes an outbox row per group commit (tens of
+ * thousands a minute under load), which one batch a minute would never catch up with.
+ */
+export const PURGE_BATCH = 1000;
+export const PURGE_MAX_BATCHES = 500;
 
 /** The nominal wait after the `attempts`-th failure (1-based): 1 s, 2 s, 4 s … 60 s. */
 export function retryDelay(attempts: number): number {
@@ -172,7 +179,9 @@ export class PushDeliverer {
   private async housekeeping(): Promise<void> {
     try {
       await this.options.keys.maintain();
-      await this.options.store.purgeDeliveredEvents(1000);
+      for (let batch = 0; batch < PURGE_MAX_BATCHES && !this.stopping; batch++) {
+        if ((await this.options.store.purgeDeliveredEvents(PURGE_BATCH)) < PURGE_BATCH) break;
+      }
     } catch (err) {
       this.options.log?.('warn', { err }, 'event housekeeping failed');
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { failingFor, failureOutcome, GIVE_UP_AFTER_MS, PushDeliverer, retryDelay } from '../../src/events/deliverer.js';
+import { failingFor, failureOutcome, GIVE_UP_AFTER_MS, PURGE_BATCH, PURGE_MAX_BATCHES, PushDeliverer, retryDelay } from '../../src/events/deliverer.js';
 import { SigningKeys } from '../../src/events/keys.js';
 import type { PushResult } from '../../src/events/push.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
@@ -57,6 +57,28 @@ describe('retry policy', () => {
 });
 
 describe('PushDeliverer', () => {
+  it('housekeeping purges in batches until one finds fewer than a batch, at most PURGE_MAX_BATCHES a round', async () => {
+    const s = await setUp(() => ({ kind: 'accepted' }));
+    const calls: number[] = [];
+    let purgeable = 2 * PURGE_BATCH + 7;
+    s.store.purgeDeliveredEvents = async (limit: number) => {
+      calls.push(limit);
+      const n = Math.min(limit, purgeable);
+      purgeable -= n;
+      return n;
+    };
+    await s.deliverer.tick();
+    expect(calls).toEqual([PURGE_BATCH, PURGE_BATCH, PURGE_BATCH]);
+    expect(purgeable).toBe(0);
+    // Not again before the next round of housekeeping; then bounded, whatever is left.
+    await s.deliverer.tick();
+    expect(calls).toHaveLength(3);
+    purgeable = Infinity;
+    s.advance(60_000);
+    await s.deliverer.tick();
+    expect(calls).toHaveLength(3 + PURGE_MAX_BATCHES);
+  });
+
   it('delivers each receiver its events in order, and nothing twice', async () => {
     const s = await setUp(() => ({ kind: 'accepted' }));
     for (let n = 1; n <= 3; n++) await s.emit(n);

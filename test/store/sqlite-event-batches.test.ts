@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RevocationEvent } from '../../src/store/events.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
+import { APPLICATION_ID, LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { T0, makeClient, makeGrant, makeToken } from '../helpers/records.js';
 import { delivery, makeEvent, makePollReceiver, makePushReceiver } from './events-contract.js';
 
@@ -80,8 +81,10 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
     const one = { id: events[0]!.id, events, attempts: 0 };
     expect(await store.pendingDeliveries('poll-1', 10)).toEqual([{ receiverId: 'poll-1', ...one }]);
     expect(await store.pendingDeliveries('push-1', 10)).toEqual([{ receiverId: 'push-1', ...one }]);
-    // Each event as a row of its members in a fixed order, absent ones null.
-    expect(payloads()).toEqual([events.map((e) => [e.id, e.at, e.reason, e.scope, e.jti ?? null, e.tokenType ?? null, e.grantId ?? null, e.username ?? null, e.clientId ?? null])]);
+    // Format 2, the first event's time, then each event as a row of its members in a fixed order,
+    // absent ones null, its time relative to the first's.
+    const base = events[0]!.at;
+    expect(payloads()).toEqual([[2, base, ...events.map((e) => [e.id, e.at - base, e.reason, e.scope, e.jti ?? null, e.tokenType ?? null, e.grantId ?? null, e.username ?? null, e.clientId ?? null])]]);
     expect(await store.listReceivers()).toMatchObject([
       { id: 'poll-1', pending: 1, oldestPendingAt: events[0]!.at },
       { id: 'push-1', pending: 1, oldestPendingAt: events[0]!.at },
@@ -97,7 +100,7 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
     const pair = [makeEvent(), makeEvent({ scope: 'grant', grantId: 'g-1' })];
     const db = new Database(file);
     try {
-      const insert = db.prepare("INSERT INTO security_events (id, at, payload, refs) VALUES (?, ?, ?, 1)");
+      const insert = db.prepare("INSERT INTO security_events (id, at, payload) VALUES (?, ?, ?)");
       const fan = db.prepare("INSERT INTO event_deliveries (receiver_id, event_seq, state, attempts, next_attempt_at) VALUES ('poll-1', ?, 'pending', 0, ?)");
       fan.run(insert.run(single.id, single.at, JSON.stringify(single)).lastInsertRowid, single.at);
       fan.run(insert.run(pair[0]!.id, pair[0]!.at, JSON.stringify(pair)).lastInsertRowid, pair[0]!.at);
@@ -220,5 +223,131 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
     expect(payloads()).toEqual([]);
     await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
     expect(await store.pendingDeliveries('poll-1', 10)).toEqual([]);
+  });
+});
+
+describe('SqliteStore: a poll receiver’s cursor (schema 5)', () => {
+  let dir: string;
+  let file: string;
+  let store: SqliteStore;
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokenctl-poll-cursor-'));
+    file = path.join(dir, 'tokens.db');
+  });
+  afterEach(async () => {
+    await store?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const raw = <T>(fn: (db: Database.Database) => T): T => {
+    const db = new Database(file);
+    try {
+      return fn(db);
+    } finally {
+      db.close();
+    }
+  };
+  /** Revokes one token per call, one call per commit, and returns the events in order. */
+  const revokeOneByOne = async (n: number) => {
+    const list = Array.from({ length: n }, () => makeToken({ clientId: 'client-1', username: 'alice' }));
+    await store.insertTokens(list);
+    const events: RevocationEvent[] = [];
+    for (const t of list) {
+      const e = makeEvent({ jti: t.jti }, AT + events.length);
+      await store.revokeToken(t.jti, AT, false, undefined, e);
+      events.push(e);
+    }
+    return events;
+  };
+  const pendingIds = async (id: string) => (await store.pendingDeliveries(id, 100)).map((d) => d.id);
+
+  it('writes no delivery row for a poll receiver; acknowledgements out of order wait as marks until the cursor reaches them', async () => {
+    store = await SqliteStore.open(file);
+    await store.createClient(makeClient({ id: 'client-1' }));
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+    const events = await revokeOneByOne(5);
+    expect(raw((db) => db.prepare('SELECT count(*) FROM event_deliveries').pluck().get())).toBe(0);
+    // The fourth and second first: marked, the cursor stays before the first.
+    expect(await store.ackDeliveries('poll-1', [events[3]!.id, events[1]!.id], AT + 10)).toBe(2);
+    expect(await pendingIds('poll-1')).toEqual([events[0]!.id, events[2]!.id, events[4]!.id]);
+    expect(raw((db) => db.prepare('SELECT count(*) FROM poll_acks').pluck().get())).toBe(2);
+    expect((await store.listReceivers())[0]).toMatchObject({ pending: 3, oldestPendingAt: events[0]!.at, lastDeliveredAt: AT + 10 });
+    // Then the first: the cursor moves over it and the second, stops before the third; the second's mark goes.
+    expect(await store.ackDeliveries('poll-1', [events[0]!.id, events[0]!.id, events[1]!.id], AT + 11)).toBe(1);
+    expect(await pendingIds('poll-1')).toEqual([events[2]!.id, events[4]!.id]);
+    expect(raw((db) => db.prepare('SELECT event_seq FROM poll_acks').pluck().all())).toHaveLength(1);
+    expect(await store.purgeDeliveredEvents(100)).toBe(2);
+    // The third: over the fourth's mark too; none is left.
+    expect(await store.ackDeliveries('poll-1', [events[2]!.id], AT + 12)).toBe(1);
+    expect(await pendingIds('poll-1')).toEqual([events[4]!.id]);
+    expect(raw((db) => db.prepare('SELECT count(*) FROM poll_acks').pluck().get())).toBe(0);
+    expect((await store.listReceivers())[0]).toMatchObject({ pending: 1, oldestPendingAt: events[4]!.at });
+  });
+
+  it('a row written after every row was purged is pending for the receiver: seqs never go back under a cursor', async () => {
+    store = await SqliteStore.open(file);
+    await store.createClient(makeClient({ id: 'client-1' }));
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+    const first = await revokeOneByOne(3);
+    expect(await store.ackDeliveries('poll-1', first.map((e) => e.id), AT + 10)).toBe(3);
+    expect(await store.purgeDeliveredEvents(100)).toBe(3);
+    expect(raw((db) => db.prepare('SELECT count(*) FROM security_events').pluck().get())).toBe(0);
+    const [next] = await revokeOneByOne(1);
+    expect(await pendingIds('poll-1')).toEqual([next!.id]);
+    expect(raw((db) => db.prepare('SELECT seq FROM security_events').pluck().get())).toBe(4);
+    // A receiver added now starts after it.
+    await store.createReceiver(makePollReceiver('poll-2', 'client-1'));
+    expect(await pendingIds('poll-2')).toEqual([]);
+  });
+
+  it('keeps strings JSON must escape, and each event’s own time, through the outbox', async () => {
+    store = await SqliteStore.open(file);
+    await store.createClient(makeClient({ id: 'client-1' }));
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+    const list = [makeToken({ clientId: 'client-1', username: 'zoë "the\\admin"\n' }), makeToken({ clientId: 'client-1', username: '用户' })];
+    await store.insertTokens(list);
+    const events = list.map((t, i) => makeEvent({ jti: t.jti, username: t.username }, AT + 1000 * i));
+    await Promise.all(list.map((t, i) => store.revokeToken(t.jti, AT, false, undefined, events[i])));
+    expect(await store.pendingDeliveries('poll-1', 10)).toEqual([{ receiverId: 'poll-1', id: events[0]!.id, events, attempts: 0 }]);
+  });
+
+  it('migrates a version 4 outbox: pending deliveries, acknowledgements out of order, dead letters and attempts are kept', async () => {
+    // A store as version 4 left it (its migrations' own SQL), with its outbox rows in the formats earlier builds wrote.
+    raw((db) => {
+      for (const m of MIGRATIONS.filter((m) => m.version <= 4)) db.exec(m.sql);
+      db.prepare('INSERT INTO migrations (version, name, applied_at) VALUES (?, ?, ?)').run(1, 'v1', T0);
+      db.pragma(`application_id = ${APPLICATION_ID}`);
+      db.pragma('user_version = 4');
+    });
+    const events = Array.from({ length: 5 }, (_, i) => makeEvent({}, AT + i));
+    raw((db) => {
+      const receiver = db.prepare("INSERT INTO receivers (id, delivery, endpoint_url, client_id, audience, created_at) VALUES (?, ?, ?, ?, 'rs', ?)");
+      receiver.run('poll-1', 'poll', null, 'client-1', T0);
+      receiver.run('poll-2', 'poll', null, 'client-2', T0);
+      receiver.run('push-1', 'push', 'https://rs.example/events', null, T0);
+      const row = db.prepare('INSERT INTO security_events (seq, id, at, payload, refs) VALUES (?, ?, ?, ?, 0)');
+      events.forEach((e, i) => row.run(i + 1, e.id, e.at, i % 2 ? JSON.stringify(e) : JSON.stringify([e])));
+      const delivery = db.prepare('INSERT INTO event_deliveries (receiver_id, event_seq, state, attempts, next_attempt_at) VALUES (?, ?, ?, ?, ?)');
+      // poll-1 acknowledged the first and the third; poll-2 everything; push-1 gave up on the first, tried the third twice.
+      for (const seq of [2, 4, 5]) delivery.run('poll-1', seq, 'pending', 0, AT);
+      delivery.run('push-1', 1, 'dead', 6, AT);
+      for (const seq of [3, 4, 5]) delivery.run('push-1', seq, 'pending', seq === 3 ? 2 : 0, AT);
+    });
+    store = await SqliteStore.open(file);
+    expect(await store.schemaVersion()).toBe(LATEST_SCHEMA_VERSION);
+    expect(await store.pendingDeliveries('poll-1', 10)).toEqual([1, 3, 4].map((i) => delivery('poll-1', events[i]!, 0)));
+    expect(await store.pendingDeliveries('poll-2', 10)).toEqual([]);
+    expect(await store.pendingDeliveries('push-1', 10)).toEqual([delivery('push-1', events[2]!, 2), delivery('push-1', events[3]!, 0), delivery('push-1', events[4]!, 0)]);
+    expect((await store.listReceivers()).map((r) => [r.id, r.pending, r.dead, r.oldestPendingAt])).toEqual([
+      ['poll-1', 3, 0, events[1]!.at],
+      ['poll-2', 0, 0, null],
+      ['push-1', 3, 1, events[2]!.at],
+    ]);
+    expect(raw((db) => db.prepare("SELECT count(*) FROM event_deliveries WHERE receiver_id LIKE 'poll-%'").pluck().get())).toBe(0);
+    // poll-1's cursor is before the second row, with the third marked: acknowledging the second moves it past the third.
+    expect(await store.ackDeliveries('poll-1', [events[1]!.id], AT + 10)).toBe(1);
+    expect(await store.pendingDeliveries('poll-1', 10)).toEqual([3, 4].map((i) => delivery('poll-1', events[i]!, 0)));
+    // Rows 1–3 are below every poll cursor; push-1 waits for row 3 and keeps row 1 as a dead letter: row 2 goes.
+    expect(await store.purgeDeliveredEvents(100)).toBe(1);
+    expect(raw((db) => db.prepare('SELECT seq FROM security_events ORDER BY seq').pluck().all())).toEqual([1, 3, 4, 5]);
   });
 });

@@ -27,50 +27,119 @@ const DUE_PUSH = `SELECT r.id FROM receivers r
     AND (SELECT d.next_attempt_at FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'pending'
          ORDER BY d.event_seq LIMIT 1) <= @now
   ORDER BY r.id LIMIT @limit`;
-/** A pending delivery @deliveryId (its outbox row's id: its first event's) of @receiverId, while @owner holds the receiver's lease. */
+/**
+ * A pending delivery @deliveryId (its outbox row's id: its first event's) of push receiver
+ * @receiverId, while @owner holds the receiver's lease. The outbox has no index by id: the row is
+ * found among the receiver's pending deliveries, oldest first, where the deliverer took it from.
+ */
 const SETTLEABLE = `receiver_id = @receiverId AND state = 'pending'
-  AND event_seq = (SELECT seq FROM security_events WHERE id = @deliveryId)
+  AND event_seq = (SELECT d.event_seq FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
+                   WHERE d.receiver_id = @receiverId AND d.state = 'pending' AND e.id = @deliveryId LIMIT 1)
   AND EXISTS (SELECT 1 FROM receivers WHERE id = @receiverId AND lease_owner = @owner)`;
+
+/**
+ * A poll receiver's pending outbox rows, oldest first: those after its cursor (acked_through: every
+ * row up to it acknowledged) that it has not acknowledged out of order (poll_acks).
+ */
+const POLL_PENDING = `SELECT 0, e.id, e.payload, e.seq FROM receivers r JOIN security_events e ON e.seq > r.acked_through
+  WHERE r.id = @receiverId AND NOT EXISTS (SELECT 1 FROM poll_acks a WHERE a.receiver_id = r.id AND a.event_seq = e.seq)
+  ORDER BY e.seq LIMIT @limit`;
+
+/**
+ * Up to @limit outbox rows nobody waits for, oldest first: rows no poll receiver has left to
+ * acknowledge (at or below every poll receiver's cursor) and older than every push receiver's
+ * oldest pending delivery (its first pending row by the key), but for the rows of dead letters
+ * (their partial index). A row that is delivered everywhere waits while some receiver has an older
+ * one pending: the outbox keeps at most what the slowest receiver has not taken yet.
+ */
+const PURGE = `DELETE FROM security_events WHERE seq IN (
+  SELECT seq FROM security_events
+  WHERE seq <= coalesce((SELECT min(acked_through) FROM receivers WHERE delivery = 'poll'), 9223372036854775807)
+    AND seq < coalesce((SELECT min((SELECT d.event_seq FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'pending'
+                                    ORDER BY d.event_seq LIMIT 1)) FROM receivers r WHERE r.delivery = 'push'), 9223372036854775807)
+    AND seq NOT IN (SELECT event_seq FROM event_deliveries WHERE state = 'dead')
+  ORDER BY seq LIMIT @limit)`;
+
+/**
+ * How far an acknowledgement's ids are looked for after a poll receiver's cursor, in outbox rows.
+ * A poll answer takes its SETs from the first MERGE_READ_ROWS pending rows, and the cursor only
+ * moves forward: an id it handed out is within these (the rows acknowledged out of order between
+ * count too, hence the margin). An id not found there is not acknowledged: that SET comes again.
+ */
+const ACK_SCAN_ROWS = 20_000;
 
 function prepareEventStatements(db: Database.Database) {
   const p = (sql: string) => db.prepare(sql);
   return {
     // The end of a transaction with revocations: one lookup when nobody listens (the first row of a small table, or none).
     hasReceivers: p('SELECT 1 FROM receivers LIMIT 1').pluck(true),
-    insertEvent: p('INSERT INTO security_events (id, at, payload, refs) VALUES (?, ?, ?, (SELECT count(*) FROM receivers))'),
+    // Its seq above every row's and every poll cursor's, even once purged rows took the largest seq
+    // away: a poll receiver's cursor never covers a row it has not seen.
+    insertEvent: p(`INSERT INTO security_events (seq, id, at, payload) VALUES (
+      max(coalesce((SELECT max(seq) FROM security_events), 0), coalesce((SELECT max(acked_through) FROM receivers), 0)) + 1, ?, ?, ?)`),
+    // A delivery row per push receiver; a poll receiver has its cursor instead (POLL_PENDING).
     fanOut: p(`INSERT INTO event_deliveries (receiver_id, event_seq, state, attempts, next_attempt_at)
-      SELECT id, ?, 'pending', 0, ? FROM receivers`),
+      SELECT id, ?, 'pending', 0, ? FROM receivers WHERE delivery = 'push'`),
 
-    insertReceiver: p(`INSERT INTO receivers (id, delivery, endpoint_url, authorization, ca_pem, client_id, audience, created_at)
-      VALUES (@id, @delivery, @endpointUrl, @authorization, @caPem, @clientId, @audience, @createdAt)`),
+    // A poll receiver starts after the newest outbox row: it gets the events of later revocations.
+    insertReceiver: p(`INSERT INTO receivers (id, delivery, endpoint_url, authorization, ca_pem, client_id, audience, created_at, acked_through)
+      VALUES (@id, @delivery, @endpointUrl, @authorization, @caPem, @clientId, @audience, @createdAt,
+              CASE WHEN @delivery = 'poll' THEN (SELECT coalesce(max(seq), 0) FROM security_events) ELSE 0 END)`),
+    deliveryOf: p('SELECT delivery FROM receivers WHERE id = ?').pluck(true),
     getReceiver: p(`SELECT ${RECEIVER_COLUMNS} FROM receivers r WHERE r.id = ?`),
     pollReceiver: p(`SELECT ${RECEIVER_COLUMNS} FROM receivers r WHERE r.delivery = 'poll' AND r.client_id = ? ORDER BY r.created_at, r.id LIMIT 1`),
     listReceivers: p(`SELECT ${RECEIVER_COLUMNS},
-        (SELECT count(*) FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'pending') AS pending,
+        CASE r.delivery WHEN 'poll'
+          THEN (SELECT count(*) FROM security_events e WHERE e.seq > r.acked_through)
+             - (SELECT count(*) FROM poll_acks a WHERE a.receiver_id = r.id)
+          ELSE (SELECT count(*) FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'pending') END AS pending,
         (SELECT count(*) FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'dead') AS dead,
-        (SELECT min(e.at) FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
-          WHERE d.receiver_id = r.id AND d.state = 'pending') AS oldestPendingAt,
+        CASE r.delivery WHEN 'poll'
+          THEN (SELECT e.at FROM security_events e WHERE e.seq > r.acked_through
+                  AND NOT EXISTS (SELECT 1 FROM poll_acks a WHERE a.receiver_id = r.id AND a.event_seq = e.seq) ORDER BY e.seq LIMIT 1)
+          ELSE (SELECT min(e.at) FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
+                  WHERE d.receiver_id = r.id AND d.state = 'pending') END AS oldestPendingAt,
         r.last_error AS lastError, r.last_delivered_at AS lastDeliveredAt
       FROM receivers r ORDER BY r.id`),
-    deleteReceiver: p('DELETE FROM receivers WHERE id = ?'), // its deliveries go by ON DELETE CASCADE
+    deleteReceiver: p('DELETE FROM receivers WHERE id = ?'), // its deliveries and poll_acks go by ON DELETE CASCADE
 
     duePush: p(DUE_PUSH).pluck(true),
     lease: p('UPDATE receivers SET lease_owner = @owner, lease_until = @until WHERE id = @id'),
     release: p('UPDATE receivers SET lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ?'),
-    pending: p(`SELECT d.attempts, e.id, e.payload FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
-      WHERE d.receiver_id = ? AND d.state = 'pending' ORDER BY d.event_seq LIMIT ?`).raw(true),
+    pending: p(`SELECT d.attempts, e.id, e.payload, e.seq FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
+      WHERE d.receiver_id = @receiverId AND d.state = 'pending' ORDER BY d.event_seq LIMIT @limit`).raw(true),
+    pollPending: p(POLL_PENDING).raw(true),
     delivered: p(`DELETE FROM event_deliveries WHERE ${SETTLEABLE}`),
     retry: p(`UPDATE event_deliveries SET attempts = attempts + 1, next_attempt_at = @retryAt, last_error = @error WHERE ${SETTLEABLE}`),
     dead: p(`UPDATE event_deliveries SET state = 'dead', attempts = attempts + 1, last_error = @error WHERE ${SETTLEABLE}`),
     receiverDelivered: p('UPDATE receivers SET last_delivered_at = ? WHERE id = ?'),
     receiverFailed: p('UPDATE receivers SET last_error = ? WHERE id = ?'),
     retryDead: p(`UPDATE event_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ? WHERE receiver_id = ? AND state = 'dead'`),
-    ack: p(`DELETE FROM event_deliveries WHERE receiver_id = @receiverId AND state = 'pending'
-      AND event_seq IN (SELECT seq FROM security_events WHERE id IN (SELECT value FROM json_each(@ids)))`),
-    // A merged delivery (pendingOf): its outbox rows from @first to @last, both still there.
-    ackRange: p(`DELETE FROM event_deliveries WHERE receiver_id = @receiverId AND state = 'pending'
-      AND event_seq BETWEEN (SELECT seq FROM security_events WHERE id = @first) AND (SELECT seq FROM security_events WHERE id = @last)`),
-    purge: p('DELETE FROM security_events WHERE seq IN (SELECT seq FROM security_events WHERE refs = 0 ORDER BY seq LIMIT ?)'),
+    // Acknowledgements of a push receiver's deliveries by id (RFC 8936 is for poll receivers; the contract allows either).
+    ackPush: p(`DELETE FROM event_deliveries WHERE receiver_id = @receiverId AND state = 'pending' AND event_seq IN (
+      SELECT d.event_seq FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
+      WHERE d.receiver_id = @receiverId AND d.state = 'pending' AND e.id IN (SELECT value FROM json_each(@ids)))`),
+    // A poll receiver's acknowledgements: the rows' seqs (looked for in the first ACK_SCAN_ROWS rows after
+    // @after), marked in poll_acks, then the cursor moved over every row marked from its place on.
+    cursor: p('SELECT acked_through FROM receivers WHERE id = ?').pluck(true),
+    seqOf: p(`SELECT seq FROM (SELECT seq, id FROM security_events WHERE seq > @after ORDER BY seq LIMIT ${ACK_SCAN_ROWS}) WHERE id = @id LIMIT 1`).pluck(true),
+    markAcked: p(`INSERT OR IGNORE INTO poll_acks (receiver_id, event_seq)
+      SELECT @receiverId, seq FROM security_events WHERE seq BETWEEN @first AND @last AND seq > @after`),
+    // The last row before the first one not acknowledged after @after (or the newest row, when every one is).
+    ackedThrough: p(`SELECT coalesce(
+        (SELECT e.seq - 1 FROM security_events e WHERE e.seq > @after
+           AND NOT EXISTS (SELECT 1 FROM poll_acks a WHERE a.receiver_id = @receiverId AND a.event_seq = e.seq) ORDER BY e.seq LIMIT 1),
+        (SELECT max(seq) FROM security_events), @after)`).pluck(true),
+    moveCursor: p('UPDATE receivers SET acked_through = @through WHERE id = @receiverId'),
+    nextSeq: p('SELECT seq FROM security_events WHERE seq > ? ORDER BY seq LIMIT 1').pluck(true),
+    // The rows from @first to @last not acknowledged yet (those after the cursor, not marked).
+    unacked: p(`SELECT (SELECT count(*) FROM security_events WHERE seq BETWEEN @first AND @last)
+      - (SELECT count(*) FROM poll_acks WHERE receiver_id = @receiverId AND event_seq BETWEEN @first AND @last)`).pluck(true),
+    pushSeqOf: p(`SELECT d.event_seq FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
+      WHERE d.receiver_id = @receiverId AND d.state = 'pending' AND e.id = @id LIMIT 1`).pluck(true),
+    ackPushRange: p("DELETE FROM event_deliveries WHERE receiver_id = @receiverId AND state = 'pending' AND event_seq BETWEEN @first AND @last"),
+    dropAcked: p('DELETE FROM poll_acks WHERE receiver_id = @receiverId AND event_seq <= @through'),
+    purge: p(PURGE),
 
     listKeys: p(`SELECT ${KEY_COLUMNS} FROM signing_keys ORDER BY created_at DESC, kid`),
     hasCurrentKey: p('SELECT 1 FROM signing_keys WHERE retired_at IS NULL').pluck(true),
@@ -129,7 +198,7 @@ export class SqliteEvents implements EventStore {
       this.collected = [];
       if (this.st.hasReceivers.get() === undefined) return;
       const first = events[0]!;
-      const payload = JSON.stringify(events.map(eventRow));
+      const payload = outboxPayload(events);
       const seq = this.st.insertEvent.run(first.id, first.at, payload).lastInsertRowid;
       this.st.fanOut.run(seq, first.at);
     },
@@ -205,16 +274,69 @@ export class SqliteEvents implements EventStore {
       else single.push(id);
     }
     return this.write(() => {
-      let n = single.length > 0 ? this.st.ack.run({ receiverId, ids: JSON.stringify(single) }).changes : 0;
-      for (const range of ranges) n += this.st.ackRange.run({ receiverId, ...range }).changes;
+      const kind = this.st.deliveryOf.get(receiverId) as ReceiverRecord['delivery'] | undefined;
+      if (kind === undefined) return 0;
+      const n = kind === 'poll' ? this.ackPoll(receiverId, single, ranges) : this.ackPush(receiverId, single, ranges);
       if (n > 0) this.st.receiverDelivered.run(at, receiverId);
       return n;
     });
   }
 
+  /**
+   * A poll receiver's acknowledgements (inside a write step): each id's outbox row (a range's rows
+   * from FIRST's to LAST's) after the cursor is marked; then the cursor moves over every marked row
+   * from its place on, and their marks go. In order, as a receiver acknowledges what it was given,
+   * the marks live only inside this step. Returns the rows newly acknowledged.
+   */
+  private ackPoll(receiverId: string, single: readonly string[], ranges: readonly { first: string; last: string }[]): number {
+    const start = this.st.cursor.get(receiverId) as number;
+    let after = start;
+    const seqOf = (id: string, from: number) => this.st.seqOf.get({ after: from, id }) as number | undefined;
+    let n = 0;
+    const ack = (first: number, last: number) => {
+      if (first <= after) return; // the cursor passed it meanwhile (an id twice in one acknowledgement)
+      if (first === this.st.nextSeq.get(after)) {
+        // The usual case: the oldest pending rows. The cursor moves over them, nothing is marked.
+        n += this.st.unacked.get({ receiverId, first, last }) as number;
+        after = last;
+      } else {
+        n += this.st.markAcked.run({ receiverId, first, last, after }).changes;
+      }
+    };
+    const rows: [number, number][] = [];
+    for (const range of ranges) {
+      const first = seqOf(range.first, start);
+      const last = first === undefined ? undefined : seqOf(range.last, first - 1);
+      if (first !== undefined && last !== undefined) rows.push([first, last]);
+    }
+    for (const id of single) {
+      const seq = seqOf(id, start);
+      if (seq !== undefined) rows.push([seq, seq]);
+    }
+    for (const [first, last] of rows.sort((a, b) => a[0] - b[0])) ack(first, last);
+    if (n > 0) {
+      // Then over the rows marked right after it, if any.
+      const through = this.st.ackedThrough.get({ receiverId, after }) as number;
+      this.st.moveCursor.run({ receiverId, through });
+      this.st.dropAcked.run({ receiverId, through });
+    }
+    return n;
+  }
+
+  /** A push receiver's acknowledgements by id (inside a write step): its pending deliveries of those rows go. */
+  private ackPush(receiverId: string, single: readonly string[], ranges: readonly { first: string; last: string }[]): number {
+    let n = single.length > 0 ? this.st.ackPush.run({ receiverId, ids: JSON.stringify(single) }).changes : 0;
+    for (const range of ranges) {
+      const first = this.st.pushSeqOf.get({ receiverId, id: range.first }) as number | undefined;
+      const last = this.st.pushSeqOf.get({ receiverId, id: range.last }) as number | undefined;
+      if (first !== undefined && last !== undefined) n += this.st.ackPushRange.run({ receiverId, first, last }).changes;
+    }
+    return n;
+  }
+
   async purgeDeliveredEvents(limit: number): Promise<number> {
     if (limit <= 0) return 0;
-    return this.write(() => this.st.purge.run(limit).changes);
+    return this.write(() => this.st.purge.run({ limit }).changes);
   }
 
   async listSigningKeys(): Promise<SigningKeyRecord[]> {
@@ -234,10 +356,16 @@ export class SqliteEvents implements EventStore {
     return this.write(() => this.st.deleteRetiredKeys.run(before).changes);
   }
 
+  /** The statement of a receiver's pending rows (a push receiver's deliveries, or what is after a poll receiver's cursor), or undefined: no such receiver. */
+  private pendingStatement(receiverId: string): Database.Statement | undefined {
+    const kind = this.st.deliveryOf.get(receiverId) as ReceiverRecord['delivery'] | undefined;
+    return kind === undefined ? undefined : kind === 'poll' ? this.st.pollPending : this.st.pending;
+  }
+
   /** A receiver's oldest pending deliveries, oldest first. */
   private pendingOf(receiverId: string, limit: number): Delivery[] {
-    const rows = this.st.pending.all(receiverId, Math.max(0, limit)) as [number, string, string][];
-    return rows.map(([attempts, , payload]) => {
+    const rows = this.pendingStatement(receiverId)?.all({ receiverId, limit: Math.max(0, limit) }) as PendingRow[] | undefined;
+    return (rows ?? []).map(([attempts, , payload]) => {
       const events = eventsOf(payload);
       return { receiverId, id: events[0]!.id, events, attempts };
     });
@@ -256,7 +384,9 @@ export class SqliteEvents implements EventStore {
   private mergedPendingOf(receiverId: string, limit: number, mergeUpTo: number): Delivery[] {
     if (limit <= 0) return [];
     // Stepped, not fetched whole: the read stops at the row past what the answer takes.
-    const rows = this.st.pending.iterate(receiverId, MERGE_READ_ROWS) as IterableIterator<[number, string, string]>;
+    const statement = this.pendingStatement(receiverId);
+    if (statement === undefined) return [];
+    const rows = statement.iterate({ receiverId, limit: MERGE_READ_ROWS }) as IterableIterator<PendingRow>;
     const out: Delivery[] = [];
     let current: { first: string; last: string; events: RevocationEvent[]; attempts: number } | undefined;
     const close = () => {
@@ -281,6 +411,9 @@ export class SqliteEvents implements EventStore {
   }
 }
 
+/** A pending row: the delivery's attempts (0 for a poll receiver), the outbox row's id, payload and seq. */
+type PendingRow = [number, string, string, number];
+
 /** The most outbox rows one merged read takes (a poll answer's size stays bounded). */
 const MERGE_READ_ROWS = 4096;
 /** Between the first and last row ids of a merged delivery's id (event ids are UUIDs: no dots). */
@@ -298,15 +431,27 @@ function rangeOf(id: string): { first: string; last: string } | undefined {
 /**
  * An event as the outbox keeps it: an array of its members in a fixed order, absent ones null
  * (a third fewer bytes than the object, and read back faster; one commit's row then fits a page).
+ * In a row of format 2 (outboxPayload), `at` is relative to the row's base time.
  */
 type EventRow = [string, number, RevocationEvent['reason'], RevocationEvent['scope'], string | null, RevocationEvent['tokenType'] | null, string | null, string | null, string | null];
 
-function eventRow(e: RevocationEvent): EventRow {
-  return [e.id, e.at, e.reason, e.scope, e.jti ?? null, e.tokenType ?? null, e.grantId ?? null, e.username ?? null, e.clientId ?? null];
+/** The first member of an outbox row of format 2: `[2, base, ...event rows]`. */
+const ROW_FORMAT = 2;
+
+/**
+ * The outbox row of one commit's events: `[2, BASE, [id, at - BASE, reason, scope, jti, token
+ * type, grant, user, client], ...]`, BASE the first event's time: each event's time is then a
+ * small integer, which JSON writes and reads faster than a 13-digit one (bench/PERF-LOG.md 35).
+ */
+export function outboxPayload(events: readonly RevocationEvent[]): string {
+  const base = events[0]!.at;
+  const row: unknown[] = [ROW_FORMAT, base];
+  for (const e of events) row.push([e.id, e.at - base, e.reason, e.scope, e.jti ?? null, e.tokenType ?? null, e.grantId ?? null, e.username ?? null, e.clientId ?? null]);
+  return JSON.stringify(row);
 }
 
-function eventOfRow(r: EventRow): RevocationEvent {
-  const e: RevocationEvent = { id: r[0], at: r[1], reason: r[2], scope: r[3] };
+function eventOfRow(r: EventRow, base = 0): RevocationEvent {
+  const e: RevocationEvent = { id: r[0], at: base + r[1], reason: r[2], scope: r[3] };
   if (r[4] !== null) e.jti = r[4];
   if (r[5] !== null) e.tokenType = r[5];
   if (r[6] !== null) e.grantId = r[6];
@@ -316,11 +461,17 @@ function eventOfRow(r: EventRow): RevocationEvent {
 }
 
 /**
- * An outbox row's payload: an array of event rows (eventRow), or what earlier builds wrote, still
- * read: an array of event objects, or one event object.
+ * An outbox row's payload: format 2 (outboxPayload), or what earlier builds wrote, still read: an
+ * array of event rows with absolute times, an array of event objects, or one event object.
  */
 function eventsOf(payload: string): RevocationEvent[] {
-  const parsed = JSON.parse(payload) as RevocationEvent | RevocationEvent[] | EventRow[];
+  const parsed = JSON.parse(payload) as RevocationEvent | RevocationEvent[] | EventRow[] | [number, number, ...EventRow[]];
   if (!Array.isArray(parsed)) return [parsed];
-  return Array.isArray(parsed[0]) ? (parsed as EventRow[]).map(eventOfRow) : (parsed as RevocationEvent[]);
+  if (parsed[0] === ROW_FORMAT) {
+    const base = parsed[1] as number;
+    const out: RevocationEvent[] = [];
+    for (let i = 2; i < parsed.length; i++) out.push(eventOfRow(parsed[i] as EventRow, base));
+    return out;
+  }
+  return Array.isArray(parsed[0]) ? (parsed as EventRow[]).map((r) => eventOfRow(r)) : (parsed as RevocationEvent[]);
 }

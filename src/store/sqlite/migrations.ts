@@ -159,6 +159,49 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE UNIQUE INDEX IF NOT EXISTS signing_keys_current ON signing_keys ((retired_at IS NULL)) WHERE retired_at IS NULL;
     `,
   },
+  {
+    // What an outbox row costs a commit (issue 18's events_cost_ratio, bench/PERF-LOG.md 35): every
+    // page a commit changes is one more WAL frame to write, sync and checkpoint.
+    // - A poll receiver gets a cursor (acked_through: every outbox row up to it acknowledged) and
+    //   poll_acks (rows after it acknowledged out of order) instead of a delivery row per commit.
+    //   Its pending rows become marks; a row nobody had is marked acknowledged.
+    // - No index by id: an acknowledgement's rows are looked for after the receiver's cursor, a
+    //   settlement's among the push receiver's pending deliveries (sqlite/events.ts).
+    // - No count of deliveries per row (refs, kept by a trigger that rewrote the row's page at every
+    //   acknowledgement): the purge goes by the receivers' cursors and oldest pending deliveries.
+    version: 5,
+    name: 'security events: a cursor per poll receiver, no index by id, no count per event',
+    sql: `
+      DROP TRIGGER IF EXISTS event_deliveries_gone;
+      DROP INDEX IF EXISTS security_events_delivered;
+      CREATE TABLE security_events_v5 (
+        seq     INTEGER PRIMARY KEY,
+        id      TEXT NOT NULL,
+        at      INTEGER NOT NULL,
+        payload TEXT NOT NULL
+      ) STRICT;
+      INSERT INTO security_events_v5 (seq, id, at, payload) SELECT seq, id, at, payload FROM security_events;
+      DROP TABLE security_events;
+      ALTER TABLE security_events_v5 RENAME TO security_events;
+
+      ALTER TABLE receivers ADD COLUMN acked_through INTEGER NOT NULL DEFAULT 0;
+      CREATE TABLE poll_acks (
+        receiver_id TEXT NOT NULL REFERENCES receivers (id) ON DELETE CASCADE,
+        event_seq   INTEGER NOT NULL,
+        PRIMARY KEY (receiver_id, event_seq)
+      ) STRICT, WITHOUT ROWID;
+      UPDATE receivers SET acked_through = coalesce(
+          (SELECT min(d.event_seq) - 1 FROM event_deliveries d WHERE d.receiver_id = receivers.id),
+          (SELECT max(seq) FROM security_events), 0)
+        WHERE delivery = 'poll';
+      INSERT INTO poll_acks (receiver_id, event_seq)
+        SELECT r.id, e.seq FROM receivers r JOIN security_events e ON e.seq > r.acked_through
+        WHERE r.delivery = 'poll'
+          AND NOT EXISTS (SELECT 1 FROM event_deliveries d WHERE d.receiver_id = r.id AND d.event_seq = e.seq);
+      DELETE FROM event_deliveries WHERE receiver_id IN (SELECT id FROM receivers WHERE delivery = 'poll');
+      CREATE INDEX event_deliveries_dead ON event_deliveries (event_seq) WHERE state = 'dead';
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
