@@ -20,8 +20,8 @@
  *
  * Usage: node bench/events-instructions.js [--root DIR] [--modes off,poll] [--warmup 3000] [--n 6000] [--chunk 600]
  *          [--db STORE.db] [--keep DIR]
- * --db: a copy of this store instead of the pool store (the pool's tokens; for a build that cannot
- * open the pool store's schema). --keep: keep the callgrind files there (one per thread).
+ * --db: a copy of this store instead of the pool store, its tokens in STORE-access.txt beside it
+ * (another build's pool store in the bench's cache, for a build that cannot open this one's schema). --keep: keep the callgrind files there (one per thread).
  * Needs valgrind and the bench's pool store (prepared on first use, as by npm run bench).
  * Only 127.0.0.1 is ever targeted.
  */
@@ -55,7 +55,9 @@ const req = REQUESTS.tokenctl.revoke;
 const BASIC = 'Basic ' + Buffer.from(`${CLIENT.id}:${CLIENT.secret}`).toString('base64');
 
 const stores = await prepareStores({ quick: false, rebuild: false, log: () => undefined });
-const tokens = readFileSync(stores.pool.accessFile, 'utf8').split('\n').filter(Boolean);
+// A store given with --db comes with its tokens, as the bench's cache keeps them (STORE-access.txt).
+const tokenFile = values.db ? values.db.replace(/\.db$/, '-access.txt') : stores.pool.accessFile;
+const tokens = readFileSync(tokenFile, 'utf8').split('\n').filter(Boolean);
 if (warmup + n > tokens.length) throw new Error(`only ${tokens.length} tokens in the pool`);
 
 /** Starts serve under callgrind on `db`; resolves with its URL, instrument(on) and stop() → counts. */

@@ -140,6 +140,21 @@ export function pollResponseJson(response: PollResponse): string {
   return `{"sets":{${sets.join(',')}},"moreAvailable":${response.moreAvailable}}`;
 }
 
+/** Printable ASCII: a SET jti that JSON writes as it is, byte for byte. */
+const ASCII = /^[\x20-\x7e]*$/;
+
+/**
+ * {@link pollResponseJson} as the bytes of the answer. When every jti is ASCII (a SET is ASCII by
+ * construction) the text is ASCII, and its bytes are a copy of it (latin1); otherwise its UTF-8.
+ * An answer is ~300 bytes a revocation, and UTF-8's length count and encoding of the text each cost
+ * as much as that copy again.
+ */
+export function pollResponseBody(response: PollResponse): Buffer {
+  let ascii = true;
+  for (const jti in response.sets) if (!ASCII.test(jti)) ascii = false;
+  return Buffer.from(pollResponseJson(response), ascii ? 'latin1' : 'utf8');
+}
+
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);

@@ -1,5 +1,6 @@
 import { sign } from 'node:crypto';
 import type { Delivery, RevocationEvent } from '../store/store.js';
+import { preparedRevocations, revocationClaim, type RevocationClaim } from '../store/events.js';
 import { SET_ALG, type SigningKey } from './keys.js';
 
 /** The one event type tokenctl emits (its `events` member's key). */
@@ -7,18 +8,9 @@ export const TOKENS_REVOKED = 'urn:tokenctl:secevent:tokens-revoked';
 /** RFC 8417 §2.3: the media type of a SET's `typ` header, short form. */
 export const SET_TYP = 'secevent+jwt';
 
-/** One revocation of a SET: what a receiver drops from its cache (snake_case of RevocationEvent). */
-export interface RevocationClaim {
-  scope: RevocationEvent['scope'];
-  reason: RevocationEvent['reason'];
-  jti?: string;
-  token_type?: string;
-  grant_id?: string;
-  username?: string;
-  client_id?: string;
-  /** When it took effect (ms). */
-  at: number;
-}
+/** One revocation of a SET: what a receiver drops from its cache (snake_case of RevocationEvent; defined beside it). */
+export type { RevocationClaim };
+export { revocationClaim };
 
 /** The payload of `urn:tokenctl:secevent:tokens-revoked`: the revocations, oldest first, at least one. */
 export interface TokensRevokedPayload {
@@ -54,22 +46,6 @@ function subjectOf(event: RevocationEvent): string {
   return id;
 }
 
-/** One event as the SET tells it: the members it has, snake_case. */
-export function revocationClaim(event: RevocationEvent): RevocationClaim {
-  // One object literal of one shape for every event (a SET of a thousand revocations builds a
-  // thousand): the members an event lacks are undefined here, and JSON leaves them out.
-  return {
-    scope: event.scope,
-    reason: event.reason,
-    jti: event.jti,
-    token_type: event.tokenType,
-    grant_id: event.grantId,
-    username: event.username,
-    client_id: event.clientId,
-    at: event.at,
-  };
-}
-
 /**
  * The claims of the SET telling `audience` of a delivery's events, signed at `now` (ms): `jti` the
  * delivery's id, `toe` the latest revocation's time (every one in it had taken effect by then),
@@ -91,14 +67,26 @@ export function setClaims(content: SetContent, issuer: string, audience: string,
 }
 
 
+/**
+ * `JSON.stringify(setClaims(...))`, the same text; for a delivery of several revocations that its
+ * store prepared (store/events.ts PreparedRevocations), written around their JSON as it is.
+ */
+export function setClaimsJson(content: SetContent, issuer: string, audience: string, now: number): string {
+  const prepared = preparedRevocations(content);
+  if (prepared === undefined || prepared.count < 2) return JSON.stringify(setClaims(content, issuer, audience, now));
+  const q = JSON.stringify;
+  return `{"iss":${q(issuer)},"iat":${seconds(now)},"jti":${q(content.id)},"aud":${q(audience)},"toe":${seconds(prepared.latestAt)},"events":{${q(TOKENS_REVOKED)}:{"revocations":[${prepared.json}]}}}`;
+}
+
 /** The SET of a delivery as a compact JWS, header `{"alg":"ES256","kid":…,"typ":"secevent+jwt"}` (RFC 8417 §2.3). */
 export async function signSet(content: SetContent, issuer: string, audience: string, key: SigningKey, now: number): Promise<string> {
   // A compact JWS (RFC 7515 §7.1) signed with node:crypto: ES256's signature is r || s
   // (ieee-p1363), not DER. jose's WebCrypto path costs four times as much per SET, and a busy
   // server signs hundreds a second; the tests verify these SETs with jose against the JWKS.
   const header = Buffer.from(JSON.stringify({ alg: SET_ALG, kid: key.kid, typ: SET_TYP })).toString('base64url');
-  const payload = Buffer.from(JSON.stringify(setClaims(content, issuer, audience, now))).toString('base64url');
+  const payload = Buffer.from(setClaimsJson(content, issuer, audience, now)).toString('base64url');
   const input = `${header}.${payload}`;
-  const signature = sign('sha256', Buffer.from(input), { key: key.key, dsaEncoding: 'ieee-p1363' });
+  // base64url and a dot: ASCII, whose bytes are the string's own (latin1), with no UTF-8 length count.
+  const signature = sign('sha256', Buffer.from(input, 'latin1'), { key: key.key, dsaEncoding: 'ieee-p1363' });
   return `${input}.${signature.toString('base64url')}`;
 }

@@ -14,8 +14,8 @@ export interface Answer {
   status: number;
   /** Headers besides the no-store pair, Content-Type and Content-Length (Allow, WWW-Authenticate, Retry-After...). */
   headers: Record<string, string> | undefined;
-  /** The JSON body's text. */
-  payload: string;
+  /** The JSON body: its text, or its bytes (UTF-8) when they were made as such. */
+  payload: string | Buffer;
   /** Contract 3 (RFC 6749 §5.1): not to be cached. All but the metadata document. */
   noStore: boolean;
   /** The error code of a refusal (RFC 6749 §5.2 / RFC 7009 names), null for a success. */
@@ -31,8 +31,8 @@ export function okAnswer(body: unknown): Answer {
   return okJsonAnswer(JSON.stringify(body));
 }
 
-/** A 200 with `json`, a JSON text already made, not to be cached. */
-export function okJsonAnswer(json: string): Answer {
+/** A 200 with `json`, a JSON text (or its UTF-8 bytes) already made, not to be cached. */
+export function okJsonAnswer(json: string | Buffer): Answer {
   return { status: 200, headers: undefined, payload: json, noStore: true, errorCode: null, reason: null };
 }
 
@@ -64,7 +64,7 @@ export function rawAnswer(a: Answer): string {
   if (a.headers) for (const name in a.headers) head.push(`${name}: ${a.headers[name]!}`);
   if (a.noStore) head.push('Cache-Control: no-store', 'Pragma: no-cache');
   head.push(`Content-Type: ${JSON_TYPE}`, `Content-Length: ${Buffer.byteLength(a.payload)}`, `Date: ${new Date().toUTCString()}`, 'Connection: close');
-  return head.join('\r\n') + '\r\n\r\n' + a.payload;
+  return head.join('\r\n') + '\r\n\r\n' + a.payload.toString();
 }
 
 /** Where answers are reported: the request log and the observer. One per server. */

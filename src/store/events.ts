@@ -113,6 +113,78 @@ export interface Delivery {
   attempts: number;
 }
 
+/**
+ * One revocation as a SET tells it (events/set.ts): an event's members but its id, snake_case.
+ * Here, beside the event, so that a store can keep events in this form (see {@link PreparedRevocations}).
+ */
+export interface RevocationClaim {
+  scope: RevocationEvent['scope'];
+  reason: RevocationEvent['reason'];
+  jti?: string;
+  token_type?: string;
+  grant_id?: string;
+  username?: string;
+  client_id?: string;
+  /** When it took effect (ms). */
+  at: number;
+}
+
+/** An event as its {@link RevocationClaim}. */
+export function revocationClaim(event: RevocationEvent): RevocationClaim {
+  // One object literal of one shape for every event (a SET of a thousand revocations builds a
+  // thousand): the members an event lacks are undefined here, and JSON leaves them out.
+  return {
+    scope: event.scope,
+    reason: event.reason,
+    jti: event.jti,
+    token_type: event.tokenType,
+    grant_id: event.grantId,
+    username: event.username,
+    client_id: event.clientId,
+    at: event.at,
+  };
+}
+
+/** The event of a {@link RevocationClaim} and its id. */
+export function eventOfClaim(id: string, c: RevocationClaim): RevocationEvent {
+  const e: RevocationEvent = { id, at: c.at, reason: c.reason, scope: c.scope };
+  if (c.jti !== undefined) e.jti = c.jti;
+  if (c.token_type !== undefined) e.tokenType = c.token_type as RevocationEvent['tokenType'];
+  if (c.grant_id !== undefined) e.grantId = c.grant_id;
+  if (c.username !== undefined) e.username = c.username;
+  if (c.client_id !== undefined) e.clientId = c.client_id;
+  return e;
+}
+
+/**
+ * A delivery's revocations as a store that keeps them as text hands them out: the JSON of their
+ * {@link RevocationClaim}s, ready to go into a SET without being parsed and written again (a poll
+ * answer carries hundreds of revocations under load; that round trip was the largest part of what
+ * it cost). Carried by the delivery out of sight ({@link preparedRevocations}): what a delivery is
+ * stays its id, events and attempts.
+ */
+export interface PreparedRevocations {
+  /** The revocations' claims, JSON objects separated by commas, oldest first. */
+  json: string;
+  /** How many. */
+  count: number;
+  /** The latest revocation's time (ms). */
+  latestAt: number;
+}
+
+const PREPARED = Symbol('prepared revocations');
+
+/** Gives `delivery` its prepared revocations (a property that is not enumerable: equality, JSON and copies ignore it). */
+export function withPreparedRevocations<D extends object>(delivery: D, prepared: PreparedRevocations): D {
+  Object.defineProperty(delivery, PREPARED, { value: prepared, enumerable: false });
+  return delivery;
+}
+
+/** The prepared revocations a store gave `delivery`, if any. */
+export function preparedRevocations(delivery: object): PreparedRevocations | undefined {
+  return (delivery as { [PREPARED]?: PreparedRevocations })[PREPARED];
+}
+
 /** What became of one push delivery. */
 export type DeliveryOutcome =
   /** The receiver took it (202): the delivery is gone. */

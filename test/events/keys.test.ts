@@ -1,7 +1,8 @@
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { KEY_ROTATION_MS, RETIRED_KEY_PUBLISHED_MS, SigningKeys } from '../../src/events/keys.js';
-import { setClaims, signSet, TOKENS_REVOKED } from '../../src/events/set.js';
+import { revocationClaim, setClaims, setClaimsJson, signSet, TOKENS_REVOKED } from '../../src/events/set.js';
+import { withPreparedRevocations } from '../../src/store/events.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
 import type { RevocationEvent } from '../../src/store/store.js';
 
@@ -47,6 +48,20 @@ describe('SET claims (batch-wire format)', () => {
     expect(claims).not.toHaveProperty('sub_id');
     expect(claims.events[TOKENS_REVOKED].revocations.map((r) => [r.scope, r.at])).toEqual(three.map((e) => [e.scope, e.at]));
     expect(() => setClaims({ id: 'e-0', events: [] }, 'i', 'a', T0)).toThrow(/no events/);
+  });
+
+  it('a delivery whose store prepared its revocations as JSON: the same claims, byte for byte, as from its events', () => {
+    const plain = { id: 'e-0..e-2', events: three };
+    const prepared = withPreparedRevocations({ ...plain }, { json: three.map((e) => JSON.stringify(revocationClaim(e))).join(','), count: 3, latestAt: T0 - 100 });
+    expect(setClaimsJson(prepared, 'https://iss/"x"', 'aud-ü', T0 + 999)).toBe(JSON.stringify(setClaims(plain, 'https://iss/"x"', 'aud-ü', T0 + 999)));
+    expect(setClaimsJson(plain, 'i', 'a', T0)).toBe(JSON.stringify(setClaims(plain, 'i', 'a', T0)));
+    // The prepared text is what goes out (the events are not read again), and it is not part of the delivery's value.
+    const other = withPreparedRevocations({ ...plain }, { json: JSON.stringify(revocationClaim(grant)) + ',' + JSON.stringify(revocationClaim(grant)), count: 2, latestAt: grant.at });
+    expect(JSON.parse(setClaimsJson(other, 'i', 'a', T0)).events[TOKENS_REVOKED].revocations).toHaveLength(2);
+    expect(other).toEqual(plain);
+    // One revocation goes the way of its events (sub_id).
+    const single = withPreparedRevocations(one(grant), { json: JSON.stringify(revocationClaim(grant)), count: 1, latestAt: grant.at });
+    expect(JSON.parse(setClaimsJson(single, 'i', 'a', T0)).sub_id).toEqual({ format: 'opaque', id: 'g-1' });
   });
 
   it('a delivery of 3 revocations signed: verified by jose against the served JWKS, ES256 and secevent+jwt', async () => {
@@ -114,3 +129,4 @@ describe('signing keys', () => {
     ]);
   });
 });
+

@@ -253,3 +253,15 @@ describe('a store that puts several events in one delivery', () => {
     expect((await grouped.engine.listReceivers())[0]).toMatchObject({ pending: 0 });
   });
 });
+
+describe('pollResponseBody', () => {
+  it('is the bytes of pollResponseJson: a copy of the text when it is ASCII, its UTF-8 when a jti is not', async () => {
+    const { pollResponseBody, pollResponseJson } = await import('../../src/events/poll.js');
+    const ascii = { sets: { '0193a0b0-0000-7000-8000-000000000001..0193a0b0-0000-7000-8000-000000000009': 'eyJh.eyJi.c2ln', plain: 'a.b.c' }, moreAvailable: true };
+    expect(pollResponseBody(ascii).equals(Buffer.from(pollResponseJson(ascii), 'utf8'))).toBe(true);
+    expect(JSON.parse(pollResponseBody(ascii).toString('utf8'))).toEqual(ascii);
+    const other = { sets: { 'événement-1': 'a.b.c', 'quote"d': 'd.e.f' }, moreAvailable: false };
+    expect(pollResponseBody(other).equals(Buffer.from(pollResponseJson(other), 'utf8'))).toBe(true);
+    expect(JSON.parse(pollResponseBody(other).toString('utf8'))).toEqual(other);
+  });
+});

@@ -45,11 +45,11 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
     await store.insertTokens(list);
     return list;
   };
-  /** The outbox rows' payloads, parsed, oldest first. */
+  /** The outbox rows' payloads, oldest first. */
   const payloads = () => {
     const db = new Database(file, { readonly: true });
     try {
-      return (db.prepare('SELECT payload FROM security_events ORDER BY seq').pluck().all() as string[]).map((p) => JSON.parse(p) as unknown);
+      return db.prepare('SELECT payload FROM security_events ORDER BY seq').pluck().all() as string[];
     } finally {
       db.close();
     }
@@ -81,29 +81,31 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
     const one = { id: events[0]!.id, events, attempts: 0 };
     expect(await store.pendingDeliveries('poll-1', 10)).toEqual([{ receiverId: 'poll-1', ...one }]);
     expect(await store.pendingDeliveries('push-1', 10)).toEqual([{ receiverId: 'push-1', ...one }]);
-    // Format 2, the first event's time, then each event as a row of its members in a fixed order,
-    // absent ones null, its time relative to the first's.
-    const base = events[0]!.at;
-    expect(payloads()).toEqual([[2, base, ...events.map((e) => [e.id, e.at - base, e.reason, e.scope, e.jti ?? null, e.tokenType ?? null, e.grantId ?? null, e.username ?? null, e.clientId ?? null])]]);
+    // Format 3: `3`, the count and the latest time, the ids, then the revocations as a SET tells them.
+    const claims = events.map((e) => ({ scope: e.scope, reason: e.reason, jti: e.jti, token_type: e.tokenType, grant_id: e.grantId, username: e.username, client_id: e.clientId, at: e.at }));
+    expect(payloads()).toEqual([`3\n5 ${Math.max(...events.map((e) => e.at))}\n${JSON.stringify(events.map((e) => e.id))}\n${JSON.stringify(claims).slice(1, -1)}`]);
     expect(await store.listReceivers()).toMatchObject([
       { id: 'poll-1', pending: 1, oldestPendingAt: events[0]!.at },
       { id: 'push-1', pending: 1, oldestPendingAt: events[0]!.at },
     ]);
   });
 
-  it('reads the outbox rows earlier builds wrote: one event object, or an array of event objects', async () => {
+  it('reads the outbox rows earlier builds wrote: one event object, an array of event objects, or an array of event rows', async () => {
     await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
     const [t] = await tokens(1);
     const mine = makeEvent({ jti: t!.jti });
     await store.revokeToken(t!.jti, AT, false, undefined, mine);
     const single = makeEvent({ scope: 'user', username: 'carol', jti: undefined, tokenType: undefined, grantId: undefined });
     const pair = [makeEvent(), makeEvent({ scope: 'grant', grantId: 'g-1' })];
+    const rows = [makeEvent(), makeEvent({ scope: 'client', reason: 'client_deleted', jti: undefined, tokenType: undefined, grantId: undefined, username: undefined })];
+    const asRow = (e: RevocationEvent) => [e.id, e.at, e.reason, e.scope, e.jti ?? null, e.tokenType ?? null, e.grantId ?? null, e.username ?? null, e.clientId ?? null];
     const db = new Database(file);
     try {
       const insert = db.prepare("INSERT INTO security_events (id, at, payload) VALUES (?, ?, ?)");
-      const fan = db.prepare("INSERT INTO event_deliveries (receiver_id, event_seq, state, attempts, next_attempt_at) VALUES ('poll-1', ?, 'pending', 0, ?)");
-      fan.run(insert.run(single.id, single.at, JSON.stringify(single)).lastInsertRowid, single.at);
-      fan.run(insert.run(pair[0]!.id, pair[0]!.at, JSON.stringify(pair)).lastInsertRowid, pair[0]!.at);
+      // A poll receiver's pending rows are those after its cursor: no delivery row to write.
+      insert.run(single.id, single.at, JSON.stringify(single));
+      insert.run(pair[0]!.id, pair[0]!.at, JSON.stringify(pair));
+      insert.run(rows[0]!.id, rows[0]!.at, JSON.stringify(rows.map(asRow)));
     } finally {
       db.close();
     }
@@ -111,6 +113,11 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
       delivery('poll-1', mine, 0),
       delivery('poll-1', single, 0),
       { receiverId: 'poll-1', id: pair[0]!.id, events: pair, attempts: 0 },
+      { receiverId: 'poll-1', id: rows[0]!.id, events: rows, attempts: 0 },
+    ]);
+    // Merged with rows of the current format, they are one delivery of every event in order.
+    expect(await store.pendingDeliveries('poll-1', 10, 100)).toEqual([
+      { receiverId: 'poll-1', id: `${mine.id}..${rows[0]!.id}`, events: [mine, single, ...pair, ...rows], attempts: 0 },
     ]);
   });
 

@@ -10,6 +10,7 @@ import {
   type RevocationEvent,
   type SigningKeyRecord,
 } from '../events.js';
+import { eventOfClaim, revocationClaim, withPreparedRevocations, type RevocationClaim } from '../events.js';
 import { insertUnique } from './errors.js';
 import type { TransactionTail } from './group-commit.js';
 
@@ -365,21 +366,18 @@ export class SqliteEvents implements EventStore {
   /** A receiver's oldest pending deliveries, oldest first. */
   private pendingOf(receiverId: string, limit: number): Delivery[] {
     const rows = this.pendingStatement(receiverId)?.all({ receiverId, limit: Math.max(0, limit) }) as PendingRow[] | undefined;
-    return (rows ?? []).map(([attempts, , payload]) => {
-      const events = eventsOf(payload);
-      return { receiverId, id: events[0]!.id, events, attempts };
-    });
+    return (rows ?? []).map(([attempts, id, payload]) => deliveryOf(receiverId, id, attempts, [contentOf(payload)]));
   }
 
   /**
    * Like {@link pendingOf}, but consecutive outbox rows go out as one delivery of up to
    * `mergeUpTo` events, its id `FIRST..LAST` (the ids of its first and last rows) when it holds
-   * more than one row. Acknowledging it deletes the receiver's pending deliveries from FIRST's row
-   * to LAST's: exactly these, because an outbox row's seq is its place in commit order (one
-   * writer at a time; a new row's seq is above every row there, and LAST is there until acked), and
-   * a poll receiver's deliveries are all pending until acknowledged. Reads at most
-   * {@link MERGE_READ_ROWS} rows a call (so a poll's `moreAvailable` can say false while more are
-   * pending behind them: the next poll gets them).
+   * more than one row. Acknowledging it acknowledges the receiver's rows from FIRST's to LAST's:
+   * exactly these, because an outbox row's seq is its place in commit order (one writer at a
+   * time; a new row's seq is above every row there, and LAST is there until acked), and the rows
+   * between that are not in it were acknowledged already. Reads at most {@link MERGE_READ_ROWS}
+   * rows a call (so a poll's `moreAvailable` can say false while more are pending behind them: the
+   * next poll gets them).
    */
   private mergedPendingOf(receiverId: string, limit: number, mergeUpTo: number): Delivery[] {
     if (limit <= 0) return [];
@@ -388,21 +386,23 @@ export class SqliteEvents implements EventStore {
     if (statement === undefined) return [];
     const rows = statement.iterate({ receiverId, limit: MERGE_READ_ROWS }) as IterableIterator<PendingRow>;
     const out: Delivery[] = [];
-    let current: { first: string; last: string; events: RevocationEvent[]; attempts: number } | undefined;
+    let current: { first: string; last: string; contents: RowContent[]; count: number; attempts: number } | undefined;
     const close = () => {
       if (!current) return;
-      out.push({ receiverId, id: current.first === current.last ? current.first : `${current.first}${RANGE}${current.last}`, events: current.events, attempts: current.attempts });
+      out.push(deliveryOf(receiverId, current.first === current.last ? current.first : `${current.first}${RANGE}${current.last}`, current.attempts, current.contents));
       current = undefined;
     };
     for (const [attempts, id, payload] of rows) {
-      const events = eventsOf(payload);
-      if (current && current.events.length + events.length > mergeUpTo) close();
+      const content = contentOf(payload);
+      const count = countOf(content);
+      if (current && current.count + count > mergeUpTo) close();
       if (!current) {
         if (out.length === limit) break;
-        current = { first: id, last: id, events, attempts };
+        current = { first: id, last: id, contents: [content], count, attempts };
       } else {
         current.last = id;
-        for (const e of events) current.events.push(e);
+        current.contents.push(content);
+        current.count += count;
         current.attempts = Math.max(current.attempts, attempts);
       }
     }
@@ -429,29 +429,76 @@ function rangeOf(id: string): { first: string; last: string } | undefined {
 }
 
 /**
- * An event as the outbox keeps it: an array of its members in a fixed order, absent ones null
- * (a third fewer bytes than the object, and read back faster; one commit's row then fits a page).
- * In a row of format 2 (outboxPayload), `at` is relative to the row's base time.
+ * An event as earlier builds kept it in the outbox (still read): an array of its members in a
+ * fixed order, absent ones null.
  */
 type EventRow = [string, number, RevocationEvent['reason'], RevocationEvent['scope'], string | null, RevocationEvent['tokenType'] | null, string | null, string | null, string | null];
 
-/** The first member of an outbox row of format 2: `[2, base, ...event rows]`. */
-const ROW_FORMAT = 2;
+/** The first line of an outbox row of format 3 (outboxPayload); earlier builds wrote JSON. */
+const ROW_PREFIX = '3\n';
 
 /**
- * The outbox row of one commit's events: `[2, BASE, [id, at - BASE, reason, scope, jti, token
- * type, grant, user, client], ...]`, BASE the first event's time: each event's time is then a
- * small integer, which JSON writes and reads faster than a 13-digit one (bench/PERF-LOG.md 35).
+ * The outbox row of one commit's events (format 3): three lines and the revocations,
+ *   `3` / `COUNT LATEST_AT` / the events' ids, a JSON array / their RevocationClaims as JSON, comma-separated
+ * so that a poll answer puts the revocations into its SET as they are (store/events.ts
+ * PreparedRevocations): reading rows back into events and writing them out again as claims was
+ * most of what a poll cost (bench/PERF-LOG.md 35). The events themselves are read back from the
+ * ids and claims only when asked for (deliveryOf).
  */
 export function outboxPayload(events: readonly RevocationEvent[]): string {
-  const base = events[0]!.at;
-  const row: unknown[] = [ROW_FORMAT, base];
-  for (const e of events) row.push([e.id, e.at - base, e.reason, e.scope, e.jti ?? null, e.tokenType ?? null, e.grantId ?? null, e.username ?? null, e.clientId ?? null]);
-  return JSON.stringify(row);
+  let latestAt = events[0]!.at;
+  for (const e of events) if (e.at > latestAt) latestAt = e.at;
+  return `${ROW_PREFIX}${events.length} ${latestAt}\n${JSON.stringify(events.map((e) => e.id))}\n${JSON.stringify(events.map(revocationClaim)).slice(1, -1)}`;
 }
 
-function eventOfRow(r: EventRow, base = 0): RevocationEvent {
-  const e: RevocationEvent = { id: r[0], at: base + r[1], reason: r[2], scope: r[3] };
+/** An outbox row's events as the row holds them: as text (format 3, see outboxPayload), or decoded (earlier formats). */
+type RowContent = { count: number; latestAt: number; ids: string; claims: string } | RevocationEvent[];
+
+function contentOf(payload: string): RowContent {
+  if (!payload.startsWith(ROW_PREFIX)) return eventsOf(payload);
+  const head = payload.indexOf('\n', ROW_PREFIX.length);
+  const ids = payload.indexOf('\n', head + 1);
+  const space = payload.indexOf(' ', ROW_PREFIX.length);
+  return {
+    count: Number(payload.slice(ROW_PREFIX.length, space)),
+    latestAt: Number(payload.slice(space + 1, head)),
+    ids: payload.slice(head + 1, ids),
+    claims: payload.slice(ids + 1),
+  };
+}
+
+const countOf = (c: RowContent): number => (Array.isArray(c) ? c.length : c.count);
+
+function decode(c: RowContent): RevocationEvent[] {
+  if (Array.isArray(c)) return c;
+  const ids = JSON.parse(c.ids) as string[];
+  return (JSON.parse(`[${c.claims}]`) as RevocationClaim[]).map((claim, i) => eventOfClaim(ids[i]!, claim));
+}
+
+/**
+ * The delivery of these rows' events. When every row is of format 3, it carries their revocations
+ * prepared for its SET, and its `events` are decoded from the rows on first read only.
+ */
+function deliveryOf(receiverId: string, id: string, attempts: number, contents: RowContent[]): Delivery {
+  if (contents.some(Array.isArray)) return { receiverId, id, events: contents.flatMap(decode), attempts };
+  const d = { receiverId, id, attempts } as Delivery;
+  const settle = (events: RevocationEvent[]) => {
+    Object.defineProperty(d, 'events', { value: events, enumerable: true, writable: true, configurable: true });
+    return events;
+  };
+  Object.defineProperty(d, 'events', { enumerable: true, configurable: true, get: () => settle(contents.flatMap(decode)), set: settle });
+  const rows = contents as Exclude<RowContent, RevocationEvent[]>[];
+  let latestAt = rows[0]!.latestAt;
+  let count = 0;
+  for (const r of rows) {
+    count += r.count;
+    if (r.latestAt > latestAt) latestAt = r.latestAt;
+  }
+  return withPreparedRevocations(d, { json: rows.map((r) => r.claims).join(','), count, latestAt });
+}
+
+function eventOfRow(r: EventRow): RevocationEvent {
+  const e: RevocationEvent = { id: r[0], at: r[1], reason: r[2], scope: r[3] };
   if (r[4] !== null) e.jti = r[4];
   if (r[5] !== null) e.tokenType = r[5];
   if (r[6] !== null) e.grantId = r[6];
@@ -461,17 +508,11 @@ function eventOfRow(r: EventRow, base = 0): RevocationEvent {
 }
 
 /**
- * An outbox row's payload: format 2 (outboxPayload), or what earlier builds wrote, still read: an
- * array of event rows with absolute times, an array of event objects, or one event object.
+ * The events of an outbox row earlier builds wrote: an array of event rows (eventRow), an array
+ * of event objects, or one event object.
  */
 function eventsOf(payload: string): RevocationEvent[] {
-  const parsed = JSON.parse(payload) as RevocationEvent | RevocationEvent[] | EventRow[] | [number, number, ...EventRow[]];
+  const parsed = JSON.parse(payload) as RevocationEvent | RevocationEvent[] | EventRow[];
   if (!Array.isArray(parsed)) return [parsed];
-  if (parsed[0] === ROW_FORMAT) {
-    const base = parsed[1] as number;
-    const out: RevocationEvent[] = [];
-    for (let i = 2; i < parsed.length; i++) out.push(eventOfRow(parsed[i] as EventRow, base));
-    return out;
-  }
-  return Array.isArray(parsed[0]) ? (parsed as EventRow[]).map((r) => eventOfRow(r)) : (parsed as RevocationEvent[]);
+  return Array.isArray(parsed[0]) ? (parsed as EventRow[]).map(eventOfRow) : (parsed as RevocationEvent[]);
 }
