@@ -25,16 +25,17 @@
  * Needs valgrind and the bench's pool store (prepared on first use, as by npm run bench).
  * Only 127.0.0.1 is ever targeted.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { CLIENT, REQUESTS } from './lib/contenders.js';
 import { prepareStores } from './lib/stores.js';
 import { runToEnd } from './lib/proc.js';
+import { startServeUnderCallgrind } from './lib/callgrind.js';
 
 const { values } = parseArgs({
   options: {
@@ -62,49 +63,19 @@ if (warmup + n > tokens.length) throw new Error(`only ${tokens.length} tokens in
 
 /** Starts serve under callgrind on `db`; resolves with its URL, instrument(on) and stop() → counts. */
 async function startServe(dir, label, db) {
-  const out = join(dir, `${label}.callgrind`);
-  const child = spawn(
-    'valgrind',
-    ['--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${out}`, process.execPath, join(root, 'bin/run.js'), 'serve', '--host', '127.0.0.1', '--port', '0', '--db', db, '--log-level', 'warn'],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_ENV: 'production' } },
-  );
-  let stderr = '';
-  child.stderr.on('data', (d) => (stderr += d));
-  const url = await new Promise((ok, fail) => {
-    let buf = '';
-    child.stdout.on('data', (d) => {
-      buf += d;
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(buf);
-      if (m) ok(m[1]);
-    });
-    child.once('exit', (code) => fail(new Error(`serve exited (${code}) before listening: ${stderr.slice(-2000)}`)));
-  });
-  const instrument = (on) => execFileSync('callgrind_control', ['-i', on ? 'on' : 'off', String(child.pid)], { stdio: 'ignore' });
-  const stop = () =>
-    new Promise((ok) => {
-      child.once('exit', () => ok(counts(out)));
-      child.kill('SIGTERM');
-    });
-  return { url, instrument, stop };
+  const serve = await startServeUnderCallgrind({ root, db, out: join(dir, `${label}.callgrind`) });
+  return { url: serve.url, instrument: serve.instrument, stop: async () => counts(await serve.stop()) };
 }
 
 /** Every thread's instructions, the main thread's, and SHA-256's share (callgrind_annotate of each thread's file). */
-function counts(file) {
-  const dir = dirname(file);
-  const files = readdirSync(dir).filter((f) => f.startsWith(`${basename(file)}-`)).sort();
-  let total = 0;
+function counts(/** @type {{ file: string, total: number }[]} */ threads) {
   let sha = 0;
-  const each = files.map((f) => {
-    const text = readFileSync(join(dir, f), 'utf8');
-    const m = /^totals: (\d+)/m.exec(text);
-    if (!m) throw new Error(`no totals in ${f}`);
-    const annotated = execFileSync('callgrind_annotate', ['--threshold=100', join(dir, f)], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  for (const t of threads) {
+    const annotated = execFileSync('callgrind_annotate', ['--threshold=100', t.file], { encoding: 'utf8', maxBuffer: 64 << 20 });
     for (const line of annotated.split('\n')) if (/sha256_block/.test(line)) sha += Number(line.trim().split(/\s/)[0]?.replace(/,/g, '') ?? 0);
-    total += Number(m[1]);
-    return Number(m[1]);
-  });
-  if (each.length === 0) throw new Error(`no callgrind output for ${file}`);
-  return { total, main: each[0], sha, threads: each };
+  }
+  const each = threads.map((t) => t.total);
+  return { total: each.reduce((a, b) => a + b, 0), main: each[0], sha, threads: each };
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 50 });

@@ -22,14 +22,14 @@
  * STORE.db: a bench pool store (node bench/setup-store.js --access 250000 --refresh 20000).
  * Needs valgrind. Only 127.0.0.1 is ever targeted. Prints one JSON line per round.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { REQUESTS } from './lib/contenders.js';
+import { startServeUnderCallgrind } from './lib/callgrind.js';
 
 const { values } = parseArgs({
   options: {
@@ -58,51 +58,18 @@ const kind = /** @type {'refresh'|'revoke'|'introspect'} */ (values.kind);
 if (!['refresh', 'revoke', 'introspect'].includes(kind)) throw new Error(`--kind must be refresh, revoke or introspect, not ${kind}`);
 const req = REQUESTS.tokenctl[kind];
 
-/** Starts serve under callgrind on a copy of the store; resolves with its URL and a stop function. */
+/** Starts serve under callgrind on a copy of the store; resolves with its URL, instrument(on) and stop() → counts. */
 async function startServe(dir, label) {
   const db = join(dir, `${label}.db`);
   copyFileSync(values.db, db);
-  const out = join(dir, `${label}.callgrind`);
-  const child = spawn(
-    'valgrind',
-    ['--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${out}`, process.execPath, join(root, 'bin/run.js'), 'serve', '--host', '127.0.0.1', '--port', '0', '--db', db, '--log-level', 'warn', ...values['serve-arg']],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_ENV: 'production' } },
-  );
-  let stderr = '';
-  child.stderr.on('data', (d) => (stderr += d));
-  const url = await new Promise((ok, fail) => {
-    let buf = '';
-    child.stdout.on('data', (d) => {
-      buf += d;
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(buf);
-      if (m) ok(m[1]);
-    });
-    child.once('exit', (code) => fail(new Error(`serve exited (${code}) before listening: ${stderr.slice(-2000)}`)));
-  });
-  const instrument = (on) => execFileSync('callgrind_control', ['-i', on ? 'on' : 'off', String(child.pid)], { stdio: 'ignore' });
-  const stop = () =>
-    new Promise((ok) => {
-      child.once('exit', () => ok(instructions(out)));
-      child.kill('SIGTERM');
-    });
-  return { url, instrument, stop };
-}
-
-/**
- * The instruction counts of a run: every thread's (callgrind writes one file per thread, the
- * main thread's first) and the main thread's alone (the event loop, which bounds throughput; the
- * others are the WAL syncs, the checkpoint thread, V8's compiler and collector).
- */
-function instructions(file) {
-  const dir = dirname(file);
-  const files = readdirSync(dir).filter((f) => f.startsWith(`${basename(file)}-`)).sort();
-  const counts = files.map((f) => {
-    const m = /^totals: (\d+)/m.exec(readFileSync(join(dir, f), 'utf8'));
-    if (!m) throw new Error(`no totals in ${f}`);
-    return Number(m[1]);
-  });
-  if (counts.length === 0) throw new Error(`no callgrind output for ${file}`);
-  return { total: counts.reduce((a, b) => a + b, 0), main: counts[0] };
+  const serve = await startServeUnderCallgrind({ root, db, out: join(dir, `${label}.callgrind`), serveArgs: values['serve-arg'] });
+  // Every thread's instructions, and the main thread's alone (the event loop, which bounds
+  // throughput; the others are the WAL syncs, the checkpoint thread, V8's compiler and collector).
+  const stop = async () => {
+    const threads = await serve.stop();
+    return { total: threads.reduce((a, t) => a + t.total, 0), main: threads[0].total };
+  };
+  return { url: serve.url, instrument: serve.instrument, stop };
 }
 
 /** Sends refreshes for tokens [from, to) over 50 keep-alive connections; every answer must be 200. */

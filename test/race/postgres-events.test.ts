@@ -17,7 +17,7 @@ import { opTokens, type ClaimLog, type OpLog, type SettleLog } from './pg-events
  * claiming the same receivers, and revocations on several processes while receivers are being
  * registered. Each race counts what the EventStore contract forbids and asserts there is none:
  * - a receiver leased to an owner while another owner's lease on it was live;
- * - an event handed out again after its holder settled it 'delivered' within its lease;
+ * - an event handed out by a claim made after its holder's 'delivered' (within its lease) returned;
  * - a revocation that committed after a receiver was registered without a delivery to it (and
  *   one that committed before, with one).
  * At READ COMMITTED and at SERIALIZABLE. Rounds: TOKENCTL_RACE_ROUNDS (default below).
@@ -128,15 +128,18 @@ describe.skipIf(!PG_URL)('the PostgreSQL outbox raced by processes', { timeout: 
       const takenOver = log.filter((l) => l.new_owner !== null && l.old_owner !== null && l.old_owner !== l.new_owner);
       const doubleHeld = takenOver.filter((l) => Number(l.old_until) > Number(l.new_until) - LEASE_MS).length;
 
-      // 2. An event handed out in a later claim although an earlier holder's 'delivered' returned within its lease.
-      const deliveredInLease = new Map<string, number>(); // receiver|event -> the claim time it was delivered under
-      for (const s of settles) if (s.returnedAt < s.leaseUntil) deliveredInLease.set(`${s.receiverId}|${s.eventId}`, s.claimedAt);
+      // 2. An event handed out by a claim made after an earlier holder's 'delivered' had returned within its lease.
+      // After the settlement returned, not after the holder's claim began: a claim's `now` is read before
+      // its call, which can run after another owner's claim and release; being handed out before the
+      // delivery committed is allowed (the first holder released it unsettled, or held it first).
+      const deliveredInLease = new Map<string, number>(); // receiver|event -> when its 'delivered' returned
+      for (const s of settles) if (s.returnedAt < s.leaseUntil) deliveredInLease.set(`${s.receiverId}|${s.eventId}`, s.returnedAt);
       const again: string[] = [];
       for (const c of claims) {
         for (const e of c.events) {
           const key = `${c.receiverId}|${e}`;
-          const deliveredUnder = deliveredInLease.get(key);
-          if (deliveredUnder !== undefined && c.now > deliveredUnder) {
+          const deliveredAt = deliveredInLease.get(key);
+          if (deliveredAt !== undefined && c.now > deliveredAt) {
             again.push(JSON.stringify({ key, claims: claims.filter((x) => x.receiverId === c.receiverId && x.events.includes(e)), settles: settles.filter((x) => `${x.receiverId}|${x.eventId}` === key) }));
           }
         }
