@@ -62,7 +62,8 @@ const PURGE = `DELETE FROM security_events WHERE seq IN (
   ORDER BY seq LIMIT @limit)`;
 
 /**
- * How far an acknowledgement's ids are looked for after a poll receiver's cursor, in outbox rows.
+ * How far an acknowledgement's ids are looked for after a poll receiver's cursor, in outbox rows
+ * (one pass for all of them).
  * A poll answer takes its SETs from the first MERGE_READ_ROWS pending rows, and the cursor only
  * moves forward: an id it handed out is within these (the rows acknowledged out of order between
  * count too, hence the margin). An id not found there is not acknowledged: that SET comes again.
@@ -123,7 +124,7 @@ function prepareEventStatements(db: Database.Database) {
     // A poll receiver's acknowledgements: the rows' seqs (looked for in the first ACK_SCAN_ROWS rows after
     // @after), marked in poll_acks, then the cursor moved over every row marked from its place on.
     cursor: p('SELECT acked_through FROM receivers WHERE id = ?').pluck(true),
-    seqOf: p(`SELECT seq FROM (SELECT seq, id FROM security_events WHERE seq > @after ORDER BY seq LIMIT ${ACK_SCAN_ROWS}) WHERE id = @id LIMIT 1`).pluck(true),
+    idsAfter: p(`SELECT seq, id FROM security_events WHERE seq > ? ORDER BY seq LIMIT ${ACK_SCAN_ROWS}`).raw(true),
     markAcked: p(`INSERT OR IGNORE INTO poll_acks (receiver_id, event_seq)
       SELECT @receiverId, seq FROM security_events WHERE seq BETWEEN @first AND @last AND seq > @after`),
     // The last row before the first one not acknowledged after @after (or the newest row, when every one is).
@@ -292,7 +293,20 @@ export class SqliteEvents implements EventStore {
   private ackPoll(receiverId: string, single: readonly string[], ranges: readonly { first: string; last: string }[]): number {
     const start = this.st.cursor.get(receiverId) as number;
     let after = start;
-    const seqOf = (id: string, from: number) => this.st.seqOf.get({ after: from, id }) as number | undefined;
+    // The ids' rows, in one pass over at most ACK_SCAN_ROWS rows after the cursor, however many ids
+    // (up to 1,000) the acknowledgement names: it stops once every id is found, at once in the
+    // usual case (the oldest pending rows).
+    const wanted = new Set<string>(single);
+    for (const r of ranges) wanted.add(r.first).add(r.last);
+    const found = new Map<string, number>();
+    for (const [seq, id] of this.st.idsAfter.iterate(start) as IterableIterator<[number, string]>) {
+      if (wanted.has(id) && !found.has(id)) found.set(id, seq);
+      if (found.size === wanted.size) break;
+    }
+    const seqOf = (id: string, from: number) => {
+      const seq = found.get(id);
+      return seq !== undefined && seq > from ? seq : undefined;
+    };
     let n = 0;
     const ack = (first: number, last: number) => {
       if (first <= after) return; // the cursor passed it meanwhile (an id twice in one acknowledgement)
@@ -508,7 +522,7 @@ function eventOfRow(r: EventRow): RevocationEvent {
 }
 
 /**
- * The events of an outbox row earlier builds wrote: an array of event rows (eventRow), an array
+ * The events of an outbox row earlier builds wrote: an array of event rows (EventRow), an array
  * of event objects, or one event object.
  */
 function eventsOf(payload: string): RevocationEvent[] {
