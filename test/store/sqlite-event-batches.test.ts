@@ -325,14 +325,15 @@ describe('SqliteStore: a poll receiver’s cursor (schema 5)', () => {
       db.pragma(`application_id = ${APPLICATION_ID}`);
       db.pragma('user_version = 4');
     });
-    const events = Array.from({ length: 5 }, (_, i) => makeEvent({}, AT + i));
+    const events = Array.from({ length: 6 }, (_, i) => makeEvent({}, AT + i));
+    const refs = [1, 1, 1, 2, 2, 0]; // the sixth was delivered everywhere: no delivery refers to it
     raw((db) => {
       const receiver = db.prepare("INSERT INTO receivers (id, delivery, endpoint_url, client_id, audience, created_at) VALUES (?, ?, ?, ?, 'rs', ?)");
       receiver.run('poll-1', 'poll', null, 'client-1', T0);
       receiver.run('poll-2', 'poll', null, 'client-2', T0);
       receiver.run('push-1', 'push', 'https://rs.example/events', null, T0);
-      const row = db.prepare('INSERT INTO security_events (seq, id, at, payload, refs) VALUES (?, ?, ?, ?, 0)');
-      events.forEach((e, i) => row.run(i + 1, e.id, e.at, i % 2 ? JSON.stringify(e) : JSON.stringify([e])));
+      const row = db.prepare('INSERT INTO security_events (seq, id, at, payload, refs) VALUES (?, ?, ?, ?, ?)');
+      events.forEach((e, i) => row.run(i + 1, e.id, e.at, i % 2 ? JSON.stringify(e) : JSON.stringify([e]), refs[i]));
       const delivery = db.prepare('INSERT INTO event_deliveries (receiver_id, event_seq, state, attempts, next_attempt_at) VALUES (?, ?, ?, ?, ?)');
       // poll-1 acknowledged the first and the third; poll-2 everything; push-1 gave up on the first, tried the third twice.
       for (const seq of [2, 4, 5]) delivery.run('poll-1', seq, 'pending', 0, AT);
@@ -350,6 +351,7 @@ describe('SqliteStore: a poll receiver’s cursor (schema 5)', () => {
       ['push-1', 3, 1, events[2]!.at],
     ]);
     expect(raw((db) => db.prepare("SELECT count(*) FROM event_deliveries WHERE receiver_id LIKE 'poll-%'").pluck().get())).toBe(0);
+    expect(raw((db) => db.prepare('SELECT seq FROM security_events ORDER BY seq').pluck().all())).toEqual([1, 2, 3, 4, 5]);
     // poll-1's cursor is before the second row, with the third marked: acknowledging the second moves it past the third.
     expect(await store.ackDeliveries('poll-1', [events[1]!.id], AT + 10)).toBe(1);
     expect(await store.pendingDeliveries('poll-1', 10)).toEqual([3, 4].map((i) => delivery('poll-1', events[i]!, 0)));

@@ -172,6 +172,9 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 5,
     name: 'security events: a cursor per poll receiver, no index by id, no count per event',
     sql: `
+      -- First what no delivery refers to any more (the purge's work, which could fall behind under
+      -- load): the table is copied below, and then holds only what receivers still wait for.
+      DELETE FROM security_events WHERE refs = 0;
       DROP TRIGGER IF EXISTS event_deliveries_gone;
       DROP INDEX IF EXISTS security_events_delivered;
       CREATE TABLE security_events_v5 (
