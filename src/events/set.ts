@@ -55,27 +55,36 @@ export function setClaims(content: SetContent, issuer: string, audience: string,
   const { id, events } = content;
   if (events.length === 0) throw new Error(`delivery ${id} has no events`);
   const single = events.length === 1 ? events[0]! : undefined;
+  const latestAt = events.reduce((latest, e) => Math.max(latest, e.at), -Infinity);
+  return claimsOf(id, issuer, audience, now, latestAt, single ? subjectOf(single) : undefined, events.map(revocationClaim));
+}
+
+/** The claims of a SET, in their order; `subject` (sub_id) only for a single revocation. */
+function claimsOf(id: string, issuer: string, audience: string, now: number, latestAt: number, subject: string | undefined, revocations: RevocationClaim[]): SetClaims {
   return {
     iss: issuer,
     iat: seconds(now),
     jti: id,
     aud: audience,
-    toe: seconds(events.reduce((latest, e) => Math.max(latest, e.at), -Infinity)),
-    ...(single ? { sub_id: { format: 'opaque' as const, id: subjectOf(single) } } : {}),
-    events: { [TOKENS_REVOKED]: { revocations: events.map(revocationClaim) } },
+    toe: seconds(latestAt),
+    ...(subject !== undefined ? { sub_id: { format: 'opaque' as const, id: subject } } : {}),
+    events: { [TOKENS_REVOKED]: { revocations } },
   };
 }
 
+/** How the JSON of claims whose revocations are empty ends: `events` is the last member, its revocations its last. */
+const NO_REVOCATIONS = '[]}}}';
 
 /**
  * `JSON.stringify(setClaims(...))`, the same text; for a delivery of several revocations that its
- * store prepared (store/events.ts PreparedRevocations), written around their JSON as it is.
+ * store prepared (store/events.ts PreparedRevocations), the claims written with no revocations and
+ * their JSON put in as it is.
  */
 export function setClaimsJson(content: SetContent, issuer: string, audience: string, now: number): string {
   const prepared = preparedRevocations(content);
   if (prepared === undefined || prepared.count < 2) return JSON.stringify(setClaims(content, issuer, audience, now));
-  const q = JSON.stringify;
-  return `{"iss":${q(issuer)},"iat":${seconds(now)},"jti":${q(content.id)},"aud":${q(audience)},"toe":${seconds(prepared.latestAt)},"events":{${q(TOKENS_REVOKED)}:{"revocations":[${prepared.json}]}}}`;
+  const empty = JSON.stringify(claimsOf(content.id, issuer, audience, now, prepared.latestAt, undefined, []));
+  return `${empty.slice(0, -NO_REVOCATIONS.length)}[${prepared.json}]}}}`;
 }
 
 /** The SET of a delivery as a compact JWS, header `{"alg":"ES256","kid":…,"typ":"secevent+jwt"}` (RFC 8417 §2.3). */

@@ -237,7 +237,7 @@ export class SqliteEvents implements EventStore {
     return this.write(() =>
       (this.st.duePush.all({ now, limit }) as string[]).map((id) => {
         this.st.lease.run({ owner, until: now + leaseMs, id });
-        return { receiver: this.st.getReceiver.get(id) as ReceiverRecord, deliveries: this.pendingOf(id, perReceiver) };
+        return { receiver: this.st.getReceiver.get(id) as ReceiverRecord, deliveries: this.pendingOf(id, perReceiver, this.st.pending) };
       }),
     );
   }
@@ -377,9 +377,9 @@ export class SqliteEvents implements EventStore {
     return kind === undefined ? undefined : kind === 'poll' ? this.st.pollPending : this.st.pending;
   }
 
-  /** A receiver's oldest pending deliveries, oldest first. */
-  private pendingOf(receiverId: string, limit: number): Delivery[] {
-    const rows = this.pendingStatement(receiverId)?.all({ receiverId, limit: Math.max(0, limit) }) as PendingRow[] | undefined;
+  /** A receiver's oldest pending deliveries, oldest first (`statement`: a claim knows its receivers push ones). */
+  private pendingOf(receiverId: string, limit: number, statement = this.pendingStatement(receiverId)): Delivery[] {
+    const rows = statement?.all({ receiverId, limit: Math.max(0, limit) }) as PendingRow[] | undefined;
     return (rows ?? []).map(([attempts, id, payload]) => deliveryOf(receiverId, id, attempts, [contentOf(payload)]));
   }
 
