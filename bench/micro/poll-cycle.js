@@ -51,7 +51,7 @@ try {
     const p0 = process.cpuUsage();
     const out = await poll(deps, receiver, { maxEvents: 1000, returnImmediately: true, ack, setErrs: {} });
     const p = process.cpuUsage(p0);
-    ack = Object.keys(out.response.sets);
+    ack = Object.keys(JSON.parse(out.body.toString("utf8")).sets);
     sets += ack.length;
     revokeCpu += r.user + r.system;
     pollCpu += p.user + p.system;

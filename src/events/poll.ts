@@ -1,7 +1,9 @@
 import { InvalidRequestError } from '../engine/errors.js';
 import type { EventStore, ReceiverRecord } from '../store/store.js';
 import type { SigningKeys } from './keys.js';
-import { signSet } from './set.js';
+import { ByteWriter } from './bytes.js';
+import { writeSet, type SetContent } from './set.js';
+import type { SigningKey } from './keys.js';
 
 /** RFC 8936 §2.4: `maxEvents` when the request has none, and the most one answer holds. */
 export const DEFAULT_MAX_EVENTS = 100;
@@ -45,9 +47,12 @@ export interface PollResponse {
   moreAvailable: boolean;
 }
 
-/** What the poll did, for the log line besides the answer. */
+/** What the poll did: its answer, and for the log line besides it. */
 export interface PollOutcome {
-  response: PollResponse;
+  /** The answer ({@link PollResponse}) as the bytes of its JSON, written as its SETs were signed (pollAnswer). */
+  body: Buffer;
+  /** How many SETs it carries. */
+  sets: number;
   /** Deliveries the acks (and error reports) removed. */
   acknowledged: number;
   /** The error reports received, by SET jti. */
@@ -103,9 +108,9 @@ export async function poll(deps: PollDeps, receiver: ReceiverRecord, request: Po
   const now = deps.now ?? Date.now;
   const done = [...request.ack, ...Object.keys(request.setErrs)];
   const acknowledged = done.length > 0 ? await deps.store.ackDeliveries(receiver.id, done, now()) : 0;
-  const outcome = (response: PollResponse): PollOutcome => ({ response, acknowledged, setErrs: request.setErrs });
+  const outcome = (body: Buffer, sets: number): PollOutcome => ({ body, sets, acknowledged, setErrs: request.setErrs });
   if (request.maxEvents === 0) {
-    return outcome({ sets: {}, moreAvailable: (await deps.store.pendingDeliveries(receiver.id, 1, MERGE_UP_TO)).length > 0 });
+    return outcome(pollAnswer((await deps.store.pendingDeliveries(receiver.id, 1, MERGE_UP_TO)).length > 0), 0);
   }
   const until = now() + LONG_POLL_MS;
   if (!request.returnImmediately && deps.lastAnswered) {
@@ -117,42 +122,43 @@ export async function poll(deps: PollDeps, receiver: ReceiverRecord, request: Po
     await sleep(LONG_POLL_CHECK_MS, signal);
     pending = await deps.store.pendingDeliveries(receiver.id, request.maxEvents + 1, MERGE_UP_TO);
   }
-  const sets: Record<string, string> = {};
-  if (pending.length > 0) {
-    const key = await deps.keys.current();
-    const issuer = deps.issuer();
-    const at = now();
-    for (const d of pending.slice(0, request.maxEvents)) sets[d.id] = await signSet(d, issuer, receiver.audience, key, at);
-    deps.lastAnswered?.set(receiver.id, at);
-  }
-  return outcome({ sets, moreAvailable: pending.length > request.maxEvents });
+  const answered = pending.slice(0, request.maxEvents);
+  if (answered.length === 0) return outcome(pollAnswer(false), 0);
+  const key = await deps.keys.current();
+  const at = now();
+  const body = pollAnswer(pending.length > request.maxEvents, { deliveries: answered, issuer: deps.issuer(), audience: receiver.audience, key, now: at });
+  deps.lastAnswered?.set(receiver.id, at);
+  return outcome(body, answered.length);
+}
+
+/** The answer being written: kept from answer to answer (pollAnswer is synchronous). */
+const answerScratch = new ByteWriter(64 * 1024);
+
+/** The SETs of an answer: these deliveries', signed by `key` at `now` (ms). */
+export interface AnswerSets {
+  deliveries: readonly SetContent[];
+  issuer: string;
+  audience: string;
+  key: SigningKey;
+  now: number;
 }
 
 /**
- * The answer as JSON, as `JSON.stringify` writes it, without scanning each SET for characters to
- * escape (a SET of a thousand revocations is ~200 kB, and a scan of it costs as much as its
- * signature): the SETs of a poll's answer are made by signSet, compact JWSs of base64url parts and
- * dots (RFC 7515 §7.1), nothing JSON escapes.
+ * The JSON of an answer ({@link PollResponse}), as `JSON.stringify` writes it, as bytes: each SET
+ * written into the answer where it goes (writeSet), not made into a string and copied again (an
+ * answer under load is a few hundred kilobytes). No `sets`: an answer with none.
  */
-export function pollResponseJson(response: PollResponse): string {
-  const sets: string[] = [];
-  for (const jti in response.sets) sets.push(`${JSON.stringify(jti)}:"${response.sets[jti]!}"`);
-  return `{"sets":{${sets.join(',')}},"moreAvailable":${response.moreAvailable}}`;
-}
-
-/** Printable ASCII: a SET jti that JSON writes as it is, byte for byte. */
-const ASCII = /^[\x20-\x7e]*$/;
-
-/**
- * {@link pollResponseJson} as the bytes of the answer. When every jti is ASCII (a SET is ASCII by
- * construction) the text is ASCII, and its bytes are a copy of it (latin1); otherwise its UTF-8.
- * An answer is ~300 bytes a revocation, and UTF-8's length count and encoding of the text each cost
- * as much as that copy again.
- */
-export function pollResponseBody(response: PollResponse): Buffer {
-  let ascii = true;
-  for (const jti in response.sets) if (!ASCII.test(jti)) ascii = false;
-  return Buffer.from(pollResponseJson(response), ascii ? 'latin1' : 'utf8');
+export function pollAnswer(moreAvailable: boolean, sets?: AnswerSets): Buffer {
+  const out = answerScratch.reset().latin1('{"sets":{');
+  sets?.deliveries.forEach((d, i) => {
+    // A SET is base64url and dots (RFC 7515 §7.1): nothing JSON escapes.
+    out.latin1(i === 0 ? '' : ',').utf8(JSON.stringify(d.id)).latin1(':"');
+    writeSet(out, d, sets.issuer, sets.audience, sets.key, sets.now);
+    out.latin1('"');
+  });
+  const body = out.latin1(`},"moreAvailable":${moreAvailable}}`).copy();
+  out.reset();
+  return body;
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

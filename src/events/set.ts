@@ -1,6 +1,7 @@
 import { sign } from 'node:crypto';
 import type { Delivery, RevocationEvent } from '../store/store.js';
 import { preparedRevocations, revocationClaim, type RevocationClaim } from '../store/events.js';
+import { ByteWriter } from './bytes.js';
 import { SET_ALG, type SigningKey } from './keys.js';
 
 /** The one event type tokenctl emits (its `events` member's key). */
@@ -81,21 +82,55 @@ const NO_REVOCATIONS = '[]}}}';
  * their JSON put in as it is.
  */
 export function setClaimsJson(content: SetContent, issuer: string, audience: string, now: number): string {
+  return writeClaimsJson(new ByteWriter(), content, issuer, audience, now).view().toString('utf8');
+}
+
+/** Appends {@link setClaimsJson}'s text to `out`, as UTF-8. */
+function writeClaimsJson(out: ByteWriter, content: SetContent, issuer: string, audience: string, now: number): ByteWriter {
   const prepared = preparedRevocations(content);
-  if (prepared === undefined || prepared.count < 2) return JSON.stringify(setClaims(content, issuer, audience, now));
+  if (prepared === undefined || prepared.count < 2) return out.utf8(JSON.stringify(setClaims(content, issuer, audience, now)));
   const empty = JSON.stringify(claimsOf(content.id, issuer, audience, now, prepared.latestAt, undefined, []));
-  return `${empty.slice(0, -NO_REVOCATIONS.length)}[${prepared.json}]}}}`;
+  out.utf8(empty.slice(0, -NO_REVOCATIONS.length)).latin1('[');
+  prepared.parts.forEach((part, i) => (i === 0 ? out : out.latin1(',')).utf8(part));
+  return out.latin1(']}}}');
+}
+
+/** The protected header of the SETs signed with a key, base64url: `{"alg":"ES256","kid":…,"typ":"secevent+jwt"}` (RFC 8417 §2.3). */
+const headers = new WeakMap<SigningKey, string>();
+function headerOf(key: SigningKey): string {
+  let header = headers.get(key);
+  if (header === undefined) {
+    header = Buffer.from(JSON.stringify({ alg: SET_ALG, kid: key.kid, typ: SET_TYP })).toString('base64url');
+    headers.set(key, header);
+  }
+  return header;
+}
+
+/** The claims' JSON of the SET being written: kept from SET to SET (writeSet is synchronous). */
+const claimsScratch = new ByteWriter();
+/** A SET made into a string by {@link signSet}. */
+const setScratch = new ByteWriter();
+
+/**
+ * Appends the SET of a delivery, a compact JWS (RFC 7515 §7.1: base64url parts and dots, ASCII),
+ * to `out`: its claims' JSON and their base64url are written into memory kept from SET to SET,
+ * and the signature is over `out`'s own bytes, so that a SET of a thousand revocations (~250 kB)
+ * makes no string or buffer of its size (bench/PERF-LOG.md 36). Signed with node:crypto: ES256's
+ * signature is r || s (ieee-p1363), not DER. jose's WebCrypto path costs four times as much per
+ * SET, and a busy server signs hundreds a second; the tests verify these SETs with jose against
+ * the JWKS.
+ */
+export function writeSet(out: ByteWriter, content: SetContent, issuer: string, audience: string, key: SigningKey, now: number): void {
+  const claims = writeClaimsJson(claimsScratch.reset(), content, issuer, audience, now);
+  const start = out.length;
+  out.latin1(headerOf(key)).latin1('.').base64url(claims.view());
+  claims.reset();
+  const signature = sign('sha256', out.view(start), { key: key.key, dsaEncoding: 'ieee-p1363' });
+  out.latin1('.').latin1(signature.toString('base64url'));
 }
 
 /** The SET of a delivery as a compact JWS, header `{"alg":"ES256","kid":…,"typ":"secevent+jwt"}` (RFC 8417 §2.3). */
 export async function signSet(content: SetContent, issuer: string, audience: string, key: SigningKey, now: number): Promise<string> {
-  // A compact JWS (RFC 7515 §7.1) signed with node:crypto: ES256's signature is r || s
-  // (ieee-p1363), not DER. jose's WebCrypto path costs four times as much per SET, and a busy
-  // server signs hundreds a second; the tests verify these SETs with jose against the JWKS.
-  const header = Buffer.from(JSON.stringify({ alg: SET_ALG, kid: key.kid, typ: SET_TYP })).toString('base64url');
-  const payload = Buffer.from(setClaimsJson(content, issuer, audience, now)).toString('base64url');
-  const input = `${header}.${payload}`;
-  // base64url and a dot: ASCII, whose bytes are the string's own (latin1), with no UTF-8 length count.
-  const signature = sign('sha256', Buffer.from(input, 'latin1'), { key: key.key, dsaEncoding: 'ieee-p1363' });
-  return `${input}.${signature.toString('base64url')}`;
+  writeSet(setScratch.reset(), content, issuer, audience, key, now);
+  return setScratch.view().toString('latin1');
 }

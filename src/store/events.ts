@@ -164,8 +164,12 @@ export function eventOfClaim(id: string, c: RevocationClaim): RevocationEvent {
  * stays its id, events and attempts.
  */
 export interface PreparedRevocations {
-  /** The revocations' claims, JSON objects separated by commas, oldest first. */
-  json: string;
+  /**
+   * The revocations' claims, JSON objects separated by commas, oldest first, in pieces (a store's
+   * rows): joined by commas, the pieces are the list. Kept apart, a SET's writer copies each piece
+   * where it goes, with no string of them all.
+   */
+  parts: readonly string[];
   /** How many. */
   count: number;
   /** The latest revocation's time (ms). */

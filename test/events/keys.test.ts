@@ -52,15 +52,17 @@ describe('SET claims (batch-wire format)', () => {
 
   it('a delivery whose store prepared its revocations as JSON: the same claims, byte for byte, as from its events', () => {
     const plain = { id: 'e-0..e-2', events: three };
-    const prepared = withPreparedRevocations({ ...plain }, { json: three.map((e) => JSON.stringify(revocationClaim(e))).join(','), count: 3, latestAt: T0 - 100 });
+    // In pieces, as a store's rows hold them: two revocations in the first, one in the second.
+    const [a, b, c] = three.map((e) => JSON.stringify(revocationClaim(e)));
+    const prepared = withPreparedRevocations({ ...plain }, { parts: [`${a},${b}`, c!], count: 3, latestAt: T0 - 100 });
     expect(setClaimsJson(prepared, 'https://iss/"x"', 'aud-ü', T0 + 999)).toBe(JSON.stringify(setClaims(plain, 'https://iss/"x"', 'aud-ü', T0 + 999)));
     expect(setClaimsJson(plain, 'i', 'a', T0)).toBe(JSON.stringify(setClaims(plain, 'i', 'a', T0)));
     // The prepared text is what goes out (the events are not read again), and it is not part of the delivery's value.
-    const other = withPreparedRevocations({ ...plain }, { json: JSON.stringify(revocationClaim(grant)) + ',' + JSON.stringify(revocationClaim(grant)), count: 2, latestAt: grant.at });
+    const other = withPreparedRevocations({ ...plain }, { parts: [JSON.stringify(revocationClaim(grant)) + ',' + JSON.stringify(revocationClaim(grant))], count: 2, latestAt: grant.at });
     expect(JSON.parse(setClaimsJson(other, 'i', 'a', T0)).events[TOKENS_REVOKED].revocations).toHaveLength(2);
     expect(other).toEqual(plain);
     // One revocation goes the way of its events (sub_id).
-    const single = withPreparedRevocations(one(grant), { json: JSON.stringify(revocationClaim(grant)), count: 1, latestAt: grant.at });
+    const single = withPreparedRevocations(one(grant), { parts: [JSON.stringify(revocationClaim(grant))], count: 1, latestAt: grant.at });
     expect(JSON.parse(setClaimsJson(single, 'i', 'a', T0)).sub_id).toEqual({ format: 'opaque', id: 'g-1' });
   });
 

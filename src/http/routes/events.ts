@@ -3,7 +3,7 @@ import { parseBasicAuthorization } from '../../engine/client-auth.js';
 import { InvalidClientError } from '../../engine/errors.js';
 import { AccessDeniedError } from '../../engine/errors.js';
 import { SigningKeys } from '../../events/keys.js';
-import { parsePollRequest, poll, pollResponseBody } from '../../events/poll.js';
+import { parsePollRequest, poll } from '../../events/poll.js';
 import { TOKENS_REVOKED } from '../../events/set.js';
 import type { ReceiverRecord } from '../../store/store.js';
 import { okAnswer, okJsonAnswer, replyAnswer, type Answer } from '../answer.js';
@@ -117,7 +117,7 @@ export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
         const errs = Object.keys(outcome.setErrs);
         if (errs.length > 0) request.log.warn({ reqId: request.id, receiver: receiver.id, setErrs: outcome.setErrs }, 'the receiver reported errors for SETs');
         // Answered because the server is stopping: the connection goes too, rather than idle in keep-alive.
-        const ok = okJsonAnswer(pollResponseBody(outcome.response));
+        const ok = okJsonAnswer(outcome.body);
         const answer = closing ? { ...ok, headers: { connection: 'close' } } : ok;
         request.answered = { answer, clientId: receiver.clientId, jti: null, outcome: null };
         return replyAnswer(reply, answer);

@@ -508,7 +508,7 @@ function deliveryOf(receiverId: string, id: string, attempts: number, contents: 
     count += r.count;
     if (r.latestAt > latestAt) latestAt = r.latestAt;
   }
-  return withPreparedRevocations(d, { json: rows.map((r) => r.claims).join(','), count, latestAt });
+  return withPreparedRevocations(d, { parts: rows.map((r) => r.claims), count, latestAt });
 }
 
 function eventOfRow(r: EventRow): RevocationEvent {
