@@ -52,6 +52,7 @@ try {
     const out = await poll(deps, receiver, { maxEvents: 1000, returnImmediately: true, ack, setErrs: {} });
     const p = process.cpuUsage(p0);
     ack = Object.keys(JSON.parse(out.body.toString("utf8")).sets);
+    out.release();
     sets += ack.length;
     revokeCpu += r.user + r.system;
     pollCpu += p.user + p.system;

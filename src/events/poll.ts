@@ -51,6 +51,11 @@ export interface PollResponse {
 export interface PollOutcome {
   /** The answer ({@link PollResponse}) as the bytes of its JSON, written as its SETs were signed (pollAnswer). */
   body: Buffer;
+  /**
+   * To call once `body` has been sent (its last byte handed to the operating system): its memory
+   * then serves a later answer. Not called (the answer was abandoned): it is garbage like any other.
+   */
+  release: () => void;
   /** How many SETs it carries. */
   sets: number;
   /** Deliveries the acks (and error reports) removed. */
@@ -108,7 +113,7 @@ export async function poll(deps: PollDeps, receiver: ReceiverRecord, request: Po
   const now = deps.now ?? Date.now;
   const done = [...request.ack, ...Object.keys(request.setErrs)];
   const acknowledged = done.length > 0 ? await deps.store.ackDeliveries(receiver.id, done, now()) : 0;
-  const outcome = (body: Buffer, sets: number): PollOutcome => ({ body, sets, acknowledged, setErrs: request.setErrs });
+  const outcome = (answer: PollAnswer, sets: number): PollOutcome => ({ ...answer, sets, acknowledged, setErrs: request.setErrs });
   if (request.maxEvents === 0) {
     return outcome(pollAnswer((await deps.store.pendingDeliveries(receiver.id, 1, MERGE_UP_TO)).length > 0), 0);
   }
@@ -126,13 +131,10 @@ export async function poll(deps: PollDeps, receiver: ReceiverRecord, request: Po
   if (answered.length === 0) return outcome(pollAnswer(false), 0);
   const key = await deps.keys.current();
   const at = now();
-  const body = pollAnswer(pending.length > request.maxEvents, { deliveries: answered, issuer: deps.issuer(), audience: receiver.audience, key, now: at });
+  const answer = pollAnswer(pending.length > request.maxEvents, { deliveries: answered, issuer: deps.issuer(), audience: receiver.audience, key, now: at });
   deps.lastAnswered?.set(receiver.id, at);
-  return outcome(body, answered.length);
+  return outcome(answer, answered.length);
 }
-
-/** The answer being written: kept from answer to answer (pollAnswer is synchronous). */
-const answerScratch = new ByteWriter(64 * 1024);
 
 /** The SETs of an answer: these deliveries', signed by `key` at `now` (ms). */
 export interface AnswerSets {
@@ -143,22 +145,41 @@ export interface AnswerSets {
   now: number;
 }
 
+/** An answer's bytes, and what gives their memory back once they were sent. */
+export interface PollAnswer {
+  body: Buffer;
+  release: () => void;
+}
+
+/**
+ * The memory of answers sent, for the next ones: a new buffer of a few hundred kilobytes per
+ * answer is memory outside V8's heap, and twenty of them a second made V8 run a full garbage
+ * collection every second or so (bench/PERF-LOG.md 36). At most this many are kept.
+ */
+const idleWriters: ByteWriter[] = [];
+const IDLE_WRITERS = 4;
+
 /**
  * The JSON of an answer ({@link PollResponse}), as `JSON.stringify` writes it, as bytes: each SET
  * written into the answer where it goes (writeSet), not made into a string and copied again (an
  * answer under load is a few hundred kilobytes). No `sets`: an answer with none.
  */
-export function pollAnswer(moreAvailable: boolean, sets?: AnswerSets): Buffer {
-  const out = answerScratch.reset().latin1('{"sets":{');
+export function pollAnswer(moreAvailable: boolean, sets?: AnswerSets): PollAnswer {
+  const out = (idleWriters.pop() ?? new ByteWriter(64 * 1024)).latin1('{"sets":{');
   sets?.deliveries.forEach((d, i) => {
     // A SET is base64url and dots (RFC 7515 §7.1): nothing JSON escapes.
     out.latin1(i === 0 ? '' : ',').utf8(JSON.stringify(d.id)).latin1(':"');
     writeSet(out, d, sets.issuer, sets.audience, sets.key, sets.now);
     out.latin1('"');
   });
-  const body = out.latin1(`},"moreAvailable":${moreAvailable}}`).copy();
-  out.reset();
-  return body;
+  out.latin1(`},"moreAvailable":${moreAvailable}}`);
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    if (idleWriters.length < IDLE_WRITERS) idleWriters.push(out.reset());
+  };
+  return { body: out.view(), release };
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

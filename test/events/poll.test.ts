@@ -271,7 +271,7 @@ describe('pollAnswer', () => {
       // A big one: its base64url crosses the writer's pieces (48 KiB) at a length that is no multiple of 3.
       { id: 'big', events: Array.from({ length: 900 }, (_, i) => event(`b-${i}`, i)) },
     ];
-    const body = pollAnswer(true, { deliveries, issuer: 'https://iss', audience: 'rs', key, now });
+    const { body, release } = pollAnswer(true, { deliveries, issuer: 'https://iss', audience: 'rs', key, now });
     const parsed = JSON.parse(body.toString('utf8')) as { sets: Record<string, string>; moreAvailable: boolean };
     expect(Object.keys(parsed.sets)).toEqual(deliveries.map((d) => d.id));
     expect(parsed.moreAvailable).toBe(true);
@@ -280,6 +280,12 @@ describe('pollAnswer', () => {
       const { payload } = await jwtVerify(parsed.sets[d.id]!, jwks, { issuer: 'https://iss', audience: 'rs', typ: 'secevent+jwt', currentDate: new Date(now) });
       expect(payload).toEqual(JSON.parse(JSON.stringify(setClaims(d, 'https://iss', 'rs', now))));
     }
-    expect(JSON.parse(pollAnswer(false).toString('utf8'))).toEqual({ sets: {}, moreAvailable: false });
+    // Released, its memory serves the next answer: what that answer says is its own.
+    release();
+    release();
+    const next = pollAnswer(false);
+    expect(JSON.parse(next.body.toString('utf8'))).toEqual({ sets: {}, moreAvailable: false });
+    expect(JSON.parse(pollAnswer(true).body.toString('utf8'))).toEqual({ sets: {}, moreAvailable: true });
+    expect(JSON.parse(next.body.toString('utf8'))).toEqual({ sets: {}, moreAvailable: false });
   });
 });

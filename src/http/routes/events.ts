@@ -118,6 +118,9 @@ export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
         if (errs.length > 0) request.log.warn({ reqId: request.id, receiver: receiver.id, setErrs: outcome.setErrs }, 'the receiver reported errors for SETs');
         // Answered because the server is stopping: the connection goes too, rather than idle in keep-alive.
         const ok = okJsonAnswer(outcome.body);
+        // Its memory serves a later answer once it has been sent, and only then ('finish': the last
+        // byte handed to the system; an answer cut off is left to the garbage collector).
+        reply.raw.once('finish', outcome.release);
         const answer = closing ? { ...ok, headers: { connection: 'close' } } : ok;
         request.answered = { answer, clientId: receiver.clientId, jti: null, outcome: null };
         return replyAnswer(reply, answer);
