@@ -31,6 +31,14 @@ export class UnsupportedMediaTypeError extends HttpTransportError {
   }
 }
 
+/** RFC 8936 §2.4: a poll request's body is JSON (the events routes take no form). */
+export class PollMediaTypeError extends HttpTransportError {
+  readonly status = 415;
+  constructor() {
+    super('The poll request body must be application/json (RFC 8936 §2.4)');
+  }
+}
+
 /**
  * A request Node's HTTP parser refused before any route (a bad Content-Length, request smuggling,
  * a CR in a header: 400; headers too large: 431; too slow: 408). See `parser-refusals.ts`.

@@ -160,6 +160,23 @@ describe.each(STORES)('%s store', (name, makeStore) => {
       expect(((await notJson.json()) as { err: string }).err).toBe('invalid_request');
     });
 
+    it('says what is wrong with a body that is not a JSON poll request, in the poll\'s own terms; an empty body is {}', async () => {
+      const send = async (body: string, contentType = 'application/json') => {
+        const res = await fetch(`${server.url}/events/poll`, { method: 'POST', headers: { 'content-type': contentType, authorization: rfcBasic(rs) }, body });
+        return { status: res.status, body: (await res.json()) as { err?: string; description?: string; sets?: object } };
+      };
+      const notJson = await send('not json');
+      expect(notJson).toMatchObject({ status: 400, body: { err: 'invalid_request' } });
+      expect(notJson.body.description).toMatch(/not valid JSON: send a JSON object/);
+      const form = await send('ack=x', 'application/x-www-form-urlencoded');
+      expect(form).toMatchObject({ status: 415, body: { err: 'invalid_request' } });
+      expect(form.body.description).toMatch(/must be application\/json/);
+      const large = await send(JSON.stringify({ ack: ['x'.repeat(70 * 1024)] }));
+      expect(large).toMatchObject({ status: 413, body: { err: 'invalid_request', description: 'The poll request body is larger than 64 KiB' } });
+      const empty = await send('');
+      expect(empty).toMatchObject({ status: 200, body: { sets: {} } });
+    });
+
     it('long-polls: a revocation wakes a waiting poll within ~200 ms', async () => {
       const started = Date.now();
       const waiting = pollRequest({});

@@ -10,11 +10,14 @@ import { okAnswer, okJsonAnswer, replyAnswer, type Answer } from '../answer.js';
 import type { HandlerDeps } from '../endpoints/endpoint.js';
 import { errorAnswer, failureFacts, pathOf } from '../error-answer.js';
 
+import { PollMediaTypeError } from '../transport-errors.js';
 import { JWKS_PATH, POLL_PATH, SSF_CONFIGURATION_PATH, SSF_STREAM_PATH } from '../paths.js';
 
 export { JWKS_PATH, POLL_PATH, SSF_CONFIGURATION_PATH, SSF_STREAM_PATH };
 /** A poll body is a few hundred acks at most: 1000 jtis of 36 characters and their quotes. */
 const POLL_BODY_LIMIT = 64 * 1024;
+/** The media type of a poll request's body, with or without parameters. */
+const JSON_TYPE = /^application\/json\s*(?:;|$)/i;
 
 export const DELIVERY_PUSH = 'urn:ietf:rfc:8935';
 export const DELIVERY_POLL = 'urn:ietf:rfc:8936';
@@ -63,10 +66,32 @@ function eventsErrorAnswer(err: unknown, request: FastifyRequest): Answer & { un
   if (err instanceof AccessDeniedError) {
     return { status: 403, headers: undefined, payload: JSON.stringify({ err: 'access_denied', description: err.message }), noStore: true, errorCode: 'access_denied', reason: null, unexpected: false };
   }
+  const refused = pollBodyRefusal(err);
+  if (refused) {
+    return { status: refused.status, headers: undefined, payload: JSON.stringify({ err: 'invalid_request', description: refused.message }), noStore: true, errorCode: 'invalid_request', reason: null, unexpected: false };
+  }
   const a = errorAnswer(err, pathOf(request), request.headers.authorization);
   const body = JSON.parse(a.payload.toString()) as { message: string };
   const code = SET_ERRORS[a.errorCode] ?? a.errorCode;
   return { ...a, payload: JSON.stringify({ err: code, description: body.message }) };
+}
+
+/**
+ * fastify's refusals of a poll request's body, in the poll's own words: the server's one table
+ * speaks of the forms every other endpoint takes (contract 3), and says "Bad Request" for JSON
+ * that does not parse.
+ */
+function pollBodyRefusal(err: unknown): { status: number; message: string } | undefined {
+  switch ((err as { code?: unknown } | null)?.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { status: 415, message: new PollMediaTypeError().message };
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return { status: 400, message: 'The poll request body is not valid JSON: send a JSON object, for instance {"ack": [], "maxEvents": 100} (RFC 8936 §2.4)' };
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, message: `The poll request body is larger than ${POLL_BODY_LIMIT / 1024} KiB` };
+    default:
+      return undefined;
+  }
 }
 
 function sendEventsError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
@@ -94,7 +119,11 @@ export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
   // The pacing of long polls (events/poll.ts LONG_POLL_MIN_INTERVAL_MS): per receiver, in this process.
   const lastAnswered = new Map<string, number>();
   void app.register(async (scope) => {
-    scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: POLL_BODY_LIMIT }, scope.getDefaultJsonParser('error', 'error'));
+    // An empty body is a poll with every member at its default, as `{}` is (fastify refuses it).
+    const json = scope.getDefaultJsonParser('error', 'error');
+    scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: POLL_BODY_LIMIT }, (request, body, done) =>
+      body === '' ? done(null, undefined) : json(request, body.toString(), done),
+    );
     scope.setErrorHandler((err, request, reply) => sendEventsError(err, request, reply));
     // A long poll ends with what it has (nothing) when the server stops, instead of holding shutdown.
     let closing = false;
@@ -105,6 +134,8 @@ export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
 
     scope.post(POLL_PATH, async (request, reply) => {
       const receiver = await pollReceiver(deps, request);
+      // A form is parsed by the server's own parser (every other endpoint takes forms): not a poll request.
+      if (request.body !== undefined && !JSON_TYPE.test(request.headers['content-type'] ?? '')) throw new PollMediaTypeError();
       const body = parsePollRequest(request.body);
       const stop = new AbortController();
       // A poll that was still authenticating when the server began to stop does not wait either.
