@@ -54,13 +54,6 @@ export class ByteWriter {
     return this.buf.subarray(start, end);
   }
 
-  /** A copy of the bytes written, its own memory. */
-  copy(): Buffer {
-    const out = Buffer.allocUnsafeSlow(this.length);
-    this.buf.copy(out, 0, 0, this.length);
-    return out;
-  }
-
   private room(n: number): void {
     const need = this.length + n;
     if (need <= this.buf.length) return;

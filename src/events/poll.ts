@@ -1,9 +1,8 @@
 import { InvalidRequestError } from '../engine/errors.js';
 import type { EventStore, ReceiverRecord } from '../store/store.js';
-import type { SigningKeys } from './keys.js';
 import { ByteWriter } from './bytes.js';
+import type { SigningKey, SigningKeys } from './keys.js';
 import { writeSet, type SetContent } from './set.js';
-import type { SigningKey } from './keys.js';
 
 /** RFC 8936 §2.4: `maxEvents` when the request has none, and the most one answer holds. */
 export const DEFAULT_MAX_EVENTS = 100;

@@ -9,8 +9,8 @@ import type { ReceiverRecord } from '../../store/store.js';
 import { okAnswer, okJsonAnswer, replyAnswer, type Answer } from '../answer.js';
 import type { HandlerDeps } from '../endpoints/endpoint.js';
 import { errorAnswer, failureFacts, pathOf } from '../error-answer.js';
-
 import { PollMediaTypeError } from '../transport-errors.js';
+
 import { JWKS_PATH, POLL_PATH, SSF_CONFIGURATION_PATH, SSF_STREAM_PATH } from '../paths.js';
 
 export { JWKS_PATH, POLL_PATH, SSF_CONFIGURATION_PATH, SSF_STREAM_PATH };
