@@ -55,8 +55,6 @@ export interface PollOutcome {
    * then serves a later answer. Not called (the answer was abandoned): it is garbage like any other.
    */
   release: () => void;
-  /** How many SETs it carries. */
-  sets: number;
   /** Deliveries the acks (and error reports) removed. */
   acknowledged: number;
   /** The error reports received, by SET jti. */
@@ -112,9 +110,9 @@ export async function poll(deps: PollDeps, receiver: ReceiverRecord, request: Po
   const now = deps.now ?? Date.now;
   const done = [...request.ack, ...Object.keys(request.setErrs)];
   const acknowledged = done.length > 0 ? await deps.store.ackDeliveries(receiver.id, done, now()) : 0;
-  const outcome = (answer: PollAnswer, sets: number): PollOutcome => ({ ...answer, sets, acknowledged, setErrs: request.setErrs });
+  const outcome = (answer: PollAnswer): PollOutcome => ({ ...answer, acknowledged, setErrs: request.setErrs });
   if (request.maxEvents === 0) {
-    return outcome(pollAnswer((await deps.store.pendingDeliveries(receiver.id, 1, MERGE_UP_TO)).length > 0), 0);
+    return outcome(pollAnswer((await deps.store.pendingDeliveries(receiver.id, 1, MERGE_UP_TO)).length > 0));
   }
   const until = now() + LONG_POLL_MS;
   if (!request.returnImmediately && deps.lastAnswered) {
@@ -127,12 +125,12 @@ export async function poll(deps: PollDeps, receiver: ReceiverRecord, request: Po
     pending = await deps.store.pendingDeliveries(receiver.id, request.maxEvents + 1, MERGE_UP_TO);
   }
   const answered = pending.slice(0, request.maxEvents);
-  if (answered.length === 0) return outcome(pollAnswer(false), 0);
+  if (answered.length === 0) return outcome(pollAnswer(false));
   const key = await deps.keys.current();
   const at = now();
   const answer = pollAnswer(pending.length > request.maxEvents, { deliveries: answered, issuer: deps.issuer(), audience: receiver.audience, key, now: at });
   deps.lastAnswered?.set(receiver.id, at);
-  return outcome(answer, answered.length);
+  return outcome(answer);
 }
 
 /** The SETs of an answer: these deliveries', signed by `key` at `now` (ms). */

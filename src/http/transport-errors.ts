@@ -31,11 +31,16 @@ export class UnsupportedMediaTypeError extends HttpTransportError {
   }
 }
 
-/** RFC 8936 §2.4: a poll request's body is JSON (the events routes take no form). */
-export class PollMediaTypeError extends HttpTransportError {
-  readonly status = 415;
-  constructor() {
-    super('The poll request body must be application/json (RFC 8936 §2.4)');
+/** RFC 8936 §2.4: a poll request's body that is not one (415 not JSON, 413 too large, 400 not parsed). */
+export class PollBodyError extends HttpTransportError {
+  static notJson(): PollBodyError {
+    return new PollBodyError(415, 'The poll request body must be application/json (RFC 8936 §2.4)');
+  }
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
   }
 }
 

@@ -9,7 +9,7 @@ import type { ReceiverRecord } from '../../store/store.js';
 import { okAnswer, okJsonAnswer, replyAnswer, type Answer } from '../answer.js';
 import type { HandlerDeps } from '../endpoints/endpoint.js';
 import { errorAnswer, failureFacts, pathOf } from '../error-answer.js';
-import { PollMediaTypeError } from '../transport-errors.js';
+import { PollBodyError } from '../transport-errors.js';
 
 import { JWKS_PATH, POLL_PATH, SSF_CONFIGURATION_PATH, SSF_STREAM_PATH } from '../paths.js';
 
@@ -66,31 +66,27 @@ function eventsErrorAnswer(err: unknown, request: FastifyRequest): Answer & { un
   if (err instanceof AccessDeniedError) {
     return { status: 403, headers: undefined, payload: JSON.stringify({ err: 'access_denied', description: err.message }), noStore: true, errorCode: 'access_denied', reason: null, unexpected: false };
   }
-  const refused = pollBodyRefusal(err);
-  if (refused) {
-    return { status: refused.status, headers: undefined, payload: JSON.stringify({ err: 'invalid_request', description: refused.message }), noStore: true, errorCode: 'invalid_request', reason: null, unexpected: false };
-  }
-  const a = errorAnswer(err, pathOf(request), request.headers.authorization);
+  const a = errorAnswer(pollBodyError(err), pathOf(request), request.headers.authorization);
   const body = JSON.parse(a.payload.toString()) as { message: string };
   const code = SET_ERRORS[a.errorCode] ?? a.errorCode;
   return { ...a, payload: JSON.stringify({ err: code, description: body.message }) };
 }
 
 /**
- * fastify's refusals of a poll request's body, in the poll's own words: the server's one table
- * speaks of the forms every other endpoint takes (contract 3), and says "Bad Request" for JSON
- * that does not parse.
+ * fastify's refusals of a poll request's body as {@link PollBodyError}s, in the poll's own words:
+ * the server's one table speaks of the forms every other endpoint takes (contract 3), and says
+ * "Bad Request" for JSON that does not parse. Any other error as it is.
  */
-function pollBodyRefusal(err: unknown): { status: number; message: string } | undefined {
+function pollBodyError(err: unknown): unknown {
   switch ((err as { code?: unknown } | null)?.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return { status: 415, message: new PollMediaTypeError().message };
+      return PollBodyError.notJson();
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return { status: 400, message: 'The poll request body is not valid JSON: send a JSON object, for instance {"ack": [], "maxEvents": 100} (RFC 8936 §2.4)' };
+      return new PollBodyError(400, 'The poll request body is not valid JSON: send a JSON object, for instance {"ack": [], "maxEvents": 100} (RFC 8936 §2.4)');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { status: 413, message: `The poll request body is larger than ${POLL_BODY_LIMIT / 1024} KiB` };
+      return new PollBodyError(413, `The poll request body is larger than ${POLL_BODY_LIMIT / 1024} KiB`);
     default:
-      return undefined;
+      return err;
   }
 }
 
@@ -135,7 +131,7 @@ export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
     scope.post(POLL_PATH, async (request, reply) => {
       const receiver = await pollReceiver(deps, request);
       // A form is parsed by the server's own parser (every other endpoint takes forms): not a poll request.
-      if (request.body !== undefined && !JSON_TYPE.test(request.headers['content-type'] ?? '')) throw new PollMediaTypeError();
+      if (request.body !== undefined && !JSON_TYPE.test(request.headers['content-type'] ?? '')) throw PollBodyError.notJson();
       const body = parsePollRequest(request.body);
       const stop = new AbortController();
       // A poll that was still authenticating when the server began to stop does not wait either.
