@@ -24,8 +24,10 @@ export interface IntrospectionAnswer {
 /** One revocation of a `tokens-revoked` SET (its `revocations`), as the SET carries it: what it covers (docs/events.md). */
 export interface RevokedTokens {
   scope: 'token' | 'grant' | 'user' | 'client';
+  /** Absent: `revoked` (tokenctl leaves the usual reason out). */
   reason?: string;
   jti?: string;
+  /** The type of `jti`; absent on a `token` event, whose `jti` is always an access token's. */
   token_type?: string;
   grant_id?: string;
   username?: string;

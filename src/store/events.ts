@@ -114,13 +114,20 @@ export interface Delivery {
 }
 
 /**
- * One revocation as a SET tells it (events/set.ts): an event's members but its id, snake_case.
- * Here, beside the event, so that a store can keep events in this form (see {@link PreparedRevocations}).
+ * One revocation as a SET tells it (events/set.ts): an event's members but its id, snake_case,
+ * less what goes without saying (docs/events.md "The SET"): `reason` only when it is not
+ * `revoked`, and `token_type` only when `scope` does not say it (a `token` event is always of an
+ * access token: a refresh token's revocation ends its grant). A SET under load carries a thousand
+ * of these, and every byte of them is written to the outbox, read back, encoded, hashed and sent
+ * (bench/PERF-LOG.md 37). Here, beside the event, so that a store can keep events in this form
+ * (see {@link PreparedRevocations}).
  */
 export interface RevocationClaim {
   scope: RevocationEvent['scope'];
-  reason: RevocationEvent['reason'];
+  /** Absent: `revoked`. */
+  reason?: RevocationEvent['reason'];
   jti?: string;
+  /** Absent on a `token` event: `access_token`. */
   token_type?: string;
   grant_id?: string;
   username?: string;
@@ -129,15 +136,20 @@ export interface RevocationClaim {
   at: number;
 }
 
+/** The reason a claim leaves out. */
+const USUAL_REASON: RevocationReason = 'revoked';
+/** Whether a claim leaves the event's token type out: the one a `token` event always has. */
+const typeGoesWithoutSaying = (event: RevocationEvent): boolean => event.scope === 'token' && event.tokenType === 'access_token';
+
 /** An event as its {@link RevocationClaim}. */
 export function revocationClaim(event: RevocationEvent): RevocationClaim {
   // One object literal of one shape for every event (a SET of a thousand revocations builds a
   // thousand): the members an event lacks are undefined here, and JSON leaves them out.
   return {
     scope: event.scope,
-    reason: event.reason,
+    reason: event.reason === USUAL_REASON ? undefined : event.reason,
     jti: event.jti,
-    token_type: event.tokenType,
+    token_type: typeGoesWithoutSaying(event) ? undefined : event.tokenType,
     grant_id: event.grantId,
     username: event.username,
     client_id: event.clientId,
@@ -145,11 +157,33 @@ export function revocationClaim(event: RevocationEvent): RevocationClaim {
   };
 }
 
+/** The strings JSON writes as they are between quotes: printable ASCII but `"` and `\`. */
+const VERBATIM = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+/** `JSON.stringify(s)`, the same text; a string JSON writes as it is just goes between quotes. */
+export const jsonString = (s: string): string => (VERBATIM.test(s) ? `"${s}"` : JSON.stringify(s));
+
+/**
+ * `JSON.stringify(revocationClaim(event))`, the same text, written directly: the SQLite store
+ * writes one per revocation inside its commit, and this costs half of what building the object
+ * and stringifying it does (bench/PERF-LOG.md 37; a test holds the two to the same text).
+ */
+export function revocationClaimJson(event: RevocationEvent): string {
+  let json = `{"scope":${jsonString(event.scope)}`;
+  if (event.reason !== USUAL_REASON && event.reason !== undefined) json += `,"reason":${jsonString(event.reason)}`;
+  if (event.jti !== undefined) json += `,"jti":${jsonString(event.jti)}`;
+  if (event.tokenType !== undefined && !typeGoesWithoutSaying(event)) json += `,"token_type":${jsonString(event.tokenType)}`;
+  if (event.grantId !== undefined) json += `,"grant_id":${jsonString(event.grantId)}`;
+  if (event.username !== undefined) json += `,"username":${jsonString(event.username)}`;
+  if (event.clientId !== undefined) json += `,"client_id":${jsonString(event.clientId)}`;
+  return `${json},"at":${Number.isFinite(event.at) ? event.at : null}}`;
+}
+
 /** The event of a {@link RevocationClaim} and its id. */
 export function eventOfClaim(id: string, c: RevocationClaim): RevocationEvent {
-  const e: RevocationEvent = { id, at: c.at, reason: c.reason, scope: c.scope };
+  const e: RevocationEvent = { id, at: c.at, reason: c.reason ?? USUAL_REASON, scope: c.scope };
   if (c.jti !== undefined) e.jti = c.jti;
   if (c.token_type !== undefined) e.tokenType = c.token_type as RevocationEvent['tokenType'];
+  else if (c.scope === 'token') e.tokenType = 'access_token';
   if (c.grant_id !== undefined) e.grantId = c.grant_id;
   if (c.username !== undefined) e.username = c.username;
   if (c.client_id !== undefined) e.clientId = c.client_id;

@@ -2,7 +2,7 @@ import { compactVerify, createLocalJWKSet, decodeProtectedHeader, jwtVerify } fr
 import { describe, expect, it } from 'vitest';
 import { KEY_ROTATION_MS, RETIRED_KEY_PUBLISHED_MS, SigningKeys } from '../../src/events/keys.js';
 import { revocationClaim, setClaims, setClaimsJson, signSet, TOKENS_REVOKED } from '../../src/events/set.js';
-import { withPreparedRevocations } from '../../src/store/events.js';
+import { eventOfClaim, revocationClaimJson, withPreparedRevocations } from '../../src/store/events.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
 import type { RevocationEvent } from '../../src/store/store.js';
 
@@ -66,6 +66,33 @@ describe('SET claims (batch-wire format)', () => {
     expect(JSON.parse(setClaimsJson(single, 'i', 'a', T0)).sub_id).toEqual({ format: 'opaque', id: 'g-1' });
   });
 
+  it('a revocation leaves out what goes without saying: reason revoked, and the token type of a token event (always an access token)', () => {
+    const [token, , user] = three.map(revocationClaim);
+    expect(token).toEqual({ scope: 'token', jti: 'j-2', grant_id: 'g-2', username: 'ann', client_id: 'app', at: T0 - 3_000 });
+    expect(JSON.stringify(token)).not.toMatch(/reason|token_type/);
+    expect(user).toEqual({ scope: 'user', username: 'bob', at: T0 - 100 });
+    // Said when it is not the usual: another reason, a grant's token type, a token event of a refresh token.
+    expect(revocationClaim(grant)).toMatchObject({ reason: 'reuse_detected', token_type: 'refresh_token' });
+    expect(revocationClaim({ ...grant, reason: 'revoked', tokenType: 'access_token' })).toMatchObject({ token_type: 'access_token' });
+    expect(revocationClaim({ ...three[0]!, tokenType: 'refresh_token' })).toMatchObject({ token_type: 'refresh_token' });
+    // Read back, the event is whole again.
+    for (const e of [...three, grant]) expect(eventOfClaim(e.id, JSON.parse(JSON.stringify(revocationClaim(e))))).toEqual(e);
+    // A claim of an earlier build, with every member, reads the same.
+    expect(eventOfClaim('e-0', { scope: 'token', reason: 'revoked', jti: 'j-2', token_type: 'access_token', grant_id: 'g-2', username: 'ann', client_id: 'app', at: T0 - 3_000 })).toEqual(three[0]);
+  });
+
+  it('revocationClaimJson writes the text of JSON.stringify(revocationClaim(event)), byte for byte, whatever the strings hold', () => {
+    const strings = ['', 'alice', 'user01234', '019ab2c3-b59e-7a0c-b5cb-ab3ac552168f', 'a"b', 'back\\slash', 'tab\tnew\nline', '\u0000\u001f', 'del\u007f', 'ümlaut', '日本', 'emoji 😀', 'lone \ud800 surrogate', '</script>', " !#$%&'()*+,-./:;<=>?@[]^_`{|}~"];
+    const events: RevocationEvent[] = [...three, grant];
+    for (const [i, s] of strings.entries()) {
+      events.push({ id: `e-${i}`, at: T0 + i, reason: 'revoked', scope: 'token', jti: s, tokenType: 'access_token', grantId: s, username: s, clientId: s });
+      events.push({ id: `u-${i}`, at: i, reason: 'client_deleted', scope: 'user', username: s, clientId: s });
+      events.push({ id: `g-${i}`, at: Number.MAX_SAFE_INTEGER - i, reason: 'reuse_detected', scope: 'grant', jti: s, tokenType: 'refresh_token', grantId: s });
+    }
+    events.push({ id: 'c', at: 0, reason: 'revoked', scope: 'client', clientId: 'c' });
+    for (const e of events) expect(revocationClaimJson(e)).toBe(JSON.stringify(revocationClaim(e)));
+  });
+
   it('a delivery of 3 revocations signed: verified by jose against the served JWKS, ES256 and secevent+jwt', async () => {
     const store = new MemoryStore();
     const keys = new SigningKeys(store, () => T0);
@@ -83,9 +110,9 @@ describe('SET claims (batch-wire format)', () => {
       events: {
         [TOKENS_REVOKED]: {
           revocations: [
-            { scope: 'token', reason: 'revoked', jti: 'j-2', token_type: 'access_token', grant_id: 'g-2', username: 'ann', client_id: 'app', at: T0 - 3_000 },
+            { scope: 'token', jti: 'j-2', grant_id: 'g-2', username: 'ann', client_id: 'app', at: T0 - 3_000 },
             { scope: 'grant', reason: 'reuse_detected', jti: 'j-1', token_type: 'refresh_token', grant_id: 'g-1', username: 'alice', client_id: 'app', at: T0 - 1_500 },
-            { scope: 'user', reason: 'revoked', username: 'bob', at: T0 - 100 },
+            { scope: 'user', username: 'bob', at: T0 - 100 },
           ],
         },
       },
