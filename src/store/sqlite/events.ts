@@ -73,8 +73,9 @@ const ACK_SCAN_ROWS = 20_000;
 function prepareEventStatements(db: Database.Database) {
   const p = (sql: string) => db.prepare(sql);
   return {
-    // The end of a transaction with revocations: one lookup when nobody listens (the first row of a small table, or none).
-    hasReceivers: p('SELECT 1 FROM receivers LIMIT 1').pluck(true),
+    // The end of a transaction with revocations: one look at a small table. NULL: no receiver
+    // (nothing is written); 0: poll receivers only (no delivery rows); 1: a push receiver too.
+    receiverKinds: p("SELECT max(delivery = 'push') FROM receivers").pluck(true),
     // Its seq above every row's and every poll cursor's, even once purged rows took the largest seq
     // away: a poll receiver's cursor never covers a row it has not seen.
     insertEvent: p(`INSERT INTO security_events (seq, id, at, payload) VALUES (
@@ -184,10 +185,11 @@ export class SqliteEvents implements EventStore {
   /**
    * The group commit's hooks (group-commit.ts TransactionTail): the events of the revocations that
    * commit together, in commit order, go out as ONE outbox row, with one delivery per receiver due
-   * at the first event's time: one SET, one signature and one acknowledgement per receiver for a
-   * burst of revocations. Written inside the transaction, so durable with the revocations or not
-   * at all; a step rolled back leaves nothing in it. With no receiver the cost is one indexed
-   * lookup per transaction, exact within it (no cached flag another process could have made stale).
+   * at the first event's time (a push receiver's delivery row; a poll receiver has its cursor): one
+   * SET, one signature and one acknowledgement per receiver for a burst of revocations. Written
+   * inside the transaction, so durable with the revocations or not at all; a step rolled back
+   * leaves nothing in it. With no receiver the cost is one look at the receivers per transaction,
+   * exact within it (no cached flag another process could have made stale).
    */
   readonly tail: TransactionTail = {
     mark: () => this.collected.length,
@@ -198,11 +200,12 @@ export class SqliteEvents implements EventStore {
       const events = this.collected;
       if (events.length === 0) return;
       this.collected = [];
-      if (this.st.hasReceivers.get() === undefined) return;
+      const kinds = this.st.receiverKinds.get() as 0 | 1 | null;
+      if (kinds === null) return;
       const first = events[0]!;
       const payload = outboxPayload(events);
       const seq = this.st.insertEvent.run(first.id, first.at, payload).lastInsertRowid;
-      this.st.fanOut.run(seq, first.at);
+      if (kinds === 1) this.st.fanOut.run(seq, first.at);
     },
   };
 
