@@ -1,6 +1,6 @@
 import { sign } from 'node:crypto';
 import type { Delivery, RevocationEvent } from '../store/store.js';
-import { preparedRevocations, revocationClaim, type RevocationClaim } from '../store/events.js';
+import { preparedRevocations, revocationClaim, revocationClaimJson, type RevocationClaim } from '../store/events.js';
 import { ByteWriter } from './bytes.js';
 import { SET_ALG, type SigningKey } from './keys.js';
 
@@ -77,9 +77,10 @@ function claimsOf(id: string, issuer: string, audience: string, now: number, lat
 const NO_REVOCATIONS = '[]}}}';
 
 /**
- * `JSON.stringify(setClaims(...))`, the same text; for a delivery of several revocations that its
- * store prepared (store/events.ts PreparedRevocations), the claims written with no revocations and
- * their JSON put in as it is.
+ * `JSON.stringify(setClaims(...))`, the same text. The revocations' JSON has one writer,
+ * `revocationClaimJson`: a store that prepared it (store/events.ts PreparedRevocations, for a
+ * delivery of several revocations) wrote it at its commit, and it goes in as it is; otherwise it
+ * is written here from the events. The claims around it are written with no revocations.
  */
 export function setClaimsJson(content: SetContent, issuer: string, audience: string, now: number): string {
   return writeClaimsJson(new ByteWriter(), content, issuer, audience, now).view().toString('utf8');
@@ -88,10 +89,22 @@ export function setClaimsJson(content: SetContent, issuer: string, audience: str
 /** Appends {@link setClaimsJson}'s text to `out`, as UTF-8. */
 function writeClaimsJson(out: ByteWriter, content: SetContent, issuer: string, audience: string, now: number): ByteWriter {
   const prepared = preparedRevocations(content);
-  if (prepared === undefined || prepared.count < 2) return out.utf8(JSON.stringify(setClaims(content, issuer, audience, now)));
-  const empty = JSON.stringify(claimsOf(content.id, issuer, audience, now, prepared.latestAt, undefined, []));
+  let parts: readonly string[];
+  let latestAt: number;
+  let subject: string | undefined;
+  if (prepared !== undefined && prepared.count >= 2) {
+    ({ parts, latestAt } = prepared);
+  } else {
+    // One revocation (its subject is the SET's sub_id) or a delivery its store did not prepare.
+    const { id, events } = content;
+    if (events.length === 0) throw new Error(`delivery ${id} has no events`);
+    parts = events.map(revocationClaimJson);
+    latestAt = events.reduce((latest, e) => Math.max(latest, e.at), -Infinity);
+    subject = events.length === 1 ? subjectOf(events[0]!) : undefined;
+  }
+  const empty = JSON.stringify(claimsOf(content.id, issuer, audience, now, latestAt, subject, []));
   out.utf8(empty.slice(0, -NO_REVOCATIONS.length)).latin1('[');
-  prepared.parts.forEach((part, i) => (i === 0 ? out : out.latin1(',')).utf8(part));
+  parts.forEach((part, i) => (i === 0 ? out : out.latin1(',')).utf8(part));
   return out.latin1(']}}}');
 }
 

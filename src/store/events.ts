@@ -163,9 +163,10 @@ const VERBATIM = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 export const jsonString = (s: string): string => (VERBATIM.test(s) ? `"${s}"` : JSON.stringify(s));
 
 /**
- * `JSON.stringify(revocationClaim(event))`, the same text, written directly: the SQLite store
- * writes one per revocation inside its commit, and this costs half of what building the object
- * and stringifying it does (bench/PERF-LOG.md 37; a test holds the two to the same text).
+ * `JSON.stringify(revocationClaim(event))`, the same text, written directly: the one writer of a
+ * revocation's JSON, for the SQLite store (one per revocation inside its commit) and for the SET
+ * writer (events/set.ts). It costs half of what building the object and stringifying it does
+ * (bench/PERF-LOG.md 37); a test holds the two to the same text.
  */
 export function revocationClaimJson(event: RevocationEvent): string {
   let json = `{"scope":${jsonString(event.scope)}`;

@@ -91,6 +91,10 @@ describe('SET claims (batch-wire format)', () => {
     }
     events.push({ id: 'c', at: 0, reason: 'revoked', scope: 'client', clientId: 'c' });
     for (const e of events) expect(revocationClaimJson(e)).toBe(JSON.stringify(revocationClaim(e)));
+    // The SET writer writes a delivery's revocations with it too, one (with its sub_id) or several.
+    for (const e of events) expect(setClaimsJson(one(e), 'i', 'a', T0)).toBe(JSON.stringify(setClaims(one(e), 'i', 'a', T0)));
+    expect(setClaimsJson({ id: 'all', events }, 'https://iss/ü', 'a"b', T0)).toBe(JSON.stringify(setClaims({ id: 'all', events }, 'https://iss/ü', 'a"b', T0)));
+    expect(() => setClaimsJson({ id: 'none', events: [] }, 'i', 'a', T0)).toThrow(/no events/);
   });
 
   it('a delivery of 3 revocations signed: verified by jose against the served JWKS, ES256 and secevent+jwt', async () => {
