@@ -53,11 +53,14 @@ function subjectOf(event: RevocationEvent): string {
  * `sub_id` only for a single revocation.
  */
 export function setClaims(content: SetContent, issuer: string, audience: string, now: number): SetClaims {
-  const { id, events } = content;
+  const { latestAt, subject } = summaryOf(content);
+  return claimsOf(content.id, issuer, audience, now, latestAt, subject, content.events.map(revocationClaim));
+}
+
+/** A delivery's latest revocation time, and the subject of its revocation when it has one only; none is an error. */
+function summaryOf({ id, events }: SetContent): { latestAt: number; subject: string | undefined } {
   if (events.length === 0) throw new Error(`delivery ${id} has no events`);
-  const single = events.length === 1 ? events[0]! : undefined;
-  const latestAt = events.reduce((latest, e) => Math.max(latest, e.at), -Infinity);
-  return claimsOf(id, issuer, audience, now, latestAt, single ? subjectOf(single) : undefined, events.map(revocationClaim));
+  return { latestAt: events.reduce((latest, e) => Math.max(latest, e.at), -Infinity), subject: events.length === 1 ? subjectOf(events[0]!) : undefined };
 }
 
 /** The claims of a SET, in their order; `subject` (sub_id) only for a single revocation. */
@@ -96,11 +99,8 @@ function writeClaimsJson(out: ByteWriter, content: SetContent, issuer: string, a
     ({ parts, latestAt } = prepared);
   } else {
     // One revocation (its subject is the SET's sub_id) or a delivery its store did not prepare.
-    const { id, events } = content;
-    if (events.length === 0) throw new Error(`delivery ${id} has no events`);
-    parts = events.map(revocationClaimJson);
-    latestAt = events.reduce((latest, e) => Math.max(latest, e.at), -Infinity);
-    subject = events.length === 1 ? subjectOf(events[0]!) : undefined;
+    ({ latestAt, subject } = summaryOf(content));
+    parts = content.events.map(revocationClaimJson);
   }
   const empty = JSON.stringify(claimsOf(content.id, issuer, audience, now, latestAt, subject, []));
   out.utf8(empty.slice(0, -NO_REVOCATIONS.length)).latin1('[');
