@@ -1,6 +1,6 @@
 import { sign } from 'node:crypto';
 import type { Delivery, RevocationEvent } from '../store/store.js';
-import { preparedRevocations, revocationClaim, revocationClaimJson, type RevocationClaim } from '../store/events.js';
+import { latestAtOf, preparedRevocations, revocationClaim, revocationClaimJson, type RevocationClaim } from '../store/events.js';
 import { ByteWriter } from './bytes.js';
 import { SET_ALG, type SigningKey } from './keys.js';
 
@@ -60,7 +60,7 @@ export function setClaims(content: SetContent, issuer: string, audience: string,
 /** A delivery's latest revocation time, and the subject of its revocation when it has one only; none is an error. */
 function summaryOf({ id, events }: SetContent): { latestAt: number; subject: string | undefined } {
   if (events.length === 0) throw new Error(`delivery ${id} has no events`);
-  return { latestAt: events.reduce((latest, e) => Math.max(latest, e.at), -Infinity), subject: events.length === 1 ? subjectOf(events[0]!) : undefined };
+  return { latestAt: latestAtOf(events), subject: events.length === 1 ? subjectOf(events[0]!) : undefined };
 }
 
 /** The claims of a SET, in their order; `subject` (sub_id) only for a single revocation. */

@@ -179,6 +179,13 @@ export function revocationClaimJson(event: RevocationEvent): string {
   return `${json},"at":${Number.isFinite(event.at) ? event.at : null}}`;
 }
 
+/** The time of the latest of `events` (ms): a SET's `toe`, an outbox row's second line. */
+export function latestAtOf(events: readonly RevocationEvent[]): number {
+  let latest = -Infinity;
+  for (const e of events) if (e.at > latest) latest = e.at;
+  return latest;
+}
+
 /** The event of a {@link RevocationClaim} and its id. */
 export function eventOfClaim(id: string, c: RevocationClaim): RevocationEvent {
   const e: RevocationEvent = { id, at: c.at, reason: c.reason ?? USUAL_REASON, scope: c.scope };

@@ -10,7 +10,7 @@ import {
   type RevocationEvent,
   type SigningKeyRecord,
 } from '../events.js';
-import { eventOfClaim, jsonString, revocationClaimJson, withPreparedRevocations, type RevocationClaim } from '../events.js';
+import { eventOfClaim, jsonString, latestAtOf, revocationClaimJson, withPreparedRevocations, type RevocationClaim } from '../events.js';
 import { insertUnique } from './errors.js';
 import type { TransactionTail } from './group-commit.js';
 
@@ -463,9 +463,7 @@ const ROW_PREFIX = '3\n';
  * ids and claims only when asked for (deliveryOf).
  */
 export function outboxPayload(events: readonly RevocationEvent[]): string {
-  let latestAt = events[0]!.at;
-  for (const e of events) if (e.at > latestAt) latestAt = e.at;
-  return `${ROW_PREFIX}${events.length} ${latestAt}\n[${events.map((e) => jsonString(e.id)).join(',')}]\n${events.map(revocationClaimJson).join(',')}`;
+  return `${ROW_PREFIX}${events.length} ${latestAtOf(events)}\n[${events.map((e) => jsonString(e.id)).join(',')}]\n${events.map(revocationClaimJson).join(',')}`;
 }
 
 /** An outbox row's events as the row holds them: as text (format 3, see outboxPayload), or decoded (earlier formats). */
