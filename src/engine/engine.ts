@@ -13,6 +13,7 @@ import { countPurgeable, countTokens, listTokens, purge, status, type PurgeOptio
 import { failedFor, type ClientRequest, type RefreshRequest } from './client-requests.js';
 import * as receivers from './receivers.js';
 import { refresh, refreshAsOperator } from './refresh.js';
+import * as signingKeys from './signing-keys.js';
 import type { ClientOutcome, ClientView, Inspection, IntrospectionResult, RevocationResult, TokenResponse, TokenView } from './results.js';
 import { countBulk, revokeAsOperator, revokeBulk, revokeFound, type BulkOptions, type BulkRevocation } from './revoke.js';
 
@@ -201,6 +202,14 @@ export class Engine {
   /** Requeues the receiver's dead letters; returns how many. */
   retryReceiver(id: string, actor: string): Promise<number> {
     return receivers.retryReceiver(this.ctx, id, actor);
+  }
+  /** The keys SETs are signed with, newest first, without their private parts. */
+  listSigningKeys(): Promise<signingKeys.SigningKeyView[]> {
+    return signingKeys.listSigningKeys(this.ctx);
+  }
+  /** A new current signing key (audited); the previous one stays published for 7 days. */
+  rotateSigningKey(actor: string): Promise<signingKeys.RotatedSigningKey> {
+    return signingKeys.rotateSigningKey(this.ctx, actor);
   }
   /** RFC 8936: authenticates the client (spec part 5) and returns the poll receiver it polls as, or AccessDeniedError. */
   async authenticatePollReceiver(credentials: PresentedCredentials, source?: string): Promise<ReceiverRecord> {

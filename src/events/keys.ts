@@ -1,13 +1,10 @@
 import { createPrivateKey, type JsonWebKeyInput, type KeyObject } from 'node:crypto';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
+import type { JWK } from 'jose';
+import { addRotatedKey, isPublished, KEY_ROTATION_MS, newSigningKey, RETIRED_KEY_PUBLISHED_MS, signingKeyViews, type SigningKeyView } from '../engine/signing-keys.js';
 import type { EventStore, SigningKeyRecord } from '../store/store.js';
 
-/** The JWS algorithm of every SET (common wire decision): ECDSA P-256 with SHA-256. */
-export const SET_ALG = 'ES256';
-/** A current key older than this is replaced by a new one (automatic rotation). */
-export const KEY_ROTATION_MS = 90 * 24 * 3_600_000;
-/** A retired key stays in the JWKS this long, for SETs signed before it was retired. */
-export const RETIRED_KEY_PUBLISHED_MS = 7 * 24 * 3_600_000;
+export { KEY_ROTATION_MS, RETIRED_KEY_PUBLISHED_MS, SET_ALG } from '../engine/signing-keys.js';
+
 /** How long a process signs with the current key it read before reading the store again. */
 const CURRENT_KEY_TTL_MS = 5_000;
 
@@ -20,33 +17,6 @@ export interface SigningKey {
 
 /** A public key as the JWKS publishes it. */
 export type PublicJwk = JWK & { kid: string; alg: string; use: 'sig' };
-
-/** A new ES256 key pair, its `kid` the RFC 7638 JWK thumbprint of the public key. */
-export async function newSigningKey(now: number): Promise<SigningKeyRecord> {
-  const { publicKey, privateKey } = await generateKeyPair(SET_ALG, { extractable: true });
-  const pub = await exportJWK(publicKey);
-  const kid = await calculateJwkThumbprint(pub, 'sha256');
-  const priv = await exportJWK(privateKey);
-  return {
-    kid,
-    alg: SET_ALG,
-    privateJwk: JSON.stringify({ ...priv, kid, alg: SET_ALG }),
-    publicJwk: JSON.stringify({ ...pub, kid, alg: SET_ALG, use: 'sig' }),
-    createdAt: now,
-    retiredAt: null,
-  };
-}
-
-/** A key record as `signing-key list` shows it: never the private key. */
-export interface SigningKeyView {
-  kid: string;
-  alg: string;
-  createdAt: number;
-  retiredAt: number | null;
-  /** Whether the JWKS publishes it (current, or retired less than 7 days ago). */
-  published: boolean;
-  current: boolean;
-}
 
 /**
  * The keys SETs are signed with (issue 18), kept in the store so that every node signs with the
@@ -79,8 +49,7 @@ export class SigningKeys {
 
   /** Adds a new current key; the previous one is retired and stays published for 7 days. */
   async rotate(): Promise<SigningKeyRecord> {
-    const key = await newSigningKey(this.now());
-    await this.store.addSigningKey(key);
+    const key = await addRotatedKey(this.store, this.now());
     this.cached = undefined;
     return key;
   }
@@ -116,16 +85,8 @@ export class SigningKeys {
   }
 
   /** Every key, newest first, without its private part. */
-  async list(): Promise<SigningKeyView[]> {
-    const now = this.now();
-    return (await this.store.listSigningKeys()).map((k) => ({
-      kid: k.kid,
-      alg: k.alg,
-      createdAt: k.createdAt,
-      retiredAt: k.retiredAt,
-      published: isPublished(k, now),
-      current: k.retiredAt === null,
-    }));
+  list(): Promise<SigningKeyView[]> {
+    return signingKeyViews(this.store, this.now());
   }
 
   /** Housekeeping: rotation when due, and keys out of the JWKS deleted. Returns how many were deleted. */
@@ -137,8 +98,4 @@ export class SigningKeys {
   private async currentRecord(): Promise<SigningKeyRecord | undefined> {
     return (await this.store.listSigningKeys()).find((k) => k.retiredAt === null);
   }
-}
-
-function isPublished(k: SigningKeyRecord, now: number): boolean {
-  return k.retiredAt === null || now - k.retiredAt < RETIRED_KEY_PUBLISHED_MS;
 }

@@ -1,5 +1,5 @@
 import type { ReceiverStatusView, ReceiverView } from '../../engine/receivers.js';
-import type { SigningKeyView } from '../../events/keys.js';
+import type { SigningKeyView } from '../../engine/signing-keys.js';
 import { fields, plural, table } from './layout.js';
 import { color } from './style.js';
 import { formatInstant, formatSpan } from './time.js';

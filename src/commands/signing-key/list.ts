@@ -1,6 +1,6 @@
 import { BaseCommand } from '../../cli/base-command.js';
 import { renderSigningKeys } from '../../cli/render/receiver.js';
-import { SigningKeys, type SigningKeyView } from '../../events/keys.js';
+import type { SigningKeyView } from '../../engine/signing-keys.js';
 
 export default class SigningKeyList extends BaseCommand<typeof SigningKeyList> {
   static override storeUse = 'read' as const;
@@ -10,7 +10,7 @@ export default class SigningKeyList extends BaseCommand<typeof SigningKeyList> {
   static override examples = ['<%= config.bin %> <%= command.id %>'];
 
   async run(): Promise<SigningKeyView[]> {
-    const keys = await new SigningKeys((await this.engine()).store).list();
+    const keys = await (await this.engine()).listSigningKeys();
     if (!this.jsonEnabled()) this.log(renderSigningKeys(keys, Date.now()));
     return keys;
   }

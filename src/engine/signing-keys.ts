@@ -1,0 +1,90 @@
+import { calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose';
+import type { EventStore, SigningKeyRecord } from '../store/store.js';
+import { audit } from './audit.js';
+import type { EngineContext } from './context.js';
+
+/**
+ * The lifecycle of the keys security events are signed with (issue 18): made, listed and rotated
+ * here, kept in the store so that every node signs with the same current key. Signing with them
+ * and publishing the JWKS is events/keys.ts's.
+ */
+
+/** The JWS algorithm of every SET (common wire decision): ECDSA P-256 with SHA-256. */
+export const SET_ALG = 'ES256';
+/** A current key older than this is replaced by a new one (automatic rotation). */
+export const KEY_ROTATION_MS = 90 * 24 * 3_600_000;
+/** A retired key stays in the JWKS this long, for SETs signed before it was retired. */
+export const RETIRED_KEY_PUBLISHED_MS = 7 * 24 * 3_600_000;
+
+/** A key record as `signing-key list` shows it: never the private key. */
+export interface SigningKeyView {
+  kid: string;
+  alg: string;
+  createdAt: number;
+  retiredAt: number | null;
+  /** Whether the JWKS publishes it (current, or retired less than 7 days ago). */
+  published: boolean;
+  current: boolean;
+}
+
+/** What `signing-key rotate` reports: the new current key. */
+export interface RotatedSigningKey {
+  kid: string;
+  alg: string;
+  createdAt: number;
+}
+
+/** A new ES256 key pair, its `kid` the RFC 7638 JWK thumbprint of the public key. */
+export async function newSigningKey(now: number): Promise<SigningKeyRecord> {
+  const { publicKey, privateKey } = await generateKeyPair(SET_ALG, { extractable: true });
+  const pub = await exportJWK(publicKey);
+  const kid = await calculateJwkThumbprint(pub, 'sha256');
+  const priv = await exportJWK(privateKey);
+  return {
+    kid,
+    alg: SET_ALG,
+    privateJwk: JSON.stringify({ ...priv, kid, alg: SET_ALG }),
+    publicJwk: JSON.stringify({ ...pub, kid, alg: SET_ALG, use: 'sig' }),
+    createdAt: now,
+    retiredAt: null,
+  };
+}
+
+/** Adds a new current key to `store`; the previous one is retired and stays published for 7 days. */
+export async function addRotatedKey(store: EventStore, now: number): Promise<SigningKeyRecord> {
+  const key = await newSigningKey(now);
+  await store.addSigningKey(key);
+  return key;
+}
+
+/** Whether the JWKS publishes a key at `now`: the current one, or one retired less than 7 days ago. */
+export function isPublished(k: SigningKeyRecord, now: number): boolean {
+  return k.retiredAt === null || now - k.retiredAt < RETIRED_KEY_PUBLISHED_MS;
+}
+
+/** Every key of `store`, newest first, without its private part. */
+export async function signingKeyViews(store: EventStore, now: number): Promise<SigningKeyView[]> {
+  return (await store.listSigningKeys()).map((k) => ({
+    kid: k.kid,
+    alg: k.alg,
+    createdAt: k.createdAt,
+    retiredAt: k.retiredAt,
+    published: isPublished(k, now),
+    current: k.retiredAt === null,
+  }));
+}
+
+/** `signing-key list`. */
+export function listSigningKeys(ctx: EngineContext): Promise<SigningKeyView[]> {
+  return signingKeyViews(ctx.store, ctx.clock.now());
+}
+
+/**
+ * `signing-key rotate`: a new current key, and who made it in the audit log: a new signing key is
+ * a security decision, recorded like a receiver's. (serve's own rotation at 90 days is not audited.)
+ */
+export async function rotateSigningKey(ctx: EngineContext, actor: string): Promise<RotatedSigningKey> {
+  const key = await addRotatedKey(ctx.store, ctx.clock.now());
+  await audit(ctx, actor, 'signing_key.rotate', `key:${key.kid}`, 1, key.alg);
+  return { kid: key.kid, alg: key.alg, createdAt: key.createdAt };
+}
