@@ -30,7 +30,6 @@ export interface SigningKeyView {
 /** What `signing-key rotate` reports: the new current key. */
 export interface RotatedSigningKey {
   kid: string;
-  alg: string;
   createdAt: number;
 }
 
@@ -86,5 +85,5 @@ export function listSigningKeys(ctx: EngineContext): Promise<SigningKeyView[]> {
 export async function rotateSigningKey(ctx: EngineContext, actor: string): Promise<RotatedSigningKey> {
   const key = await addRotatedKey(ctx.store, ctx.clock.now());
   await audit(ctx, actor, 'signing_key.rotate', `key:${key.kid}`, 1, key.alg);
-  return { kid: key.kid, alg: key.alg, createdAt: key.createdAt };
+  return { kid: key.kid, createdAt: key.createdAt };
 }

@@ -3,8 +3,6 @@ import type { JWK } from 'jose';
 import { addRotatedKey, isPublished, KEY_ROTATION_MS, newSigningKey, RETIRED_KEY_PUBLISHED_MS, signingKeyViews, type SigningKeyView } from '../engine/signing-keys.js';
 import type { EventStore, SigningKeyRecord } from '../store/store.js';
 
-export { KEY_ROTATION_MS, RETIRED_KEY_PUBLISHED_MS, SET_ALG } from '../engine/signing-keys.js';
-
 /** How long a process signs with the current key it read before reading the store again. */
 const CURRENT_KEY_TTL_MS = 5_000;
 

@@ -2,7 +2,8 @@ import { sign } from 'node:crypto';
 import type { Delivery, RevocationEvent } from '../store/store.js';
 import { latestAtOf, preparedRevocations, revocationClaim, revocationClaimJson, type RevocationClaim } from '../store/events.js';
 import { ByteWriter } from './bytes.js';
-import { SET_ALG, type SigningKey } from './keys.js';
+import { SET_ALG } from '../engine/signing-keys.js';
+import type { SigningKey } from './keys.js';
 
 /** The one event type tokenctl emits (its `events` member's key). */
 export const TOKENS_REVOKED = 'urn:tokenctl:secevent:tokens-revoked';

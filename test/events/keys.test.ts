@@ -1,6 +1,7 @@
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { KEY_ROTATION_MS, RETIRED_KEY_PUBLISHED_MS, SigningKeys } from '../../src/events/keys.js';
+import { KEY_ROTATION_MS, RETIRED_KEY_PUBLISHED_MS } from '../../src/engine/signing-keys.js';
+import { SigningKeys } from '../../src/events/keys.js';
 import { revocationClaim, setClaims, setClaimsJson, signSet, TOKENS_REVOKED } from '../../src/events/set.js';
 import { eventOfClaim, revocationClaimJson, withPreparedRevocations } from '../../src/store/events.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
