@@ -10,7 +10,7 @@ const DEFAULT_LIMIT = 50;
 export default class Audit extends BaseCommand<typeof Audit> {
   static override storeUse = 'read' as const;
   static override summary = 'Show the audit trail: who revoked, purged, created or deleted what';
-  static override description = `Newest first. Each line names the actor (a client id, or cli:<os user>), the action, its target and how many tokens or clients it changed. Tokens and secrets are never recorded. --json exports the entries as one JSON array.`;
+  static override description = `Newest first. Each line names the actor (a client id, cli:<os user>, or serve:<node> for serve's own signing-key rotation), the action, its target and how many tokens or clients it changed. Tokens and secrets are never recorded. --json exports the entries as one JSON array.`;
 
   static override examples = [
     '<%= config.bin %> <%= command.id %> --since 1d',

@@ -1,4 +1,4 @@
-import type { AuditEntry, AuditFilter, BulkSelector, ClientRecord, ReceiverRecord, TokenFilter, TokenRecord, TokenStore } from '../store/store.js';
+import type { AuditEntry, AuditFilter, BulkSelector, ClientRecord, ReceiverRecord, SigningKeyRecord, TokenFilter, TokenRecord, TokenStore } from '../store/store.js';
 import { ClientAuthenticator, type AuthenticatorOptions } from './authenticator.js';
 import { listAudit } from './audit.js';
 import type { PresentedCredentials } from './client-auth.js';
@@ -26,7 +26,7 @@ export interface EngineOptions extends Partial<EngineConfig> {
 /**
  * The token lifecycle of spec parts 1–7: one object that the CLI and the HTTP server both call.
  * It knows nothing of oclif, HTTP or SQL: it works on a {@link TokenStore} and a {@link Clock}.
- * `actor` arguments name who acts, for the audit trail: a client id, or `cli:<os user>`.
+ * `actor` arguments name who acts, for the audit trail: a client id, `cli:<os user>`, or `serve:<node>`.
  */
 export class Engine {
   readonly store: TokenStore;
@@ -210,6 +210,10 @@ export class Engine {
   /** A new current signing key (audited); the previous one stays published for 7 days. */
   rotateSigningKey(actor: string): Promise<signingKeys.RotatedSigningKey> {
     return signingKeys.rotateSigningKey(this.ctx, actor);
+  }
+  /** Audits a rotation serve made by itself (the key was 90 days old). */
+  recordKeyRotation(actor: string, key: Pick<SigningKeyRecord, 'kid' | 'alg'>): Promise<void> {
+    return signingKeys.recordKeyRotation(this.ctx, actor, key);
   }
   /** RFC 8936: authenticates the client (spec part 5) and returns the poll receiver it polls as, or AccessDeniedError. */
   async authenticatePollReceiver(credentials: PresentedCredentials, source?: string): Promise<ReceiverRecord> {

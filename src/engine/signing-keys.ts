@@ -80,10 +80,18 @@ export function listSigningKeys(ctx: EngineContext): Promise<SigningKeyView[]> {
 
 /**
  * `signing-key rotate`: a new current key, and who made it in the audit log: a new signing key is
- * a security decision, recorded like a receiver's. (serve's own rotation at 90 days is not audited.)
+ * a security decision, recorded like a receiver's.
  */
 export async function rotateSigningKey(ctx: EngineContext, actor: string): Promise<RotatedSigningKey> {
   const key = await addRotatedKey(ctx.store, ctx.clock.now());
-  await audit(ctx, actor, 'signing_key.rotate', `key:${key.kid}`, 1, key.alg);
+  await recordKeyRotation(ctx, actor, key);
   return { kid: key.kid, createdAt: key.createdAt };
+}
+
+/**
+ * A rotation made elsewhere, in the audit log: serve's own, when the current key is 90 days old
+ * (events/keys.ts), by `serve:<node>`. The same line as an operator's rotation.
+ */
+export async function recordKeyRotation(ctx: EngineContext, actor: string, key: Pick<SigningKeyRecord, 'kid' | 'alg'>): Promise<void> {
+  await audit(ctx, actor, 'signing_key.rotate', `key:${key.kid}`, 1, key.alg);
 }

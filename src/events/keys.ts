@@ -1,6 +1,6 @@
 import { createPrivateKey, type JsonWebKeyInput, type KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
-import { addRotatedKey, isPublished, KEY_ROTATION_MS, newSigningKey, RETIRED_KEY_PUBLISHED_MS, signingKeyViews, type SigningKeyView } from '../engine/signing-keys.js';
+import { addRotatedKey, isPublished, KEY_ROTATION_MS, newSigningKey, RETIRED_KEY_PUBLISHED_MS } from '../engine/signing-keys.js';
 import type { EventStore, SigningKeyRecord } from '../store/store.js';
 
 /** How long a process signs with the current key it read before reading the store again. */
@@ -24,9 +24,14 @@ export type PublicJwk = JWK & { kid: string; alg: string; use: 'sig' };
 export class SigningKeys {
   private cached: { at: number; key: SigningKey } | undefined;
 
+  /**
+   * `onRotated`: called after {@link ensureCurrent} rotated the key by itself (it was 90 days old),
+   * with the new key: serve audits it. Not called for the first key, nor for {@link rotate}.
+   */
   constructor(
     private readonly store: EventStore,
     private readonly now: () => number = Date.now,
+    private readonly onRotated?: (key: SigningKeyRecord) => Promise<void>,
   ) {}
 
   /**
@@ -40,6 +45,7 @@ export class SigningKeys {
       current = await this.currentRecord();
     } else if (this.now() - current.createdAt >= KEY_ROTATION_MS) {
       current = await this.rotate();
+      await this.onRotated?.(current);
     }
     if (!current) throw new Error('no current signing key after adding one');
     return current.kid;
@@ -80,11 +86,6 @@ export class SigningKeys {
       keys = (await this.store.listSigningKeys()).filter((k) => isPublished(k, now));
     }
     return { keys: keys.map((k) => JSON.parse(k.publicJwk) as PublicJwk) };
-  }
-
-  /** Every key, newest first, without its private part. */
-  list(): Promise<SigningKeyView[]> {
-    return signingKeyViews(this.store, this.now());
   }
 
   /** Housekeeping: rotation when due, and keys out of the JWKS deleted. Returns how many were deleted. */

@@ -17,7 +17,8 @@ export interface EventDelivery {
  * refuses (unreachable at that moment) does not stop serve: the deliverer tries again.
  */
 export async function startEventDelivery(engine: Engine, log: FastifyBaseLogger, metrics?: TokenctlMetrics): Promise<EventDelivery> {
-  const keys = new SigningKeys(engine.store);
+  // Its own rotation (the key 90 days old) is audited like an operator's, by this node.
+  const keys = new SigningKeys(engine.store, Date.now, (key) => engine.recordKeyRotation(`serve:${engine.config.node}`, key));
   try {
     await keys.ensureCurrent();
   } catch (err) {

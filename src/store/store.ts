@@ -119,7 +119,7 @@ export interface StoreStats {
 export interface AuditEntry {
   id?: number;
   at: number;
-  /** A client id, or `cli:<os user>`. */
+  /** A client id, `cli:<os user>`, or `serve:<node>` (serve's own signing-key rotation). */
   actor: string;
   /** e.g. `token.revoke`, `token.revoke_bulk`, `client.create`, `purge`. */
   action: string;

@@ -1,7 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
 import { createClient, issue, tempStore, type TempStore } from '../helpers/cli.js';
+import { startServe, stopServe } from '../helpers/load.js';
 
 /** receiver add|list|remove|retry and signing-key list|rotate through their --json output, on a SQLite store. */
 describe('receiver commands', () => {
@@ -88,5 +90,27 @@ describe('receiver commands', () => {
     const rotations = audit.filter((e) => e.action === 'signing_key.rotate');
     expect(rotations.map((e) => e.target)).toEqual([`key:${second.kid}`, `key:${first.kid}`]);
     for (const e of rotations) expect(e).toMatchObject({ actor: expect.stringMatching(/^cli:/), count: 1, detail: 'ES256' });
+  });
+
+  it('serve rotates a 90-day-old key by itself, and the audit log says which node did', async () => {
+    const own = tempStore({ inProcess: true });
+    try {
+      const made = await own.json<{ kid: string }>(['signing-key', 'rotate']);
+      const raw = new Database(own.db);
+      raw.prepare('UPDATE signing_keys SET created_at = created_at - ?').run(91 * 86_400_000);
+      raw.close();
+      const serve = await startServe(['--db', own.db, '--node', 'node-a', '--log-level', 'warn']);
+      await stopServe(serve);
+      const keys = await own.json<{ kid: string; current: boolean }[]>(['signing-key', 'list']);
+      expect(keys.map((k) => k.current)).toEqual([true, false]);
+      expect(keys[1]!.kid).toBe(made.kid);
+      const audit = await own.json<{ action: string; actor: string; target: string }[]>(['audit']);
+      expect(audit.filter((e) => e.action === 'signing_key.rotate').map((e) => [e.actor, e.target])).toEqual([
+        ['serve:node-a', `key:${keys[0]!.kid}`],
+        [expect.stringMatching(/^cli:/), `key:${made.kid}`],
+      ]);
+    } finally {
+      own.cleanup();
+    }
   });
 });

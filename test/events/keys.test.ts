@@ -1,6 +1,6 @@
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { KEY_ROTATION_MS, RETIRED_KEY_PUBLISHED_MS } from '../../src/engine/signing-keys.js';
+import { KEY_ROTATION_MS, RETIRED_KEY_PUBLISHED_MS, signingKeyViews } from '../../src/engine/signing-keys.js';
 import { SigningKeys } from '../../src/events/keys.js';
 import { revocationClaim, setClaims, setClaimsJson, signSet, TOKENS_REVOKED } from '../../src/events/set.js';
 import { eventOfClaim, revocationClaimJson, withPreparedRevocations } from '../../src/store/events.js';
@@ -137,7 +137,9 @@ describe('signing keys', () => {
   it('rotation: the new key signs, the old one stays in the JWKS 7 days, then is deleted; at 90 days it rotates by itself', async () => {
     const store = new MemoryStore();
     let now = T0;
-    const keys = new SigningKeys(store, () => now);
+    const rotatedByItself: string[] = [];
+    const keys = new SigningKeys(store, () => now, async (key) => void rotatedByItself.push(key.kid));
+    const list = () => signingKeyViews(store, now);
     const first = await keys.ensureCurrent();
     const oldSet = await signSet(one(grant), 'i', 'a', await keys.current(), now);
     now += DAY;
@@ -152,15 +154,22 @@ describe('signing keys', () => {
     now += RETIRED_KEY_PUBLISHED_MS + 1;
     expect((await keys.jwks()).keys.map((k) => k.kid)).toEqual([second]);
     expect(await keys.maintain()).toBe(1);
-    expect((await keys.list()).map((k) => k.kid)).toEqual([second]);
+    expect((await list()).map((k) => k.kid)).toEqual([second]);
+    // The first key and an asked-for rotation are not rotations by itself (serve audits those).
+    expect(rotatedByItself).toEqual([]);
 
-    now += KEY_ROTATION_MS;
+    now = T0 + DAY + KEY_ROTATION_MS - 1; // the second key was made at T0 + DAY
+    expect(await keys.ensureCurrent()).toBe(second);
+    now += 1;
     const third = await keys.ensureCurrent();
     expect(third).not.toBe(second);
-    expect((await keys.list()).map((k) => [k.kid, k.current])).toEqual([
+    expect((await list()).map((k) => [k.kid, k.current])).toEqual([
       [third, true],
       [second, false],
     ]);
+    expect(rotatedByItself).toEqual([third]);
+    expect(await keys.ensureCurrent()).toBe(third);
+    expect(rotatedByItself).toEqual([third]);
   });
 });
 
