@@ -1,6 +1,6 @@
 import { createPrivateKey, type JsonWebKeyInput, type KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
-import { addRotatedKey, isPublished, KEY_ROTATION_MS, newSigningKey, RETIRED_KEY_PUBLISHED_MS } from '../engine/signing-keys.js';
+import { isPublished, KEY_ROTATION_MS, newSigningKey, RETIRED_KEY_PUBLISHED_MS } from '../engine/signing-keys.js';
 import type { EventStore, SigningKeyRecord } from '../store/store.js';
 
 /** How long a process signs with the current key it read before reading the store again. */
@@ -44,18 +44,15 @@ export class SigningKeys {
       await this.store.addSigningKey(await newSigningKey(this.now()), true);
       current = await this.currentRecord();
     } else if (this.now() - current.createdAt >= KEY_ROTATION_MS) {
-      current = await this.rotate();
-      await this.onRotated?.(current);
+      // Only while the old key is still current: of several nodes due at once, one rotates.
+      const key = await newSigningKey(this.now());
+      const rotated = await this.store.addSigningKey(key, false, current.kid);
+      this.cached = undefined;
+      if (rotated) await this.onRotated?.(key);
+      current = await this.currentRecord();
     }
     if (!current) throw new Error('no current signing key after adding one');
     return current.kid;
-  }
-
-  /** Adds a new current key; the previous one is retired and stays published for 7 days. */
-  async rotate(): Promise<SigningKeyRecord> {
-    const key = await addRotatedKey(this.store, this.now());
-    this.cached = undefined;
-    return key;
   }
 
   /** The key to sign with now: the store's current key, read again every few seconds. */

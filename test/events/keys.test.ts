@@ -1,6 +1,6 @@
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { KEY_ROTATION_MS, RETIRED_KEY_PUBLISHED_MS, signingKeyViews } from '../../src/engine/signing-keys.js';
+import { addRotatedKey, KEY_ROTATION_MS, RETIRED_KEY_PUBLISHED_MS, signingKeyViews } from '../../src/engine/signing-keys.js';
 import { SigningKeys } from '../../src/events/keys.js';
 import { revocationClaim, setClaims, setClaimsJson, signSet, TOKENS_REVOKED } from '../../src/events/set.js';
 import { eventOfClaim, revocationClaimJson, withPreparedRevocations } from '../../src/store/events.js';
@@ -143,7 +143,7 @@ describe('signing keys', () => {
     const first = await keys.ensureCurrent();
     const oldSet = await signSet(one(grant), 'i', 'a', await keys.current(), now);
     now += DAY;
-    const second = (await keys.rotate()).kid;
+    const second = (await addRotatedKey(store, now)).kid; // an operator's rotation (signing-key rotate)
     const newSet = await signSet(one(grant), 'i', 'a', await keys.current(), now);
     expect(decodeProtectedHeader(newSet).kid).toBe(second);
     const jwks = await keys.jwks();
@@ -170,6 +170,22 @@ describe('signing keys', () => {
     expect(rotatedByItself).toEqual([third]);
     expect(await keys.ensureCurrent()).toBe(third);
     expect(rotatedByItself).toEqual([third]);
+  });
+
+  it('a key 90 days old, several processes due at once: one rotates, the others sign with its new key', async () => {
+    const store = new MemoryStore();
+    let now = T0;
+    const rotated: string[] = [];
+    const processes = [1, 2, 3, 4].map(() => new SigningKeys(store, () => now, async (key) => void rotated.push(key.kid)));
+    const first = await processes[0]!.ensureCurrent();
+    now += KEY_ROTATION_MS;
+    const kids = await Promise.all(processes.map((p) => p.ensureCurrent()));
+    expect(rotated).toHaveLength(1);
+    expect(kids).toEqual([rotated[0], rotated[0], rotated[0], rotated[0]]);
+    expect((await signingKeyViews(store, now)).map((k) => [k.kid, k.current])).toEqual([
+      [rotated[0], true],
+      [first, false],
+    ]);
   });
 });
 

@@ -556,6 +556,19 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         expect((await store.listSigningKeys()).filter((k) => k.retiredAt === null).map((k) => k.kid)).toEqual(['k3']);
       });
 
+      it('with ifCurrent, adds a key only while that kid is the current one; of several at once, one', async () => {
+        expect(await store.addSigningKey(makeKey('k1', T0), false, 'k0')).toBe(false); // no current key at all
+        await store.addSigningKey(makeKey('k1', T0));
+        expect(await store.addSigningKey(makeKey('k2', T0 + 1), false, 'k0')).toBe(false);
+        expect(await store.addSigningKey(makeKey('k2', T0 + 1), false, 'k1')).toBe(true);
+        // Several nodes rotating the same old key at once: one wins.
+        const wins = await Promise.all(['a', 'b', 'c'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + 10 + i), false, 'k2')));
+        expect(wins.filter(Boolean)).toHaveLength(1);
+        const keys = await store.listSigningKeys();
+        expect(keys.filter((k) => k.retiredAt === null)).toHaveLength(1);
+        expect(keys.map((k) => k.kid).sort()).toEqual(['k1', 'k2', ['a', 'b', 'c'][wins.indexOf(true)]].sort());
+      });
+
       it('of several concurrent first keys with ifNoCurrent, exactly one is added', async () => {
         const wins = await Promise.all(['a', 'b', 'c', 'd'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + i), true)));
         expect(wins.filter(Boolean).length).toBe(1);
