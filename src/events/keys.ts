@@ -26,7 +26,8 @@ export class SigningKeys {
 
   /**
    * `onRotated`: called after {@link ensureCurrent} rotated the key by itself (it was 90 days old),
-   * with the new key: serve audits it. Not called for the first key, nor for {@link rotate}.
+   * with the new key: serve audits it. Not called for the first key (nor for an operator's
+   * rotation: engine/signing-keys.ts audits that one).
    */
   constructor(
     private readonly store: EventStore,

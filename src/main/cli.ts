@@ -23,6 +23,8 @@ export async function run(root: URL): Promise<unknown> {
     if (unknown) return reportUnknown(unknown, argv.includes('--json'));
     return execute({ args: argv, dir: root.href });
   }
+  const extra = unexpectedWord(argv);
+  if (extra) return reportUnknown(extra, argv.includes('--json'));
   const dir = fileURLToPath(root);
   const pjson = JSON.parse(readFileSync(`${dir}/package.json`, 'utf8')) as Interfaces.PJSON;
   const plugin = RootPlugin.from(dir, pjson, COMMANDS as Record<string, Command.Class>);
@@ -35,6 +37,27 @@ function reportUnknown(err: RenderedError, json: boolean): void {
   const { code, message, hint } = err;
   process.stderr.write((json ? JSON.stringify({ error: { code, message, hint } }) : formatError(err)) + '\n');
   process.exitCode = err.exitCode;
+}
+
+/**
+ * A word after a command that takes no arguments (`tokenctl client create demo`), as the error a
+ * command gives for an extra argument. oclif would read the word as part of the command's name
+ * (its spaced ids: a word goes into the id unless the command takes arguments) and say
+ * "command client:create:demo not found".
+ */
+function unexpectedWord(argv: string[]): RenderedError | undefined {
+  const words: string[] = [];
+  for (const arg of argv) {
+    if (arg.startsWith('-')) break;
+    words.push(...arg.split(':'));
+  }
+  for (let n = words.length - 1; n > 0; n--) {
+    const command = (COMMANDS as Record<string, Command.Class>)[words.slice(0, n).join(':')];
+    if (command === undefined) continue;
+    if (command.strict === false || Object.keys(command.args ?? {}).length > 0) return undefined;
+    return { code: 'usage', message: `Unexpected argument: ${words[n]}`, exitCode: 2, hint: 'see --help for usage and examples' };
+  }
+  return undefined;
 }
 
 /**

@@ -15,6 +15,17 @@ describe('unknown commands and the version', () => {
     expect(r.stderr).toBe(`Error: ${message}\nHint: did you mean ${suggestion}? (tokenctl --help lists every command)\n`);
   });
 
+  it.each([
+    [['client', 'create', 'demo', '--name', 'x'], 'demo'],
+    [['client', 'list', 'all'], 'all'],
+    [['purge', 'now', '--yes'], 'now'],
+  ])('%j: a word after a command that takes no argument is an unexpected argument, exit 2', async (args, word) => {
+    const r = await tokenctl(args);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(`Error: Unexpected argument: ${word}\nHint: see --help for usage and examples\n`);
+  });
+
   it('with --json: one JSON error on stderr', async () => {
     const r = await tokenctl(['revok', '--user', 'x', '--json']);
     expect(r.code).toBe(2);
