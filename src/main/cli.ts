@@ -46,16 +46,19 @@ function reportUnknown(err: RenderedError, json: boolean): void {
  * "command client:create:demo not found".
  */
 function unexpectedWord(argv: string[]): RenderedError | undefined {
-  const words: string[] = [];
-  for (const arg of argv) {
-    if (arg.startsWith('-')) break;
-    words.push(...arg.split(':'));
+  // The words of the id as oclif reads it (`client create` or `client:create`), each with its argument.
+  const words: { word: string; arg: number }[] = [];
+  for (const [arg, text] of argv.entries()) {
+    if (text.startsWith('-')) break;
+    for (const word of text.split(':')) words.push({ word, arg });
   }
   for (let n = words.length - 1; n > 0; n--) {
-    const command = (COMMANDS as Record<string, Command.Class>)[words.slice(0, n).join(':')];
+    const command = (COMMANDS as Record<string, Command.Class>)[words.slice(0, n).map((w) => w.word).join(':')];
     if (command === undefined) continue;
     if (command.strict === false || Object.keys(command.args ?? {}).length > 0) return undefined;
-    return { code: 'usage', message: `Unexpected argument: ${words[n]}`, exitCode: 2, hint: 'see --help for usage and examples' };
+    // What was typed from there (`purge a:b` says a:b).
+    const typed = words.filter((w, i) => i >= n && w.arg === words[n]!.arg).map((w) => w.word).join(':');
+    return { code: 'usage', message: `Unexpected argument: ${typed}`, exitCode: 2, hint: 'see --help for usage and examples' };
   }
   return undefined;
 }

@@ -19,6 +19,8 @@ describe('unknown commands and the version', () => {
     [['client', 'create', 'demo', '--name', 'x'], 'demo'],
     [['client', 'list', 'all'], 'all'],
     [['purge', 'now', '--yes'], 'now'],
+    [['purge', 'a:b'], 'a:b'],
+    [['client:create', 'demo'], 'demo'],
   ])('%j: a word after a command that takes no argument is an unexpected argument, exit 2', async (args, word) => {
     const r = await tokenctl(args);
     expect(r.code).toBe(2);
