@@ -42,12 +42,12 @@ export class SigningKeys {
   async ensureCurrent(): Promise<string> {
     let current = await this.currentRecord();
     if (!current) {
-      await this.store.addSigningKey(await newSigningKey(this.now()), true);
+      await this.store.addSigningKey(await newSigningKey(this.now()), null);
       current = await this.currentRecord();
     } else if (this.now() - current.createdAt >= KEY_ROTATION_MS) {
       // Only while the old key is still current: of several nodes due at once, one rotates.
       const key = await newSigningKey(this.now());
-      const rotated = await this.store.addSigningKey(key, false, current.kid);
+      const rotated = await this.store.addSigningKey(key, current.kid);
       this.cached = undefined;
       if (rotated) await this.onRotated?.(key);
       current = await this.currentRecord();

@@ -20,11 +20,11 @@ export async function run(root: URL): Promise<unknown> {
   const argv = process.argv.slice(2);
   if (!isOwnCommand(argv)) {
     const unknown = unknownCommand(argv, Object.keys(COMMANDS));
-    if (unknown) return reportUnknown(unknown, argv.includes('--json'));
+    if (unknown) return reportError(unknown, argv.includes('--json'));
     return execute({ args: argv, dir: root.href });
   }
   const extra = unexpectedWord(argv);
-  if (extra) return reportUnknown(extra, argv.includes('--json'));
+  if (extra) return reportError(extra, argv.includes('--json'));
   const dir = fileURLToPath(root);
   const pjson = JSON.parse(readFileSync(`${dir}/package.json`, 'utf8')) as Interfaces.PJSON;
   const plugin = RootPlugin.from(dir, pjson, COMMANDS as Record<string, Command.Class>);
@@ -32,8 +32,8 @@ export async function run(root: URL): Promise<unknown> {
   return execute({ args: argv, loadOptions: { root: dir, pjson, plugins: new Map([[plugin.name, plugin]]) } });
 }
 
-/** An unknown command, in the README's error format (or as JSON with --json), exit 2. */
-function reportUnknown(err: RenderedError, json: boolean): void {
+/** An unknown command or an unexpected word, in the README's error format (or as JSON with --json), exit 2. */
+function reportError(err: RenderedError, json: boolean): void {
   const { code, message, hint } = err;
   process.stderr.write((json ? JSON.stringify({ error: { code, message, hint } }) : formatError(err)) + '\n');
   process.exitCode = err.exitCode;
@@ -46,12 +46,7 @@ function reportUnknown(err: RenderedError, json: boolean): void {
  * "command client:create:demo not found".
  */
 function unexpectedWord(argv: string[]): RenderedError | undefined {
-  // The words of the id as oclif reads it (`client create` or `client:create`), each with its argument.
-  const words: { word: string; arg: number }[] = [];
-  for (const [arg, text] of argv.entries()) {
-    if (text.startsWith('-')) break;
-    for (const word of text.split(':')) words.push({ word, arg });
-  }
+  const words = idWords(argv);
   for (let n = words.length - 1; n > 0; n--) {
     const command = (COMMANDS as Record<string, Command.Class>)[words.slice(0, n).map((w) => w.word).join(':')];
     if (command === undefined) continue;
@@ -68,14 +63,19 @@ function unexpectedWord(argv: string[]): RenderedError | undefined {
  * by spaces (package.json `topicSeparator`) or by colons.
  */
 function isOwnCommand(argv: string[]): boolean {
-  const words: string[] = [];
-  for (const arg of argv) {
-    if (arg.startsWith('-')) break;
-    words.push(...arg.split(':'));
-    if (words.length >= 2) break;
-  }
+  const words = idWords(argv).slice(0, 2).map((w) => w.word);
   for (let n = words.length; n > 0; n--) {
     if (Object.hasOwn(COMMANDS, words.slice(0, n).join(':'))) return true;
   }
   return false;
+}
+
+/** The words before the first flag, split at colons as oclif splits an id, each with the index of its argument. */
+function idWords(argv: string[]): { word: string; arg: number }[] {
+  const words: { word: string; arg: number }[] = [];
+  for (const [arg, text] of argv.entries()) {
+    if (text.startsWith('-')) break;
+    for (const word of text.split(':')) words.push({ word, arg });
+  }
+  return words;
 }

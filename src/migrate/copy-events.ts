@@ -54,7 +54,7 @@ export async function copyEvents(source: TokenStore, target: TokenStore, verify:
   }
   // Oldest first: each key added retires the one before at its own creation time, as in the source.
   for (const key of [...keys].reverse()) {
-    if (!(await target.addSigningKey({ ...key, retiredAt: null }, copy.signingKeys.copied === 0))) break; // a server on the target made one meanwhile
+    if (!(await target.addSigningKey({ ...key, retiredAt: null }, copy.signingKeys.copied === 0 ? null : undefined))) break; // a server on the target made one meanwhile
     copy.signingKeys.copied++;
   }
   const copies = new Map((await target.listSigningKeys()).map((k) => [k.kid, k]));

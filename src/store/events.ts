@@ -312,11 +312,11 @@ export interface EventStore {
   listSigningKeys(): Promise<SigningKeyRecord[]>;
   /**
    * Adds `key` as the current key and retires the previous current one at `key.createdAt`, in one
-   * transaction. With `ifNoCurrent`, only when there is no current key (start-up of several nodes
-   * at once: one key wins); with `ifCurrent`, only while the current key is that kid (a rotation
-   * because it is old, by several nodes at once: one wins). Returns false when it did nothing.
+   * transaction. With `ifCurrent`, only when the current key is that kid (a rotation because it is
+   * old, by several nodes at once: one wins), or with null only when there is none (start-up of
+   * several nodes at once: one key wins). Returns false when it did nothing.
    */
-  addSigningKey(key: SigningKeyRecord, ifNoCurrent?: boolean, ifCurrent?: string): Promise<boolean>;
+  addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null): Promise<boolean>;
   /** Deletes keys retired before `before` (they are out of the JWKS). Returns how many. */
   deleteRetiredKeys(before: number): Promise<number>;
 }

@@ -57,8 +57,8 @@ export abstract class ForwardsEventStore implements EventStore {
   async listSigningKeys(): Promise<SigningKeyRecord[]> {
     return this._eventStore().listSigningKeys();
   }
-  async addSigningKey(key: SigningKeyRecord, ifNoCurrent?: boolean, ifCurrent?: string): Promise<boolean> {
-    return this._eventStore().addSigningKey(key, ifNoCurrent, ifCurrent);
+  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null): Promise<boolean> {
+    return this._eventStore().addSigningKey(key, ifCurrent);
   }
   async deleteRetiredKeys(before: number): Promise<number> {
     return this._eventStore().deleteRetiredKeys(before);

@@ -537,7 +537,7 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         expect(await store.addSigningKey(makeKey('k1', T0))).toBe(true);
         expect(await store.listSigningKeys()).toEqual([makeKey('k1', T0)]);
         expect(await store.addSigningKey(makeKey('k2', T0 + HOUR))).toBe(true);
-        expect(await store.addSigningKey(makeKey('k3', T0 + 2 * HOUR), false)).toBe(true);
+        expect(await store.addSigningKey(makeKey('k3', T0 + 2 * HOUR), undefined)).toBe(true);
         expect(await store.listSigningKeys()).toEqual([
           makeKey('k3', T0 + 2 * HOUR),
           { ...makeKey('k2', T0 + HOUR), retiredAt: T0 + 2 * HOUR },
@@ -545,32 +545,32 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         ]);
       });
 
-      it('with ifNoCurrent, adds a key only when there is no current one', async () => {
-        expect(await store.addSigningKey(makeKey('k1', T0), true)).toBe(true);
-        expect(await store.addSigningKey(makeKey('k2', T0 + 1), true)).toBe(false);
+      it('with ifCurrent null, adds a key only when there is no current one', async () => {
+        expect(await store.addSigningKey(makeKey('k1', T0), null)).toBe(true);
+        expect(await store.addSigningKey(makeKey('k2', T0 + 1), null)).toBe(false);
         expect((await store.listSigningKeys()).map((k) => [k.kid, k.retiredAt])).toEqual([['k1', null]]);
         // Several nodes starting at once: one key wins.
-        const wins = await Promise.all(['a', 'b', 'c'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + 10 + i), true)));
+        const wins = await Promise.all(['a', 'b', 'c'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + 10 + i), null)));
         expect(wins).toEqual([false, false, false]);
         expect(await store.addSigningKey(makeKey('k3', T0 + HOUR))).toBe(true);
         expect((await store.listSigningKeys()).filter((k) => k.retiredAt === null).map((k) => k.kid)).toEqual(['k3']);
       });
 
       it('with ifCurrent, adds a key only while that kid is the current one; of several at once, one', async () => {
-        expect(await store.addSigningKey(makeKey('k1', T0), false, 'k0')).toBe(false); // no current key at all
+        expect(await store.addSigningKey(makeKey('k1', T0), 'k0')).toBe(false); // no current key at all
         await store.addSigningKey(makeKey('k1', T0));
-        expect(await store.addSigningKey(makeKey('k2', T0 + 1), false, 'k0')).toBe(false);
-        expect(await store.addSigningKey(makeKey('k2', T0 + 1), false, 'k1')).toBe(true);
+        expect(await store.addSigningKey(makeKey('k2', T0 + 1), 'k0')).toBe(false);
+        expect(await store.addSigningKey(makeKey('k2', T0 + 1), 'k1')).toBe(true);
         // Several nodes rotating the same old key at once: one wins.
-        const wins = await Promise.all(['a', 'b', 'c'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + 10 + i), false, 'k2')));
+        const wins = await Promise.all(['a', 'b', 'c'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + 10 + i), 'k2')));
         expect(wins.filter(Boolean)).toHaveLength(1);
         const keys = await store.listSigningKeys();
         expect(keys.filter((k) => k.retiredAt === null)).toHaveLength(1);
         expect(keys.map((k) => k.kid).sort()).toEqual(['k1', 'k2', ['a', 'b', 'c'][wins.indexOf(true)]].sort());
       });
 
-      it('of several concurrent first keys with ifNoCurrent, exactly one is added', async () => {
-        const wins = await Promise.all(['a', 'b', 'c', 'd'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + i), true)));
+      it('of several concurrent first keys with ifCurrent null, exactly one is added', async () => {
+        const wins = await Promise.all(['a', 'b', 'c', 'd'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + i), null)));
         expect(wins.filter(Boolean).length).toBe(1);
         expect((await store.listSigningKeys()).length).toBe(1);
       });

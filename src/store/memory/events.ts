@@ -176,10 +176,9 @@ export class MemoryEvents implements EventStore {
     return [...this.keys].sort((a, b) => b.createdAt - a.createdAt).map((k) => ({ ...k }));
   }
 
-  async addSigningKey(key: SigningKeyRecord, ifNoCurrent = false, ifCurrent?: string): Promise<boolean> {
+  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null): Promise<boolean> {
     const current = this.keys.find((k) => k.retiredAt === null);
-    if (ifNoCurrent && current) return false;
-    if (ifCurrent !== undefined && current?.kid !== ifCurrent) return false;
+    if (ifCurrent !== undefined && (current?.kid ?? null) !== ifCurrent) return false;
     if (current) current.retiredAt = key.createdAt;
     this.keys.push({ ...key, retiredAt: null });
     return true;

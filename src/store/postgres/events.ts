@@ -182,16 +182,15 @@ export class PostgresEvents implements EventStore {
     return (await this.db.query<SigningKeyRecord>(`SELECT ${KEY_COLUMNS} FROM signing_keys ORDER BY created_at DESC, kid COLLATE "C" DESC`)).rows;
   }
 
-  async addSigningKey(key: SigningKeyRecord, ifNoCurrent = false, ifCurrent?: string): Promise<boolean> {
+  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null): Promise<boolean> {
     return this.db.transaction(
       async (tx) => {
         // Under the lock, with a snapshot taken after it, every key added before is seen.
         if (ifCurrent !== undefined) {
           const current = await tx.query<{ kid: string }>('SELECT kid FROM signing_keys WHERE retired_at IS NULL');
-          if (current.rows.length !== 1 || current.rows[0]!.kid !== ifCurrent) return new Rollback(false);
+          if ((current.rows[0]?.kid ?? null) !== ifCurrent) return new Rollback(false);
         }
-        if (!ifNoCurrent) await tx.query('UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL', [key.createdAt]);
-        else if ((await tx.query('SELECT 1 FROM signing_keys WHERE retired_at IS NULL')).rowCount !== 0) return new Rollback(false);
+        await tx.query('UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL', [key.createdAt]);
         await tx.query('INSERT INTO signing_keys (kid, alg, private_jwk, public_jwk, created_at, retired_at) VALUES ($1, $2, $3, $4, $5, NULL)', [
           key.kid, key.alg, key.privateJwk, key.publicJwk, key.createdAt,
         ]);

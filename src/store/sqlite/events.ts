@@ -145,7 +145,6 @@ function prepareEventStatements(db: Database.Database) {
     purge: p(PURGE),
 
     listKeys: p(`SELECT ${KEY_COLUMNS} FROM signing_keys ORDER BY created_at DESC, kid`),
-    hasCurrentKey: p('SELECT 1 FROM signing_keys WHERE retired_at IS NULL').pluck(true),
     currentKid: p('SELECT kid FROM signing_keys WHERE retired_at IS NULL').pluck(true),
     retireCurrentKey: p('UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL'),
     insertKey: p(`INSERT INTO signing_keys (kid, alg, private_jwk, public_jwk, created_at, retired_at)
@@ -362,10 +361,9 @@ export class SqliteEvents implements EventStore {
     return this.read(() => this.st.listKeys.all() as SigningKeyRecord[]);
   }
 
-  async addSigningKey(key: SigningKeyRecord, ifNoCurrent = false, ifCurrent?: string): Promise<boolean> {
+  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null): Promise<boolean> {
     return this.write(() => {
-      if (ifNoCurrent && this.st.hasCurrentKey.get() !== undefined) return false;
-      if (ifCurrent !== undefined && this.st.currentKid.get() !== ifCurrent) return false;
+      if (ifCurrent !== undefined && ((this.st.currentKid.get() as string | undefined) ?? null) !== ifCurrent) return false;
       this.st.retireCurrentKey.run(key.createdAt);
       this.st.insertKey.run(key);
       return true;
