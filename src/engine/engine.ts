@@ -211,9 +211,9 @@ export class Engine {
   rotateSigningKey(actor: string): Promise<signingKeys.RotatedSigningKey> {
     return signingKeys.rotateSigningKey(this.ctx, actor);
   }
-  /** Audits a rotation serve made by itself (the key was 90 days old). */
-  recordKeyRotation(actor: string, key: Pick<SigningKeyRecord, 'kid' | 'alg'>): Promise<void> {
-    return signingKeys.recordKeyRotation(this.ctx, actor, key);
+  /** The audit line of a rotation serve makes by itself (the key 90 days old), written with the key. */
+  keyRotationAudit(actor: string, key: Pick<SigningKeyRecord, 'kid' | 'alg'>): AuditEntry {
+    return signingKeys.keyRotationAudit(actor, key, this.ctx.clock.now());
   }
   /** RFC 8936: authenticates the client (spec part 5) and returns the poll receiver it polls as, or AccessDeniedError. */
   async authenticatePollReceiver(credentials: PresentedCredentials, source?: string): Promise<ReceiverRecord> {

@@ -1,6 +1,5 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose';
-import type { EventStore, SigningKeyRecord } from '../store/store.js';
-import { audit } from './audit.js';
+import type { AuditEntry, EventStore, SigningKeyRecord } from '../store/store.js';
 import type { EngineContext } from './context.js';
 
 /**
@@ -80,18 +79,19 @@ export function listSigningKeys(ctx: EngineContext): Promise<SigningKeyView[]> {
 
 /**
  * `signing-key rotate`: a new current key, and who made it in the audit log: a new signing key is
- * a security decision, recorded like a receiver's.
+ * a security decision, recorded like a receiver's. The key and its audit line commit together.
  */
 export async function rotateSigningKey(ctx: EngineContext, actor: string): Promise<RotatedSigningKey> {
-  const key = await addRotatedKey(ctx.store, ctx.clock.now());
-  await recordKeyRotation(ctx, actor, key);
+  const key = await newSigningKey(ctx.clock.now());
+  await ctx.store.addSigningKey(key, undefined, keyRotationAudit(actor, key, ctx.clock.now()));
   return { kid: key.kid, createdAt: key.createdAt };
 }
 
 /**
- * A rotation made elsewhere, in the audit log: serve's own, when the current key is 90 days old
- * (events/keys.ts), by `serve:<node>`. The same line as an operator's rotation.
+ * The audit line of a rotation: an operator's (`signing-key rotate`), or serve's own when the
+ * current key is 90 days old (events/keys.ts, by `serve:<node>`), the same line for both. Handed
+ * to the store with the key (EventStore.addSigningKey), so that neither commits without the other.
  */
-export async function recordKeyRotation(ctx: EngineContext, actor: string, key: Pick<SigningKeyRecord, 'kid' | 'alg'>): Promise<void> {
-  await audit(ctx, actor, 'signing_key.rotate', `key:${key.kid}`, 1, key.alg);
+export function keyRotationAudit(actor: string, key: Pick<SigningKeyRecord, 'kid' | 'alg'>, at: number): AuditEntry {
+  return { at, actor, action: 'signing_key.rotate', target: `key:${key.kid}`, count: 1, detail: key.alg };
 }

@@ -1,7 +1,7 @@
 import { createPrivateKey, type JsonWebKeyInput, type KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
 import { isPublished, KEY_ROTATION_MS, newSigningKey, RETIRED_KEY_PUBLISHED_MS } from '../engine/signing-keys.js';
-import type { EventStore, SigningKeyRecord } from '../store/store.js';
+import type { AuditEntry, EventStore, SigningKeyRecord } from '../store/store.js';
 
 /** How long a process signs with the current key it read before reading the store again. */
 const CURRENT_KEY_TTL_MS = 5_000;
@@ -25,19 +25,20 @@ export class SigningKeys {
   private cached: { at: number; key: SigningKey } | undefined;
 
   /**
-   * `onRotated`: called after {@link ensureCurrent} rotated the key by itself (it was 90 days old),
-   * with the new key: serve audits it. Not called for the first key (nor for an operator's
-   * rotation: engine/signing-keys.ts audits that one).
+   * `rotationAudit`: the audit line of a rotation {@link ensureCurrent} makes by itself (the key 90
+   * days old), written by the store with the new key (serve's names its node). Not for the first
+   * key, nor for an operator's rotation (engine/signing-keys.ts writes that one).
    */
   constructor(
     private readonly store: EventStore,
     private readonly now: () => number = Date.now,
-    private readonly onRotated?: (key: SigningKeyRecord) => Promise<void>,
+    private readonly rotationAudit?: (key: SigningKeyRecord) => AuditEntry,
   ) {}
 
   /**
    * Makes sure there is a current key (serve's start: of several nodes starting at once, one key
    * wins) and rotates it when older than {@link KEY_ROTATION_MS}. Returns the current key's kid.
+   * A rotation the store refuses is a {@link KeyRotationError}: the old key stays current.
    */
   async ensureCurrent(): Promise<string> {
     let current = await this.currentRecord();
@@ -47,9 +48,11 @@ export class SigningKeys {
     } else if (this.now() - current.createdAt >= KEY_ROTATION_MS) {
       // Only while the old key is still current: of several nodes due at once, one rotates.
       const key = await newSigningKey(this.now());
-      const rotated = await this.store.addSigningKey(key, current.kid);
+      const old = current.kid;
+      await this.store.addSigningKey(key, old, this.rotationAudit?.(key)).catch((err: unknown) => {
+        throw new KeyRotationError(old, err);
+      });
       this.cached = undefined;
-      if (rotated) await this.onRotated?.(key);
       current = await this.currentRecord();
     }
     if (!current) throw new Error('no current signing key after adding one');
@@ -94,5 +97,17 @@ export class SigningKeys {
 
   private async currentRecord(): Promise<SigningKeyRecord | undefined> {
     return (await this.store.listSigningKeys()).find((k) => k.retiredAt === null);
+  }
+}
+
+/** The store refused a rotation of the current key (90 days old): that key stays current and signs. */
+export class KeyRotationError extends Error {
+  constructor(
+    readonly kid: string,
+    cause: unknown,
+  ) {
+    // The cause's text in the message, not as `cause`: the log's serializer would add it again.
+    super(`could not rotate signing key ${kid} (90 days old): ${cause instanceof Error ? cause.message : String(cause)}; SETs are signed with it until a rotation succeeds`);
+    this.name = 'KeyRotationError';
   }
 }

@@ -12,6 +12,8 @@
  * live in `src/events/`. All times are integer milliseconds since the Unix epoch.
  */
 
+import type { AuditEntry } from './audit.js';
+
 /** Why tokens were revoked. */
 export type RevocationReason =
   /** A client (RFC 7009) or an operator (`tokenctl revoke`) asked. */
@@ -314,9 +316,11 @@ export interface EventStore {
    * Adds `key` as the current key and retires the previous current one at `key.createdAt`, in one
    * transaction. With `ifCurrent`, only when the current key is that kid (a rotation because it is
    * old, by several nodes at once: one wins), or with null only when there is none (start-up of
-   * several nodes at once: one key wins). Returns false when it did nothing.
+   * several nodes at once: one key wins). With `audit`, that line is appended in the same
+   * transaction when the key is added: a rotation and its audit line commit together or not at
+   * all. Returns false when it did nothing.
    */
-  addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null): Promise<boolean>;
+  addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null, audit?: AuditEntry): Promise<boolean>;
   /** Deletes keys retired before `before` (they are out of the JWKS). Returns how many. */
   deleteRetiredKeys(before: number): Promise<number>;
 }

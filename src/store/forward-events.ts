@@ -7,6 +7,7 @@ import type {
   ReceiverStatus,
   SigningKeyRecord,
 } from './events.js';
+import type { AuditEntry } from './audit.js';
 
 /**
  * The {@link EventStore} half of a {@link TokenStore}, forwarded to the store's own events object
@@ -57,8 +58,8 @@ export abstract class ForwardsEventStore implements EventStore {
   async listSigningKeys(): Promise<SigningKeyRecord[]> {
     return this._eventStore().listSigningKeys();
   }
-  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null): Promise<boolean> {
-    return this._eventStore().addSigningKey(key, ifCurrent);
+  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null, audit?: AuditEntry): Promise<boolean> {
+    return this._eventStore().addSigningKey(key, ifCurrent, audit);
   }
   async deleteRetiredKeys(before: number): Promise<number> {
     return this._eventStore().deleteRetiredKeys(before);

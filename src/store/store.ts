@@ -16,6 +16,9 @@ import type { EventStore, RevocationEvent } from './events.js';
 
 // The outbox part of the interface lives in events.ts; its names are the store interface's too.
 export type * from './events.js';
+// The audit trail's lines (audit.ts), which the event store writes too (a signing key's rotation).
+export type * from './audit.js';
+import type { AuditEntry, AuditFilter } from './audit.js';
 export { DuplicateReceiverError } from './events.js';
 
 /** The two kinds of token (spec 2.3 `token_type`). */
@@ -113,34 +116,6 @@ export interface StoreStats {
   tokens: Record<TokenType, Record<TokenState, number>>;
   /** Expiry (ms) of the oldest expired token still stored, or null. */
   oldestExpiredAt: number | null;
-}
-
-/** One line of the audit trail: who did what to how many. Never a token or a secret. */
-export interface AuditEntry {
-  id?: number;
-  at: number;
-  /** A client id, `cli:<os user>`, or `serve:<node>` (serve's own signing-key rotation). */
-  actor: string;
-  /** e.g. `token.revoke`, `token.revoke_bulk`, `client.create`, `purge`. */
-  action: string;
-  /**
-   * What was acted on, as space-separated words: a jti, `client:<id>`, `user:<name>`,
-   * `grant:<id>`. Filters match whole words.
-   */
-  target: string;
-  /** How many tokens or clients the action changed. */
-  count: number;
-  /** Short free-text detail (never a secret). */
-  detail: string;
-}
-
-export interface AuditFilter {
-  since?: number;
-  /** Entries whose target has this jti as a word. */
-  jti?: string;
-  /** Entries by this client (actor), or whose target has the word `client:<id>`. */
-  clientId?: string;
-  limit?: number;
 }
 
 /** What {@link TokenStore.findClientAndToken} found: either may be null. */

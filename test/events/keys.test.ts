@@ -1,7 +1,7 @@
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
-import { describe, expect, it } from 'vitest';
-import { addRotatedKey, KEY_ROTATION_MS, RETIRED_KEY_PUBLISHED_MS, signingKeyViews } from '../../src/engine/signing-keys.js';
-import { SigningKeys } from '../../src/events/keys.js';
+import { describe, expect, it, vi } from 'vitest';
+import { addRotatedKey, KEY_ROTATION_MS, keyRotationAudit, RETIRED_KEY_PUBLISHED_MS, signingKeyViews } from '../../src/engine/signing-keys.js';
+import { KeyRotationError, SigningKeys } from '../../src/events/keys.js';
 import { revocationClaim, setClaims, setClaimsJson, signSet, TOKENS_REVOKED } from '../../src/events/set.js';
 import { eventOfClaim, revocationClaimJson, withPreparedRevocations } from '../../src/store/events.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
@@ -137,8 +137,9 @@ describe('signing keys', () => {
   it('rotation: the new key signs, the old one stays in the JWKS 7 days, then is deleted; at 90 days it rotates by itself', async () => {
     const store = new MemoryStore();
     let now = T0;
-    const rotatedByItself: string[] = [];
-    const keys = new SigningKeys(store, () => now, async (key) => void rotatedByItself.push(key.kid));
+    const keys = new SigningKeys(store, () => now, (key) => keyRotationAudit('serve:n1', key, now));
+    // The store's audit log holds the rotations by itself: the line is written with the key.
+    const rotatedByItself = async () => (await store.listAudit({})).map((a) => [a.actor, a.action, a.target, a.detail]);
     const list = () => signingKeyViews(store, now);
     const first = await keys.ensureCurrent();
     const oldSet = await signSet(one(grant), 'i', 'a', await keys.current(), now);
@@ -156,7 +157,7 @@ describe('signing keys', () => {
     expect(await keys.maintain()).toBe(1);
     expect((await list()).map((k) => k.kid)).toEqual([second]);
     // The first key and an asked-for rotation are not rotations by itself (serve audits those).
-    expect(rotatedByItself).toEqual([]);
+    expect(await rotatedByItself()).toEqual([]);
 
     now = T0 + DAY + KEY_ROTATION_MS - 1; // the second key was made at T0 + DAY
     expect(await keys.ensureCurrent()).toBe(second);
@@ -167,19 +168,36 @@ describe('signing keys', () => {
       [third, true],
       [second, false],
     ]);
-    expect(rotatedByItself).toEqual([third]);
+    expect(await rotatedByItself()).toEqual([['serve:n1', 'signing_key.rotate', `key:${third}`, 'ES256']]);
     expect(await keys.ensureCurrent()).toBe(third);
-    expect(rotatedByItself).toEqual([third]);
+    expect((await rotatedByItself()).length).toBe(1);
+  });
+
+  it('a rotation the store refuses is a KeyRotationError: the old key stays current and signs, no audit line, and the next try rotates', async () => {
+    const store = new MemoryStore();
+    let now = T0;
+    const keys = new SigningKeys(store, () => now, (key) => keyRotationAudit('serve:n1', key, now));
+    const first = await keys.ensureCurrent();
+    now += KEY_ROTATION_MS;
+    vi.spyOn(store, 'addSigningKey').mockRejectedValueOnce(new Error('the store is unavailable'));
+    const err = await keys.ensureCurrent().then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(KeyRotationError);
+    expect(String(err)).toBe(`KeyRotationError: could not rotate signing key ${first} (90 days old): the store is unavailable; SETs are signed with it until a rotation succeeds`);
+    expect((await keys.current()).kid).toBe(first);
+    expect(await store.listAudit({})).toEqual([]);
+    const second = await keys.ensureCurrent(); // housekeeping, a minute later
+    expect(second).not.toBe(first);
+    expect((await store.listAudit({})).map((a) => a.target)).toEqual([`key:${second}`]);
   });
 
   it('a key 90 days old, several processes due at once: one rotates, the others sign with its new key', async () => {
     const store = new MemoryStore();
     let now = T0;
-    const rotated: string[] = [];
-    const processes = [1, 2, 3, 4].map(() => new SigningKeys(store, () => now, async (key) => void rotated.push(key.kid)));
+    const processes = [1, 2, 3, 4].map((n) => new SigningKeys(store, () => now, (key) => keyRotationAudit(`serve:n${n}`, key, now)));
     const first = await processes[0]!.ensureCurrent();
     now += KEY_ROTATION_MS;
     const kids = await Promise.all(processes.map((p) => p.ensureCurrent()));
+    const rotated = (await store.listAudit({})).map((a) => a.target.replace('key:', ''));
     expect(rotated).toHaveLength(1);
     expect(kids).toEqual([rotated[0], rotated[0], rotated[0], rotated[0]]);
     expect((await signingKeyViews(store, now)).map((k) => [k.kid, k.current])).toEqual([

@@ -575,6 +575,21 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         expect((await store.listSigningKeys()).length).toBe(1);
       });
 
+      it('with an audit line: the line is written with the key, and not when the key is not added', async () => {
+        const line = (kid: string, at: number) => ({ at, actor: 'serve:n1', action: 'signing_key.rotate', target: `key:${kid}`, count: 1, detail: 'ES256' });
+        await store.addSigningKey(makeKey('k1', T0), null);
+        expect(await store.addSigningKey(makeKey('k2', T0 + HOUR), 'k1', line('k2', T0 + HOUR))).toBe(true);
+        expect(await store.addSigningKey(makeKey('k3', T0 + 2 * HOUR), 'k1', line('k3', T0 + 2 * HOUR))).toBe(false); // k1 is no longer current
+        // Of several nodes rotating the same key at once, one key and one line.
+        const wins = await Promise.all(['a', 'b', 'c'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + 3 * HOUR + i), 'k2', line(kid, T0 + 3 * HOUR + i))));
+        const winner = ['a', 'b', 'c'][wins.indexOf(true)];
+        expect(wins.filter(Boolean)).toHaveLength(1);
+        expect((await store.listAudit({})).map((a) => [a.actor, a.action, a.target, a.count, a.detail])).toEqual([
+          ['serve:n1', 'signing_key.rotate', `key:${winner}`, 1, 'ES256'], // newest first
+          ['serve:n1', 'signing_key.rotate', 'key:k2', 1, 'ES256'],
+        ]);
+      });
+
       it('deletes the keys retired before a time, never the current one', async () => {
         await store.addSigningKey(makeKey('k1', T0));
         await store.addSigningKey(makeKey('k2', T0 + HOUR));

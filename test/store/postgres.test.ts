@@ -143,6 +143,23 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       expect(indexes).toEqual([]);
     });
 
+    it('a signing key and its audit line commit together: an audit insert that fails leaves the old key current', async () => {
+      const schema = freshSchema();
+      const store = await node(schema);
+      const key = (kid: string, createdAt: number) => ({ kid, alg: 'ES256', privateJwk: '{}', publicJwk: '{}', createdAt, retiredAt: null });
+      const line = { at: T0 + HOUR, actor: 'serve:n1', action: 'signing_key.rotate', target: 'key:k2', count: 1, detail: 'ES256' };
+      await store.addSigningKey(key('k1', T0), null);
+      const refuse = (sql: string) => withPg(url, undefined, (db) => db.query(sql));
+      await refuse(`CREATE FUNCTION "${schema}".refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$`);
+      await refuse(`CREATE TRIGGER audit_refuses BEFORE INSERT ON "${schema}".audit FOR EACH ROW EXECUTE FUNCTION "${schema}".refuse()`);
+      await expect(store.addSigningKey(key('k2', T0 + HOUR), 'k1', line)).rejects.toThrow();
+      expect((await store.listSigningKeys()).map((k) => [k.kid, k.retiredAt])).toEqual([['k1', null]]);
+      await refuse(`DROP TRIGGER audit_refuses ON "${schema}".audit`);
+      expect(await store.addSigningKey(key('k2', T0 + HOUR), 'k1', line)).toBe(true);
+      expect((await store.listSigningKeys()).map((k) => [k.kid, k.retiredAt])).toEqual([['k2', null], ['k1', T0 + HOUR]]);
+      expect((await store.listAudit({})).map((a) => a.target)).toEqual(['key:k2']);
+    });
+
     it('takes its schema from the URL’s ?schema= too, as --db and TOKENCTL_DB can only give a URL', async () => {
       const schema = freshSchema();
       const store = await PostgresStore.open(`${url}${url.includes('?') ? '&' : '?'}schema=${schema}`);

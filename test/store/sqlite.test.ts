@@ -57,6 +57,27 @@ describe('SqliteStore on disk', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it('a signing key and its audit line commit together: an audit insert that fails leaves the old key current', async () => {
+    const store = await SqliteStore.open(file);
+    try {
+      const key = (kid: string, createdAt: number) => ({ kid, alg: 'ES256', privateJwk: '{}', publicJwk: '{}', createdAt, retiredAt: null });
+      const line = { at: T0 + HOUR, actor: 'serve:n1', action: 'signing_key.rotate', target: 'key:k2', count: 1, detail: 'ES256' };
+      await store.addSigningKey(key('k1', T0), null);
+      // Another connection makes the audit table refuse every line.
+      const other = new Database(file);
+      other.exec("CREATE TRIGGER audit_refuses BEFORE INSERT ON audit BEGIN SELECT RAISE(ABORT, 'audit refused'); END");
+      await expect(store.addSigningKey(key('k2', T0 + HOUR), 'k1', line)).rejects.toThrow(/audit refused/);
+      expect((await store.listSigningKeys()).map((k) => [k.kid, k.retiredAt])).toEqual([['k1', null]]);
+      other.exec('DROP TRIGGER audit_refuses');
+      other.close();
+      expect(await store.addSigningKey(key('k2', T0 + HOUR), 'k1', line)).toBe(true);
+      expect((await store.listSigningKeys()).map((k) => [k.kid, k.retiredAt])).toEqual([['k2', null], ['k1', T0 + HOUR]]);
+      expect((await store.listAudit({})).map((a) => a.target)).toEqual(['key:k2']);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('creates the file and its -wal and -shm files readable by the owner only', async () => {
     const store = await SqliteStore.open(file);
     await store.createClient(makeClient({ id: 'client-1' })); // a write, so the WAL is in use

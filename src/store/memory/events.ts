@@ -9,6 +9,7 @@ import {
   type RevocationEvent,
   type SigningKeyRecord,
 } from '../events.js';
+import type { AuditEntry } from '../audit.js';
 
 interface MemoryDelivery {
   receiverId: string;
@@ -33,6 +34,9 @@ interface MemoryReceiver {
  * plain maps. {@link MemoryStore} owns one and calls {@link emit} inside its revocations.
  */
 export class MemoryEvents implements EventStore {
+  /** `appendAudit`: the store's audit log, for a key added with its audit line (addSigningKey). */
+  constructor(private readonly appendAudit: (entry: AuditEntry) => void) {}
+
   private readonly receivers = new Map<string, MemoryReceiver>();
   private readonly events = new Map<string, { seq: number; event: RevocationEvent }>();
   private deliveries: MemoryDelivery[] = [];
@@ -176,9 +180,10 @@ export class MemoryEvents implements EventStore {
     return [...this.keys].sort((a, b) => b.createdAt - a.createdAt).map((k) => ({ ...k }));
   }
 
-  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null): Promise<boolean> {
+  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null, audit?: AuditEntry): Promise<boolean> {
     const current = this.keys.find((k) => k.retiredAt === null);
     if (ifCurrent !== undefined && (current?.kid ?? null) !== ifCurrent) return false;
+    if (audit) this.appendAudit(audit); // first: when it throws, the key is not added either
     if (current) current.retiredAt = key.createdAt;
     this.keys.push({ ...key, retiredAt: null });
     return true;

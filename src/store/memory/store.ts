@@ -32,7 +32,7 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
   private readonly tokens = new Map<string, TokenRecord>(); // by jti
   private readonly byDigest = new Map<string, string>(); // digest -> jti
   private readonly auditLog: AuditEntry[] = [];
-  private readonly events = new MemoryEvents();
+  private readonly events = new MemoryEvents((entry) => this.appendAuditNow(entry));
   private closed = false;
 
   private check(): void {
@@ -233,6 +233,10 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
   }
 
   async appendAudit(entry: AuditEntry): Promise<void> {
+    this.appendAuditNow(entry);
+  }
+
+  private appendAuditNow(entry: AuditEntry): void {
     this.check();
     this.auditLog.push({ ...entry, id: this.auditLog.length + 1 });
   }

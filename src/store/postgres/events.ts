@@ -2,6 +2,8 @@ import { DuplicateReceiverError, type ClaimedReceiver, type Delivery, type Deliv
 import { Rollback, type Database } from './database.js';
 import { isUniqueViolation } from './errors.js';
 import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './outbox.js';
+import { auditParams, INSERT_AUDIT } from './statements.js';
+import type { AuditEntry } from '../audit.js';
 
 /** A receiver's columns under the record's names, of the table or its alias `t`. */
 function receiverColumns(t = 'receivers'): string {
@@ -182,7 +184,7 @@ export class PostgresEvents implements EventStore {
     return (await this.db.query<SigningKeyRecord>(`SELECT ${KEY_COLUMNS} FROM signing_keys ORDER BY created_at DESC, kid COLLATE "C" DESC`)).rows;
   }
 
-  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null): Promise<boolean> {
+  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null, audit?: AuditEntry): Promise<boolean> {
     return this.db.transaction(
       async (tx) => {
         // Under the lock, with a snapshot taken after it, every key added before is seen.
@@ -194,6 +196,7 @@ export class PostgresEvents implements EventStore {
         await tx.query('INSERT INTO signing_keys (kid, alg, private_jwk, public_jwk, created_at, retired_at) VALUES ($1, $2, $3, $4, $5, NULL)', [
           key.kid, key.alg, key.privateJwk, key.publicJwk, key.createdAt,
         ]);
+        if (audit) await tx.query(INSERT_AUDIT, auditParams(audit));
         return true;
       },
       { lock: KEYS_CHANGE },

@@ -10,6 +10,7 @@ import {
   type RevocationEvent,
   type SigningKeyRecord,
 } from '../events.js';
+import type { AuditEntry } from '../audit.js';
 import { eventOfClaim, jsonString, latestAtOf, revocationClaimJson, withPreparedRevocations, type RevocationClaim } from '../events.js';
 import { insertUnique } from './errors.js';
 import type { TransactionTail } from './group-commit.js';
@@ -165,10 +166,12 @@ export class SqliteEvents implements EventStore {
   /** The events of the current transaction's revocations so far (see {@link tail}). */
   private collected: RevocationEvent[] = [];
 
+  /** `appendAudit`: the store's audit insert, run inside a write step (a key and its audit line commit together). */
   constructor(
     db: Database.Database,
     private readonly write: WriteStep,
     private readonly read: ReadStep,
+    private readonly appendAudit: (entry: AuditEntry) => void,
   ) {
     this.st = prepareEventStatements(db);
   }
@@ -361,11 +364,12 @@ export class SqliteEvents implements EventStore {
     return this.read(() => this.st.listKeys.all() as SigningKeyRecord[]);
   }
 
-  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null): Promise<boolean> {
+  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null, audit?: AuditEntry): Promise<boolean> {
     return this.write(() => {
       if (ifCurrent !== undefined && ((this.st.currentKid.get() as string | undefined) ?? null) !== ifCurrent) return false;
       this.st.retireCurrentKey.run(key.createdAt);
       this.st.insertKey.run(key);
+      if (audit) this.appendAudit(audit);
       return true;
     });
   }

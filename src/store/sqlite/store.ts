@@ -79,7 +79,7 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     this.listing = new Listing(db);
     this.cache = new RowCache({ observer: options.observer });
     if (options.syncOffLoop) this.walSync = new WalSync(location); // the connection commits with NORMAL (open.ts)
-    this.events = new SqliteEvents(db, (step) => this.write(step), (step) => this.run(step));
+    this.events = new SqliteEvents(db, (step) => this.write(step), (step) => this.run(step), (entry) => this.st.insertAudit.run(entry));
     // The revocations' events of one transaction are written at its end, as one outbox row (events.ts tail).
     this.writes = new GroupCommit(db, (error) => mapError(error, location), options.observer, this.walSync?.sync, this.events.tail);
     const readAll = db.transaction((batch: ClientAndTokenQuery[]) => {
