@@ -6,7 +6,7 @@ import { clientView, splitScope, type EngineContext } from './context.js';
 import { InvalidInputError, NotFoundError } from './errors.js';
 import type { ClientView } from './results.js';
 import { generateSecret, hashSecret, MIN_SECRET_LENGTH } from './secrets.js';
-import { audit } from './audit.js';
+import { auditLine } from './audit.js';
 
 export interface CreateClientInput {
   name: string;
@@ -90,12 +90,11 @@ export async function createClient(ctx: EngineContext, input: CreateClientInput,
     secretUpdatedAt: now,
   };
   try {
-    await ctx.store.createClient(record);
+    await ctx.store.createClient(record, auditLine(ctx, actor, 'client.create', `client:${id}`, 1, record.secretHash === null ? 'public' : 'confidential'));
   } catch (err) {
     if (err instanceof DuplicateClientError) throw new InvalidInputError(`a client with id "${id}" already exists`);
     throw err;
   }
-  await audit(ctx, actor, 'client.create', `client:${id}`, 1, record.secretHash === null ? 'public' : 'confidential');
   return { client: clientView(record), client_secret: secret };
 }
 
@@ -107,8 +106,8 @@ export async function getClientOrThrow(ctx: EngineContext, id: string): Promise<
 
 export async function deleteClient(ctx: EngineContext, id: string, actor: string): Promise<ClientView> {
   const client = await getClientOrThrow(ctx, id);
-  if (!(await ctx.store.deleteClient(id, clientDeletedEvent(id, ctx.clock.now())))) throw new NotFoundError(`no client with id "${id}"`);
-  await audit(ctx, actor, 'client.delete', `client:${id}`, 1, 'client and its tokens deleted');
+  const line = auditLine(ctx, actor, 'client.delete', `client:${id}`, 1, 'client and its tokens deleted');
+  if (!(await ctx.store.deleteClient(id, clientDeletedEvent(id, ctx.clock.now()), line))) throw new NotFoundError(`no client with id "${id}"`);
   return clientView(client);
 }
 
@@ -118,9 +117,8 @@ export async function rotateClientSecret(ctx: EngineContext, id: string, actor: 
   if (secret !== undefined) validateSecret(secret);
   const newSecret = secret ?? generateSecret();
   const now = ctx.clock.now();
-  if (!(await ctx.store.updateClientSecret(id, await hashSecret(newSecret), now))) {
+  if (!(await ctx.store.updateClientSecret(id, await hashSecret(newSecret), now, auditLine(ctx, actor, 'client.rotate_secret', `client:${id}`, 1, '')))) {
     throw new NotFoundError(`no client with id "${id}"`);
   }
-  await audit(ctx, actor, 'client.rotate_secret', `client:${id}`, 1, '');
   return { client: clientView({ ...client, secretUpdatedAt: now }), client_secret: newSecret };
 }

@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import { DuplicateReceiverError, type ClientRecord, type ReceiverRecord, type ReceiverStatus } from '../store/store.js';
-import { audit } from './audit.js';
+import { auditLine } from './audit.js';
 import type { EngineContext } from './context.js';
 import { AccessDeniedError, InvalidInputError, NotFoundError } from './errors.js';
 
@@ -143,12 +143,11 @@ export async function addReceiver(ctx: EngineContext, input: AddReceiverInput, a
     record = { id: input.id, delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId: client.id, audience: checkAudience(input.audience, input.id), createdAt: ctx.clock.now() };
   }
   try {
-    await ctx.store.createReceiver(record);
+    await ctx.store.createReceiver(record, auditLine(ctx, actor, 'receiver.add', `receiver:${record.id}`, 1, record.delivery));
   } catch (err) {
     if (err instanceof DuplicateReceiverError) throw new InvalidInputError(err.message);
     throw err;
   }
-  await audit(ctx, actor, 'receiver.add', `receiver:${record.id}`, 1, record.delivery);
   return receiverView(record);
 }
 
@@ -165,16 +164,14 @@ export async function receiverStatus(ctx: EngineContext, id: string): Promise<Re
 
 /** Removes a receiver with its pending and dead deliveries. */
 export async function removeReceiver(ctx: EngineContext, id: string, actor: string): Promise<void> {
-  if (!(await ctx.store.deleteReceiver(id))) throw new NotFoundError(`no receiver with id "${id}"`);
-  await audit(ctx, actor, 'receiver.remove', `receiver:${id}`, 1, '');
+  if (!(await ctx.store.deleteReceiver(id, auditLine(ctx, actor, 'receiver.remove', `receiver:${id}`, 1, '')))) throw new NotFoundError(`no receiver with id "${id}"`);
 }
 
 /** Requeues a receiver's dead letters, due now. Returns how many. */
 export async function retryReceiver(ctx: EngineContext, id: string, actor: string): Promise<number> {
   if (!(await ctx.store.getReceiver(id))) throw new NotFoundError(`no receiver with id "${id}"`);
-  const n = await ctx.store.retryDead(id, ctx.clock.now());
-  await audit(ctx, actor, 'receiver.retry', `receiver:${id}`, n, 'dead deliveries requeued');
-  return n;
+  // The line's count is how many the store requeued.
+  return ctx.store.retryDead(id, ctx.clock.now(), auditLine(ctx, actor, 'receiver.retry', `receiver:${id}`, 0, 'dead deliveries requeued'));
 }
 
 /**

@@ -272,15 +272,19 @@ export interface SigningKeyRecord {
  * argument), never by a separate call: the event commits with the revocation or not at all.
  */
 export interface EventStore {
-  /** Registers a receiver. Rejects with {@link DuplicateReceiverError} if the id exists. */
-  createReceiver(receiver: ReceiverRecord): Promise<void>;
+  /**
+   * Registers a receiver. Rejects with {@link DuplicateReceiverError} if the id exists. With
+   * `audit` (here, in deleteReceiver and in retryDead), that line is written in the same
+   * transaction, when the call changed something (retryDead: always, its count how many).
+   */
+  createReceiver(receiver: ReceiverRecord, audit?: AuditEntry): Promise<void>;
   getReceiver(id: string): Promise<ReceiverRecord | null>;
   /** The poll receiver that client `clientId` polls as, or null (at most one per client). */
   findPollReceiver(clientId: string): Promise<ReceiverRecord | null>;
   /** Every receiver with its delivery counts, by id. */
   listReceivers(): Promise<ReceiverStatus[]>;
   /** Removes a receiver and its pending and dead deliveries. False if there was none. */
-  deleteReceiver(id: string): Promise<boolean>;
+  deleteReceiver(id: string, audit?: AuditEntry): Promise<boolean>;
 
   /**
    * Push: leases up to `limit` push receivers whose oldest pending delivery is due at `now` and
@@ -294,7 +298,7 @@ export interface EventStore {
   /** Ends `owner`'s lease of a receiver early, so that its next due delivery goes out at once. */
   releaseReceiver(owner: string, receiverId: string): Promise<void>;
   /** Requeues a receiver's dead letters, due at `now`, attempts reset. Returns how many. */
-  retryDead(receiverId: string, now: number): Promise<number>;
+  retryDead(receiverId: string, now: number, audit?: AuditEntry): Promise<number>;
 
   /**
    * Poll (RFC 8936): the receiver's pending deliveries, oldest first, at most `limit`. With

@@ -19,8 +19,8 @@ export abstract class ForwardsEventStore implements EventStore {
   /** The object the event methods go to (the leading `_` keeps it out of metrics' wrapping). */
   protected abstract _eventStore(): EventStore;
 
-  async createReceiver(receiver: ReceiverRecord): Promise<void> {
-    return this._eventStore().createReceiver(receiver);
+  async createReceiver(receiver: ReceiverRecord, audit?: AuditEntry): Promise<void> {
+    return this._eventStore().createReceiver(receiver, audit);
   }
   async getReceiver(id: string): Promise<ReceiverRecord | null> {
     return this._eventStore().getReceiver(id);
@@ -31,8 +31,8 @@ export abstract class ForwardsEventStore implements EventStore {
   async listReceivers(): Promise<ReceiverStatus[]> {
     return this._eventStore().listReceivers();
   }
-  async deleteReceiver(id: string): Promise<boolean> {
-    return this._eventStore().deleteReceiver(id);
+  async deleteReceiver(id: string, audit?: AuditEntry): Promise<boolean> {
+    return this._eventStore().deleteReceiver(id, audit);
   }
   async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]> {
     return this._eventStore().claimPushReceivers(owner, now, leaseMs, limit, perReceiver);
@@ -43,8 +43,8 @@ export abstract class ForwardsEventStore implements EventStore {
   async releaseReceiver(owner: string, receiverId: string): Promise<void> {
     return this._eventStore().releaseReceiver(owner, receiverId);
   }
-  async retryDead(receiverId: string, now: number): Promise<number> {
-    return this._eventStore().retryDead(receiverId, now);
+  async retryDead(receiverId: string, now: number, audit?: AuditEntry): Promise<number> {
+    return this._eventStore().retryDead(receiverId, now, audit);
   }
   async pendingDeliveries(receiverId: string, limit: number, mergeUpTo?: number): Promise<Delivery[]> {
     return this._eventStore().pendingDeliveries(receiverId, limit, mergeUpTo);

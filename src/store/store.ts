@@ -172,18 +172,22 @@ export interface TokenStore extends EventStore {
 
   // ---- clients --------------------------------------------------------------------------
 
-  /** Inserts a client. Rejects with {@link DuplicateClientError} if the id exists. */
-  createClient(client: ClientRecord): Promise<void>;
+  /**
+   * Inserts a client. Rejects with {@link DuplicateClientError} if the id exists. With `audit`,
+   * that line is written in the same transaction: an operator's change and its audit line commit
+   * together or not at all (so do deleteClient's, updateClientSecret's and the receivers').
+   */
+  createClient(client: ClientRecord, audit?: AuditEntry): Promise<void>;
   getClient(id: string): Promise<ClientRecord | null>;
   listClients(): Promise<ClientRecord[]>;
   /**
    * Deletes a client and every token issued to it. Returns false if there was none. With `event`,
    * and only if it deleted the client, the event is written in the same transaction (see
-   * {@link revokeToken}).
+   * {@link revokeToken}); so is `audit`.
    */
-  deleteClient(id: string, event?: RevocationEvent): Promise<boolean>;
-  /** Replaces a client's secret hash. Returns false if there is no such client. */
-  updateClientSecret(id: string, secretHash: string, at: number): Promise<boolean>;
+  deleteClient(id: string, event?: RevocationEvent, audit?: AuditEntry): Promise<boolean>;
+  /** Replaces a client's secret hash (with `audit`, and that line when it did). Returns false if there is no such client. */
+  updateClientSecret(id: string, secretHash: string, at: number, audit?: AuditEntry): Promise<boolean>;
 
   // ---- tokens ---------------------------------------------------------------------------
 

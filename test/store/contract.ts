@@ -95,6 +95,22 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(await store.deleteClient('client-1')).toBe(false);
       });
 
+      it('writes the audit line it is given with the change, and none when nothing changed', async () => {
+        const line = (action: string, target: string) => ({ at: T0, actor: 'cli:ops', action, target, count: 1, detail: '' });
+        const lines = async () => (await store.listAudit({})).map((a) => [a.actor, a.action, a.target]).reverse(); // oldest first
+        await store.createClient(makeClient({ id: 'client-3' }), line('client.create', 'client:client-3'));
+        await expect(store.createClient(makeClient({ id: 'client-3' }), line('client.create', 'client:again'))).rejects.toThrow(DuplicateClientError);
+        expect(await store.updateClientSecret('client-3', 'scrypt$new', T0 + 1, line('client.rotate_secret', 'client:client-3'))).toBe(true);
+        expect(await store.updateClientSecret('nobody', 'scrypt$new', T0 + 1, line('client.rotate_secret', 'client:nobody'))).toBe(false);
+        expect(await store.deleteClient('client-3', undefined, line('client.delete', 'client:client-3'))).toBe(true);
+        expect(await store.deleteClient('client-3', undefined, line('client.delete', 'client:gone'))).toBe(false);
+        expect(await lines()).toEqual([
+          ['cli:ops', 'client.create', 'client:client-3'],
+          ['cli:ops', 'client.rotate_secret', 'client:client-3'],
+          ['cli:ops', 'client.delete', 'client:client-3'],
+        ]);
+      });
+
       it('returns copies: changing a returned record changes nothing stored', async () => {
         const c = await store.getClient('client-1');
         c!.name = 'changed';

@@ -184,6 +184,25 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         await emit();
         expect(await store.purgeDeliveredEvents(100)).toBe(0);
       });
+
+      it('writes the audit line it is given with the change: none when nothing changed, retry’s counting what it requeued', async () => {
+        const line = (action: string, target: string) => ({ at: AT, actor: 'cli:ops', action, target, count: 1, detail: '' });
+        await store.createReceiver(makePushReceiver('push-1'), line('receiver.add', 'receiver:push-1'));
+        await expect(store.createReceiver(makePushReceiver('push-1'), line('receiver.add', 'receiver:again'))).rejects.toThrow(DuplicateReceiverError);
+        const [dead] = [await emit(), await emit()];
+        await claim('node-a', AT);
+        await store.settleDelivery('node-a', 'push-1', dead!.id, { kind: 'dead', at: AT, error: 'HTTP 400' });
+        expect(await store.retryDead('push-1', AT + 1, line('receiver.retry', 'receiver:push-1'))).toBe(1);
+        expect(await store.retryDead('push-1', AT + 2, line('receiver.retry', 'receiver:push-1'))).toBe(0);
+        expect(await store.deleteReceiver('push-1', line('receiver.remove', 'receiver:push-1'))).toBe(true);
+        expect(await store.deleteReceiver('push-1', line('receiver.remove', 'receiver:gone'))).toBe(false);
+        expect((await store.listAudit({})).map((a) => [a.action, a.target, a.count]).reverse()).toEqual([
+          ['receiver.add', 'receiver:push-1', 1],
+          ['receiver.retry', 'receiver:push-1', 1],
+          ['receiver.retry', 'receiver:push-1', 0],
+          ['receiver.remove', 'receiver:push-1', 1],
+        ]);
+      });
     });
 
     describe('the event argument of the revocations', () => {

@@ -143,7 +143,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       expect(indexes).toEqual([]);
     });
 
-    it('a signing key and its audit line commit together: an audit insert that fails leaves the old key current', async () => {
+    it('a change and its audit line commit together: an audit insert that fails leaves the old key current, and no client made', async () => {
       const schema = freshSchema();
       const store = await node(schema);
       const key = (kid: string, createdAt: number) => ({ kid, alg: 'ES256', privateJwk: '{}', publicJwk: '{}', createdAt, retiredAt: null });
@@ -154,6 +154,9 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       await refuse(`CREATE TRIGGER audit_refuses BEFORE INSERT ON "${schema}".audit FOR EACH ROW EXECUTE FUNCTION "${schema}".refuse()`);
       await expect(store.addSigningKey(key('k2', T0 + HOUR), 'k1', line)).rejects.toThrow();
       expect((await store.listSigningKeys()).map((k) => [k.kid, k.retiredAt])).toEqual([['k1', null]]);
+      // So does an operator's client: no client without its line.
+      await expect(store.createClient(makeClient({ id: 'client-9' }), { ...line, action: 'client.create', target: 'client:client-9' })).rejects.toThrow();
+      expect(await store.getClient('client-9')).toBeNull();
       await refuse(`DROP TRIGGER audit_refuses ON "${schema}".audit`);
       expect(await store.addSigningKey(key('k2', T0 + HOUR), 'k1', line)).toBe(true);
       expect((await store.listSigningKeys()).map((k) => [k.kid, k.retiredAt])).toEqual([['k2', null], ['k1', T0 + HOUR]]);

@@ -57,7 +57,7 @@ describe('SqliteStore on disk', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a signing key and its audit line commit together: an audit insert that fails leaves the old key current', async () => {
+  it('a change and its audit line commit together: an audit insert that fails leaves the old key current, and no client made', async () => {
     const store = await SqliteStore.open(file);
     try {
       const key = (kid: string, createdAt: number) => ({ kid, alg: 'ES256', privateJwk: '{}', publicJwk: '{}', createdAt, retiredAt: null });
@@ -68,6 +68,9 @@ describe('SqliteStore on disk', () => {
       other.exec("CREATE TRIGGER audit_refuses BEFORE INSERT ON audit BEGIN SELECT RAISE(ABORT, 'audit refused'); END");
       await expect(store.addSigningKey(key('k2', T0 + HOUR), 'k1', line)).rejects.toThrow(/audit refused/);
       expect((await store.listSigningKeys()).map((k) => [k.kid, k.retiredAt])).toEqual([['k1', null]]);
+      // So does an operator's client: no client without its line.
+      await expect(store.createClient(makeClient({ id: 'client-9' }), { ...line, action: 'client.create', target: 'client:client-9' })).rejects.toThrow(/audit refused/);
+      expect(await store.getClient('client-9')).toBeNull();
       other.exec('DROP TRIGGER audit_refuses');
       other.close();
       expect(await store.addSigningKey(key('k2', T0 + HOUR), 'k1', line)).toBe(true);

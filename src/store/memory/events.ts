@@ -34,7 +34,7 @@ interface MemoryReceiver {
  * plain maps. {@link MemoryStore} owns one and calls {@link emit} inside its revocations.
  */
 export class MemoryEvents implements EventStore {
-  /** `appendAudit`: the store's audit log, for a key added with its audit line (addSigningKey). */
+  /** `appendAudit`: the store's audit log, for a change written with its audit line. */
   constructor(private readonly appendAudit: (entry: AuditEntry) => void) {}
 
   private readonly receivers = new Map<string, MemoryReceiver>();
@@ -53,9 +53,10 @@ export class MemoryEvents implements EventStore {
     }
   }
 
-  async createReceiver(receiver: ReceiverRecord): Promise<void> {
+  async createReceiver(receiver: ReceiverRecord, audit?: AuditEntry): Promise<void> {
     if (this.receivers.has(receiver.id)) throw new DuplicateReceiverError(receiver.id);
     this.receivers.set(receiver.id, { record: { ...receiver }, leaseOwner: null, leaseUntil: 0, lastError: null, lastDeliveredAt: null });
+    if (audit) this.appendAudit(audit);
   }
 
   async getReceiver(id: string): Promise<ReceiverRecord | null> {
@@ -86,9 +87,10 @@ export class MemoryEvents implements EventStore {
       });
   }
 
-  async deleteReceiver(id: string): Promise<boolean> {
+  async deleteReceiver(id: string, audit?: AuditEntry): Promise<boolean> {
     if (!this.receivers.delete(id)) return false;
     this.deliveries = this.deliveries.filter((d) => d.receiverId !== id);
+    if (audit) this.appendAudit(audit);
     return true;
   }
 
@@ -134,7 +136,7 @@ export class MemoryEvents implements EventStore {
     }
   }
 
-  async retryDead(receiverId: string, now: number): Promise<number> {
+  async retryDead(receiverId: string, now: number, audit?: AuditEntry): Promise<number> {
     let n = 0;
     for (const d of this.deliveries) {
       if (d.receiverId === receiverId && d.state === 'dead') {
@@ -144,6 +146,7 @@ export class MemoryEvents implements EventStore {
         n++;
       }
     }
+    if (audit) this.appendAudit({ ...audit, count: n });
     return n;
   }
 

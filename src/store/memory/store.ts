@@ -43,10 +43,11 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     return MEMORY_SCHEMA_VERSION;
   }
 
-  async createClient(client: ClientRecord): Promise<void> {
+  async createClient(client: ClientRecord, audit?: AuditEntry): Promise<void> {
     this.check();
     if (this.clients.has(client.id)) throw new DuplicateClientError(client.id);
     this.clients.set(client.id, { ...client });
+    if (audit) this.appendAuditNow(audit);
   }
 
   async getClient(id: string): Promise<ClientRecord | null> {
@@ -60,20 +61,22 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     return [...this.clients.values()].sort((a, b) => a.createdAt - b.createdAt || compare(a.id, b.id)).map((c) => ({ ...c }));
   }
 
-  async deleteClient(id: string, event?: RevocationEvent): Promise<boolean> {
+  async deleteClient(id: string, event?: RevocationEvent, audit?: AuditEntry): Promise<boolean> {
     this.check();
     if (!this.clients.delete(id)) return false;
     for (const t of [...this.tokens.values()]) if (t.clientId === id) this.remove(t);
     this.events.emit(event);
+    if (audit) this.appendAuditNow(audit);
     return true;
   }
 
-  async updateClientSecret(id: string, secretHash: string, at: number): Promise<boolean> {
+  async updateClientSecret(id: string, secretHash: string, at: number, audit?: AuditEntry): Promise<boolean> {
     this.check();
     const c = this.clients.get(id);
     if (!c) return false;
     c.secretHash = secretHash;
     c.secretUpdatedAt = at;
+    if (audit) this.appendAuditNow(audit);
     return true;
   }
 

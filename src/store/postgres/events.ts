@@ -87,7 +87,7 @@ type PendingRow = { receiverId: string; event: RevocationEvent; attempts: number
 export class PostgresEvents implements EventStore {
   constructor(private readonly db: Database) {}
 
-  async createReceiver(r: ReceiverRecord): Promise<void> {
+  async createReceiver(r: ReceiverRecord, audit?: AuditEntry): Promise<void> {
     try {
       await this.db.transaction(
         async (tx) => {
@@ -98,6 +98,7 @@ export class PostgresEvents implements EventStore {
               INSERT INTO receiver_leases (receiver_id) SELECT id FROM r`,
             [r.id, r.delivery, r.endpointUrl, r.authorization, r.caPem, r.clientId, r.audience, r.createdAt],
           );
+          if (audit) await tx.query(INSERT_AUDIT, auditParams(audit));
         },
         { lock: RECEIVERS_CHANGE },
       );
@@ -120,12 +121,14 @@ export class PostgresEvents implements EventStore {
     return (await this.db.query<ReceiverStatus>(STATUS)).rows;
   }
 
-  async deleteReceiver(id: string): Promise<boolean> {
+  async deleteReceiver(id: string, audit?: AuditEntry): Promise<boolean> {
     return this.db.transaction(
       async (tx) => {
         const sql = `WITH d AS (DELETE FROM event_deliveries WHERE receiver_id = $1), l AS (DELETE FROM receiver_leases WHERE receiver_id = $1)
           DELETE FROM receivers WHERE id = $1`;
-        return (await tx.query(sql, [id])).rowCount === 1;
+        if ((await tx.query(sql, [id])).rowCount !== 1) return false;
+        if (audit) await tx.query(INSERT_AUDIT, auditParams(audit));
+        return true;
       },
       { lock: RECEIVERS_CHANGE },
     );
@@ -160,9 +163,14 @@ export class PostgresEvents implements EventStore {
     await this.db.query('UPDATE receiver_leases SET lease_owner = NULL, lease_until = 0 WHERE receiver_id = $1 AND lease_owner = $2', [receiverId, owner]);
   }
 
-  async retryDead(receiverId: string, now: number): Promise<number> {
-    const sql = "UPDATE event_deliveries SET state = 'pending', attempts = 0, next_attempt_at = $2 WHERE receiver_id = $1 AND state = 'dead'";
-    return (await this.db.query(sql, [receiverId, now])).rowCount ?? 0;
+  async retryDead(receiverId: string, now: number, audit?: AuditEntry): Promise<number> {
+    // With its audit line ($3–$7, its count how many; $8 false for none), in the same statement.
+    const sql = `WITH r AS (UPDATE event_deliveries SET state = 'pending', attempts = 0, next_attempt_at = $2 WHERE receiver_id = $1 AND state = 'dead' RETURNING 1),
+        n AS (SELECT count(*)::int AS n FROM r),
+        a AS (INSERT INTO audit (at, actor, action, target, count, detail) SELECT $3, $4, $5, $6, n.n, $7 FROM n WHERE $8::bool)
+      SELECT n FROM n`;
+    const line = audit ? [audit.at, audit.actor, audit.action, audit.target, audit.detail, true] : [0, '', '', '', '', false];
+    return (await this.db.query<{ n: number }>(sql, [receiverId, now, ...line])).rows[0]?.n ?? 0;
   }
 
   async pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]> {

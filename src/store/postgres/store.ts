@@ -38,6 +38,7 @@ import {
   INSERT_TOKENS,
   LIST_AUDIT,
   listTokensQuery,
+  optionalAudit,
   FIRST_TUPLE,
   PURGEABLE_SQL,
   revocableQuery,
@@ -151,12 +152,14 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
 
   // ---- clients --------------------------------------------------------------------------
 
-  async createClient(c: ClientRecord): Promise<void> {
+  async createClient(c: ClientRecord, audit?: AuditEntry): Promise<void> {
     try {
+      // With its audit line ($11–$17, optionalAudit) in the same statement.
       await this.db.query(
-        `INSERT INTO clients (id, name, secret_hash, scope, org_id, audience, access_ttl_ms, refresh_ttl_ms, created_at, secret_updated_at)
-          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-        [c.id, c.name, c.secretHash, c.scope, c.orgId, c.audience, c.accessTtlMs, c.refreshTtlMs, c.createdAt, c.secretUpdatedAt],
+        `WITH c AS (INSERT INTO clients (id, name, secret_hash, scope, org_id, audience, access_ttl_ms, refresh_ttl_ms, created_at, secret_updated_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING 1)
+          INSERT INTO audit (at, actor, action, target, count, detail) SELECT $11, $12, $13, $14, $15, $16 FROM c WHERE $17::bool`,
+        [c.id, c.name, c.secretHash, c.scope, c.orgId, c.audience, c.accessTtlMs, c.refreshTtlMs, c.createdAt, c.secretUpdatedAt, ...optionalAudit(audit)],
       );
     } catch (error) {
       if (isUniqueViolation(error, 'clients_pkey')) throw new DuplicateClientError(c.id);
@@ -173,7 +176,7 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
     return (await this.db.query<ClientRecord>(`SELECT ${CLIENT_COLUMNS} FROM clients ORDER BY created_at, id COLLATE "C"`)).rows;
   }
 
-  async deleteClient(id: string, event?: RevocationEvent): Promise<boolean> {
+  async deleteClient(id: string, event?: RevocationEvent, audit?: AuditEntry): Promise<boolean> {
     return this.db.transaction(
       async (db) => {
         // Its grants' locks first, as every grant revocation takes them: a mint under way commits
@@ -186,15 +189,21 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
             ${oneEventCtes(2, 'EXISTS (SELECT 1 FROM d)')} SELECT count(*)::int AS n FROM d`,
           [id, ...eventParams(event)],
         );
-        return deleted.rows[0]?.n === 1;
+        if (deleted.rows[0]?.n !== 1) return false;
+        if (audit) await db.query(INSERT_AUDIT, auditParams(audit));
+        return true;
       },
       { lock: OUTBOX_LOCK },
     );
   }
 
-  async updateClientSecret(id: string, secretHash: string, at: number): Promise<boolean> {
-    const result = await this.db.query('UPDATE clients SET secret_hash = $1, secret_updated_at = $2 WHERE id = $3', [secretHash, at, id]);
-    return result.rowCount === 1;
+  async updateClientSecret(id: string, secretHash: string, at: number, audit?: AuditEntry): Promise<boolean> {
+    // With its audit line ($4–$10, optionalAudit) when it changed the client, in the same statement.
+    const sql = `WITH u AS (UPDATE clients SET secret_hash = $1, secret_updated_at = $2 WHERE id = $3 RETURNING 1),
+        a AS (INSERT INTO audit (at, actor, action, target, count, detail) SELECT $4, $5, $6, $7, $8, $9 FROM u WHERE $10::bool)
+      SELECT count(*)::int AS n FROM u`;
+    const result = await this.db.query<{ n: number }>(sql, [secretHash, at, id, ...optionalAudit(audit)]);
+    return result.rows[0]?.n === 1;
   }
 
   // ---- tokens ---------------------------------------------------------------------------

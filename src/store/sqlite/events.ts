@@ -166,7 +166,7 @@ export class SqliteEvents implements EventStore {
   /** The events of the current transaction's revocations so far (see {@link tail}). */
   private collected: RevocationEvent[] = [];
 
-  /** `appendAudit`: the store's audit insert, run inside a write step (a key and its audit line commit together). */
+  /** `appendAudit`: the store's audit insert, run inside a write step (a change and its audit line commit together). */
   constructor(
     db: Database.Database,
     private readonly write: WriteStep,
@@ -212,8 +212,11 @@ export class SqliteEvents implements EventStore {
     },
   };
 
-  async createReceiver(receiver: ReceiverRecord): Promise<void> {
-    await this.write(() => insertUnique(() => this.st.insertReceiver.run(receiver), () => new DuplicateReceiverError(receiver.id)));
+  async createReceiver(receiver: ReceiverRecord, audit?: AuditEntry): Promise<void> {
+    await this.write(() => {
+      insertUnique(() => this.st.insertReceiver.run(receiver), () => new DuplicateReceiverError(receiver.id));
+      if (audit) this.appendAudit(audit);
+    });
   }
 
   async getReceiver(id: string): Promise<ReceiverRecord | null> {
@@ -228,8 +231,12 @@ export class SqliteEvents implements EventStore {
     return this.read(() => this.st.listReceivers.all() as ReceiverStatus[]);
   }
 
-  async deleteReceiver(id: string): Promise<boolean> {
-    return this.write(() => this.st.deleteReceiver.run(id).changes === 1);
+  async deleteReceiver(id: string, audit?: AuditEntry): Promise<boolean> {
+    return this.write(() => {
+      const deleted = this.st.deleteReceiver.run(id).changes === 1;
+      if (deleted && audit) this.appendAudit(audit);
+      return deleted;
+    });
   }
 
   /**
@@ -264,8 +271,12 @@ export class SqliteEvents implements EventStore {
     await this.write(() => this.st.release.run(receiverId, owner));
   }
 
-  async retryDead(receiverId: string, now: number): Promise<number> {
-    return this.write(() => this.st.retryDead.run(now, receiverId).changes);
+  async retryDead(receiverId: string, now: number, audit?: AuditEntry): Promise<number> {
+    return this.write(() => {
+      const n = this.st.retryDead.run(now, receiverId).changes;
+      if (audit) this.appendAudit({ ...audit, count: n });
+      return n;
+    });
   }
 
   async pendingDeliveries(receiverId: string, limit: number, mergeUpTo?: number): Promise<Delivery[]> {

@@ -107,10 +107,11 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     return this.run(() => this.db.pragma('user_version', { simple: true }) as number);
   }
 
-  async createClient(client: ClientRecord): Promise<void> {
+  async createClient(client: ClientRecord, audit?: AuditEntry): Promise<void> {
     await this.write(() => {
       this.cache.forgetClients();
       insertUnique(() => this.st.insertClient.run(client), () => new DuplicateClientError(client.id));
+      if (audit) this.st.insertAudit.run(audit);
     });
   }
 
@@ -140,17 +141,21 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     return this.run(() => this.st.listClients.all() as ClientRecord[]);
   }
 
-  async deleteClient(id: string, event?: RevocationEvent): Promise<boolean> {
+  async deleteClient(id: string, event?: RevocationEvent, audit?: AuditEntry): Promise<boolean> {
     return this.write(() => {
       this.cache.forgetClients();
-      return this.events.emitIf(this.st.deleteClient.run(id).changes === 1, event);
+      const deleted = this.events.emitIf(this.st.deleteClient.run(id).changes === 1, event);
+      if (deleted && audit) this.st.insertAudit.run(audit);
+      return deleted;
     });
   }
 
-  async updateClientSecret(id: string, secretHash: string, at: number): Promise<boolean> {
+  async updateClientSecret(id: string, secretHash: string, at: number, audit?: AuditEntry): Promise<boolean> {
     return this.write(() => {
       this.cache.forgetClients();
-      return this.st.updateSecret.run(secretHash, at, id).changes === 1;
+      const updated = this.st.updateSecret.run(secretHash, at, id).changes === 1;
+      if (updated && audit) this.st.insertAudit.run(audit);
+      return updated;
     });
   }
 
