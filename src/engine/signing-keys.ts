@@ -48,13 +48,6 @@ export async function newSigningKey(now: number): Promise<SigningKeyRecord> {
   };
 }
 
-/** Adds a new current key to `store`; the previous one is retired and stays published for 7 days. */
-export async function addRotatedKey(store: EventStore, now: number): Promise<SigningKeyRecord> {
-  const key = await newSigningKey(now);
-  await store.addSigningKey(key);
-  return key;
-}
-
 /** Whether the JWKS publishes a key at `now`: the current one, or one retired less than 7 days ago. */
 export function isPublished(k: SigningKeyRecord, now: number): boolean {
   return k.retiredAt === null || now - k.retiredAt < RETIRED_KEY_PUBLISHED_MS;

@@ -1,6 +1,6 @@
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { describe, expect, it, vi } from 'vitest';
-import { addRotatedKey, KEY_ROTATION_MS, keyRotationAudit, RETIRED_KEY_PUBLISHED_MS, signingKeyViews } from '../../src/engine/signing-keys.js';
+import { KEY_ROTATION_MS, keyRotationAudit, newSigningKey, RETIRED_KEY_PUBLISHED_MS, signingKeyViews } from '../../src/engine/signing-keys.js';
 import { KeyRotationError, SigningKeys } from '../../src/events/keys.js';
 import { revocationClaim, setClaims, setClaimsJson, signSet, TOKENS_REVOKED } from '../../src/events/set.js';
 import { eventOfClaim, revocationClaimJson, withPreparedRevocations } from '../../src/store/events.js';
@@ -144,7 +144,9 @@ describe('signing keys', () => {
     const first = await keys.ensureCurrent();
     const oldSet = await signSet(one(grant), 'i', 'a', await keys.current(), now);
     now += DAY;
-    const second = (await addRotatedKey(store, now)).kid; // an operator's rotation (signing-key rotate)
+    const rotatedKey = await newSigningKey(now);
+    await store.addSigningKey(rotatedKey); // an operator's rotation (signing-key rotate; unconditional)
+    const second = rotatedKey.kid;
     const newSet = await signSet(one(grant), 'i', 'a', await keys.current(), now);
     expect(decodeProtectedHeader(newSet).kid).toBe(second);
     const jwks = await keys.jwks();
