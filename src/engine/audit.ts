@@ -18,7 +18,7 @@ export async function audit(
   count: number,
   detail: string,
 ): Promise<void> {
-  await ctx.store.appendAudit({ at: ctx.clock.now(), actor, action, target, count, detail });
+  await ctx.store.appendAudit(auditLine(ctx, actor, action, target, count, detail));
 }
 
 export function listAudit(ctx: EngineContext, filter: AuditFilter): Promise<AuditEntry[]> {

@@ -76,7 +76,7 @@ export function listSigningKeys(ctx: EngineContext): Promise<SigningKeyView[]> {
  */
 export async function rotateSigningKey(ctx: EngineContext, actor: string): Promise<RotatedSigningKey> {
   const key = await newSigningKey(ctx.clock.now());
-  await ctx.store.addSigningKey(key, undefined, keyRotationAudit(actor, key, ctx.clock.now()));
+  await ctx.store.addSigningKey(key, undefined, keyRotationAudit(actor, key, key.createdAt));
   return { kid: key.kid, createdAt: key.createdAt };
 }
 
