@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ClaimedReceiver, DeliveryOutcome, EventStore } from '../store/store.js';
-import type { SigningKeys } from './keys.js';
+import { KEY_ROTATION_REFUSED, KeyRotationError, type SigningKeys } from './keys.js';
 import { pushSet, PUSH_TIMEOUT_MS, type PushResult } from './push.js';
 import { signSet } from './set.js';
 
@@ -87,7 +87,9 @@ export class PushDeliverer {
   private stopped = true;
   /** stop() was called: a round in progress sends nothing more. */
   private stopping = false;
-  private lastHousekeeping = 0;
+  /** When housekeeping last saw to the signing keys, and last purged. */
+  private lastKeyCheck = 0;
+  private lastPurge = 0;
   private lastFailureLogged = -Infinity;
   private readonly push: typeof pushSet;
 
@@ -100,8 +102,13 @@ export class PushDeliverer {
     this.push = options.push ?? pushSet;
   }
 
-  start(): void {
+  /**
+   * Starts the rounds. `keysCheckedAt`: the signing keys were just seen to then (serve's start),
+   * so housekeeping leaves them for a minute after it; the purge runs in the first round.
+   */
+  start(options: { keysCheckedAt?: number } = {}): void {
     if (!this.stopped) return;
+    if (options.keysCheckedAt !== undefined) this.lastKeyCheck = options.keysCheckedAt;
     this.stopped = false;
     this.stopping = false;
     this.schedule(0);
@@ -119,9 +126,13 @@ export class PushDeliverer {
   /** One round: claim, deliver, settle (and now and then housekeeping). Exposed for tests. */
   async tick(): Promise<void> {
     const now = this.now();
-    if (now - this.lastHousekeeping >= HOUSEKEEPING_MS) {
-      this.lastHousekeeping = now;
-      await this.housekeeping();
+    if (now - this.lastKeyCheck >= HOUSEKEEPING_MS) {
+      this.lastKeyCheck = now;
+      await this.maintainKeys();
+    }
+    if (now - this.lastPurge >= HOUSEKEEPING_MS) {
+      this.lastPurge = now;
+      await this.purge();
     }
     const claimed = await this.options.store.claimPushReceivers(this.owner, now, this.leaseMs, this.options.receivers ?? 16, this.options.perReceiver ?? 50);
     await Promise.all(claimed.map((c) => this.deliver(c, now)));
@@ -176,14 +187,24 @@ export class PushDeliverer {
     }
   }
 
-  private async housekeeping(): Promise<void> {
+  /** Housekeeping, keys: rotation when due (a refusal says the old key signs on), retired keys deleted. */
+  private async maintainKeys(): Promise<void> {
     try {
       await this.options.keys.maintain();
+    } catch (err) {
+      if (err instanceof KeyRotationError) this.options.log?.('error', { err }, KEY_ROTATION_REFUSED);
+      else this.options.log?.('warn', { err }, 'event housekeeping failed: signing keys not maintained; trying again in a minute');
+    }
+  }
+
+  /** Housekeeping, outbox: the events every receiver has, in batches while they come full. */
+  private async purge(): Promise<void> {
+    try {
       for (let batch = 0; batch < PURGE_MAX_BATCHES && !this.stopping; batch++) {
         if ((await this.options.store.purgeDeliveredEvents(PURGE_BATCH)) < PURGE_BATCH) break;
       }
     } catch (err) {
-      this.options.log?.('warn', { err }, 'event housekeeping failed');
+      this.options.log?.('warn', { err }, 'event housekeeping failed: delivered events not purged');
     }
   }
 }

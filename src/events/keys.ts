@@ -111,3 +111,6 @@ export class KeyRotationError extends Error {
     this.name = 'KeyRotationError';
   }
 }
+
+/** What serve logs of a {@link KeyRotationError} (at start, and in the deliverer's housekeeping after). */
+export const KEY_ROTATION_REFUSED = 'security events: the signing key is 90 days old and could not be rotated; SETs are signed with it meanwhile';

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Engine } from '../engine/engine.js';
 import { PushDeliverer } from '../events/deliverer.js';
-import { KeyRotationError, SigningKeys } from '../events/keys.js';
+import { KEY_ROTATION_REFUSED, KeyRotationError, SigningKeys } from '../events/keys.js';
 import type { TokenctlMetrics } from '../metrics/metrics.js';
 
 /** Security events in a serving process: its signing key made sure of, and its push deliverer. */
@@ -19,12 +19,12 @@ export interface EventDelivery {
 export async function startEventDelivery(engine: Engine, log: FastifyBaseLogger, metrics?: TokenctlMetrics): Promise<EventDelivery> {
   // Its own rotation (the key 90 days old) is audited like an operator's, by this node.
   const keys = new SigningKeys(engine.store, Date.now, (key) => engine.keyRotationAudit(`serve:${engine.config.node}`, key));
+  const keysCheckedAt = Date.now();
   try {
     await keys.ensureCurrent();
   } catch (err) {
-    // Not fatal: tokens are served, and the deliverer's housekeeping tries again every minute.
-    if (err instanceof KeyRotationError) log.error({ err }, 'security events: the signing key is 90 days old and could not be rotated; SETs are signed with it meanwhile');
-    else log.error({ err }, 'security events: no signing key yet; events are kept and sent once the store allows');
+    // Not fatal: tokens are served, and the deliverer's housekeeping tries again in a minute.
+    log.error({ err }, err instanceof KeyRotationError ? KEY_ROTATION_REFUSED : 'security events: no signing key yet; events are kept and sent once the store allows');
   }
   const deliverer = new PushDeliverer({
     store: engine.store,
@@ -34,7 +34,8 @@ export async function startEventDelivery(engine: Engine, log: FastifyBaseLogger,
     log: (level, fields, message) => log[level](fields, message),
     ...(metrics ? { onOutcome: outcomeCounter(metrics) } : {}),
   });
-  deliverer.start();
+  // The keys were just seen to: its first housekeeping does not try (and log) the same again at once.
+  deliverer.start({ keysCheckedAt });
   return { stop: () => deliverer.stop() };
 }
 

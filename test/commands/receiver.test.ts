@@ -113,4 +113,28 @@ describe('receiver commands', () => {
       own.cleanup();
     }
   });
+
+  it('serve that cannot rotate its 90-day-old key says once that the old key signs on, and keeps it current', async () => {
+    const own = tempStore({ inProcess: true });
+    try {
+      const made = await own.json<{ kid: string }>(['signing-key', 'rotate']);
+      const raw = new Database(own.db);
+      raw.prepare('UPDATE signing_keys SET created_at = created_at - ?').run(91 * 86_400_000);
+      // The rotation commits with its audit line: an audit table that refuses every insert refuses it.
+      raw.exec("CREATE TRIGGER refuse_audit BEFORE INSERT ON audit BEGIN SELECT RAISE(ABORT, 'audit refused by test'); END");
+      raw.close();
+      const serve = await startServe(['--db', own.db, '--node', 'node-a', '--log-level', 'warn']);
+      // The deliverer's first rounds (every 100 ms) run meanwhile: they must not try and log it again.
+      await new Promise((r) => setTimeout(r, 1_000));
+      await stopServe(serve);
+      const lines = serve.stderr().split('\n').filter((l) => l.includes('refused by test'));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain('the signing key is 90 days old and could not be rotated; SETs are signed with it meanwhile');
+      expect(lines[0]).toContain(`could not rotate signing key ${made.kid} (90 days old): audit refused by test`);
+      const keys = await own.json<{ kid: string; current: boolean }[]>(['signing-key', 'list']);
+      expect(keys.map((k) => [k.kid, k.current])).toEqual([[made.kid, true]]);
+    } finally {
+      own.cleanup();
+    }
+  });
 });

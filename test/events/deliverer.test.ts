@@ -1,6 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { failingFor, failureOutcome, GIVE_UP_AFTER_MS, PURGE_BATCH, PURGE_MAX_BATCHES, PushDeliverer, retryDelay } from '../../src/events/deliverer.js';
-import { SigningKeys } from '../../src/events/keys.js';
+import { KEY_ROTATION_MS } from '../../src/engine/signing-keys.js';
+import { KEY_ROTATION_REFUSED, SigningKeys } from '../../src/events/keys.js';
 import type { PushResult } from '../../src/events/push.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
 import type { ReceiverRecord, RevocationEvent } from '../../src/store/store.js';
@@ -77,6 +78,46 @@ describe('PushDeliverer', () => {
     s.advance(60_000);
     await s.deliverer.tick();
     expect(calls).toHaveLength(3 + PURGE_MAX_BATCHES);
+  });
+
+  it('housekeeping: a refused rotation says the old key signs on, and the purge runs all the same; keys just checked at start wait a minute', async () => {
+    const store = new MemoryStore();
+    let now = T0;
+    const logged: [string, string][] = [];
+    const keys = new SigningKeys(store, () => now);
+    const first = await keys.ensureCurrent();
+    let purges = 0;
+    store.purgeDeliveredEvents = async () => (purges++, 0);
+    const deliverer = new PushDeliverer({ store, keys, issuer: () => 'https://issuer.example.test', now: () => now, log: (level, _fields, message) => logged.push([level, message]) });
+    now += KEY_ROTATION_MS;
+    const addKey = vi.spyOn(store, 'addSigningKey').mockRejectedValue(new Error('the store is unavailable'));
+    const until = async (done: () => boolean) => {
+      const limit = Date.now() + 3_000;
+      while (!done() && Date.now() < limit) await new Promise((r) => setTimeout(r, 10));
+    };
+    // Started as serve does, right after its own check: the first round purges but leaves the keys.
+    deliverer.start({ keysCheckedAt: now });
+    await until(() => purges > 0);
+    await deliverer.stop();
+    expect(purges).toBeGreaterThanOrEqual(1);
+    expect(addKey).not.toHaveBeenCalled();
+    expect(logged).toEqual([]);
+    // A minute on: the rotation is tried, refused and said so; the purge runs too.
+    now += 60_000;
+    const before = purges;
+    deliverer.start();
+    await until(() => logged.length > 0 && purges > before);
+    await deliverer.stop();
+    expect(addKey).toHaveBeenCalledTimes(1);
+    expect(purges).toBe(before + 1);
+    expect(logged).toEqual([['error', KEY_ROTATION_REFUSED]]);
+    expect((await keys.current()).kid).toBe(first);
+    // The store takes it again: the next round rotates.
+    addKey.mockRestore();
+    now += 60_000;
+    await deliverer.tick();
+    expect((await keys.current()).kid).not.toBe(first);
+    expect(logged).toHaveLength(1);
   });
 
   it('delivers each receiver its events in order, and nothing twice', async () => {
