@@ -5,9 +5,10 @@
  * than the changes being compared; callgrind's count moves by well under 1 %.
  *
  * `tokenctl serve` (the build under --root) runs under callgrind on a fresh copy of the bench's
- * pool store, in two modes:
- *   off   no receiver;
- *   poll  a poll receiver registered (`tokenctl receiver add --poll`), and this script polling it
+ * pool store, in these modes:
+ *   off     no receiver;
+ *   outbox  a poll receiver registered that nobody polls (the outbox rows alone);
+ *   poll    a poll receiver registered (`tokenctl receiver add --poll`), and this script polling it
  *         (RFC 8936, acknowledging what it got) after every CHUNK revocations: each answer then
  *         carries what the bench's receiver gets per answer under load (~600 revocations; the
  *         server's 50 ms pace would give a few under valgrind's slowness).
@@ -18,7 +19,7 @@
  * signature's hash over every SET byte) counts several times what it costs on this machine; the
  * line `sha256` says how much of the count it is.
  *
- * Usage: node bench/events-instructions.js [--root DIR] [--modes off,poll] [--warmup 3000] [--n 6000] [--chunk 600]
+ * Usage: node bench/events-instructions.js [--root DIR] [--modes off,poll] (or off,outbox,poll) [--warmup 3000] [--n 6000] [--chunk 600]
  *          [--db STORE.db] [--keep DIR]
  * --db: a copy of this store instead of the pool store, its tokens in STORE-access.txt beside it
  * (another build's pool store in the bench's cache, for a build that cannot open this one's schema). --keep: keep the callgrind files there (one per thread).
@@ -126,9 +127,10 @@ const dir = values.keep ?? mkdtempSync(join(tmpdir(), 'tokenctl-events-instr-'))
 const results = {};
 try {
   for (const mode of String(values.modes).split(',')) {
+    if (!['off', 'outbox', 'poll'].includes(mode)) throw new Error(`unknown mode ${mode}: off, outbox or poll`);
     const db = join(dir, `${mode}.db`);
     copyFileSync(values.db ?? stores.pool.db, db);
-    if (mode === 'poll') {
+    if (mode === 'poll' || mode === 'outbox') {
       const r = await runToEnd(process.execPath, [join(root, 'bin/run.js'), 'receiver', 'add', 'rs', '--poll', '--client', CLIENT.id, '--audience', 'rs', '--db', db, '--json'], { timeoutMs: 60_000 });
       if (r.code !== 0) throw new Error(`receiver add failed: ${(r.stderr || r.stdout).trim()}`);
     }
