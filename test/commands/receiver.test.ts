@@ -92,13 +92,20 @@ describe('receiver commands', () => {
     for (const e of rotations) expect(e).toMatchObject({ actor: expect.stringMatching(/^cli:/), count: 1, detail: 'ES256' });
   });
 
-  it('serve rotates a 90-day-old key by itself, and the audit log says which node did', async () => {
+  /** A store of its own whose one signing key is 91 days old (serve rotates it at start); `sql` runs on it too. */
+  async function storeWithOldKey(sql = ''): Promise<{ own: TempStore; made: { kid: string } }> {
     const own = tempStore({ inProcess: true });
+    const made = await own.json<{ kid: string }>(['signing-key', 'rotate']);
+    const raw = new Database(own.db);
+    raw.prepare('UPDATE signing_keys SET created_at = created_at - ?').run(91 * 86_400_000);
+    if (sql) raw.exec(sql);
+    raw.close();
+    return { own, made };
+  }
+
+  it('serve rotates a 90-day-old key by itself, and the audit log says which node did', async () => {
+    const { own, made } = await storeWithOldKey();
     try {
-      const made = await own.json<{ kid: string }>(['signing-key', 'rotate']);
-      const raw = new Database(own.db);
-      raw.prepare('UPDATE signing_keys SET created_at = created_at - ?').run(91 * 86_400_000);
-      raw.close();
       const serve = await startServe(['--db', own.db, '--node', 'node-a', '--log-level', 'warn']);
       await stopServe(serve);
       const keys = await own.json<{ kid: string; current: boolean }[]>(['signing-key', 'list']);
@@ -115,14 +122,9 @@ describe('receiver commands', () => {
   });
 
   it('serve that cannot rotate its 90-day-old key says once that the old key signs on, and keeps it current', async () => {
-    const own = tempStore({ inProcess: true });
+    // The rotation commits with its audit line: an audit table that refuses every insert refuses it.
+    const { own, made } = await storeWithOldKey("CREATE TRIGGER refuse_audit BEFORE INSERT ON audit BEGIN SELECT RAISE(ABORT, 'audit refused by test'); END");
     try {
-      const made = await own.json<{ kid: string }>(['signing-key', 'rotate']);
-      const raw = new Database(own.db);
-      raw.prepare('UPDATE signing_keys SET created_at = created_at - ?').run(91 * 86_400_000);
-      // The rotation commits with its audit line: an audit table that refuses every insert refuses it.
-      raw.exec("CREATE TRIGGER refuse_audit BEFORE INSERT ON audit BEGIN SELECT RAISE(ABORT, 'audit refused by test'); END");
-      raw.close();
       const serve = await startServe(['--db', own.db, '--node', 'node-a', '--log-level', 'warn']);
       // The deliverer's first rounds (every 100 ms) run meanwhile: they must not try and log it again.
       await new Promise((r) => setTimeout(r, 1_000));
