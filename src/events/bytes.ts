@@ -37,6 +37,14 @@ export class ByteWriter {
     return this;
   }
 
+  /** Bytes as they are (UTF-8 text already, say). */
+  bytes(bytes: Uint8Array): this {
+    this.room(bytes.length);
+    this.buf.set(bytes, this.length);
+    this.length += bytes.length;
+    return this;
+  }
+
   /** `bytes` as base64url without padding (RFC 7515 §2), in pieces: no string of its whole size. */
   base64url(bytes: Uint8Array): this {
     const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);

@@ -93,7 +93,7 @@ export function setClaimsJson(content: SetContent, issuer: string, audience: str
 /** Appends {@link setClaimsJson}'s text to `out`, as UTF-8. */
 function writeClaimsJson(out: ByteWriter, content: SetContent, issuer: string, audience: string, now: number): ByteWriter {
   const prepared = preparedRevocations(content);
-  let parts: readonly string[];
+  let parts: readonly (string | Uint8Array)[];
   let latestAt: number;
   let subject: string | undefined;
   if (prepared !== undefined && prepared.count >= 2) {
@@ -105,7 +105,11 @@ function writeClaimsJson(out: ByteWriter, content: SetContent, issuer: string, a
   }
   const empty = JSON.stringify(claimsOf(content.id, issuer, audience, now, latestAt, subject, []));
   out.utf8(empty.slice(0, -NO_REVOCATIONS.length)).latin1('[');
-  parts.forEach((part, i) => (i === 0 ? out : out.latin1(',')).utf8(part));
+  parts.forEach((part, i) => {
+    const o = i === 0 ? out : out.latin1(',');
+    if (typeof part === 'string') o.utf8(part);
+    else o.bytes(part);
+  });
   return out.latin1(']}}}');
 }
 

@@ -10,6 +10,12 @@ describe('ByteWriter', () => {
     expect(w.view().equals(Buffer.from(`{"a":${JSON.stringify(text)}}`, 'utf8'))).toBe(true);
   });
 
+  it('copies bytes as they are, between text, growing as it needs', () => {
+    const utf8 = Buffer.from('"ünï 😀"', 'utf8');
+    const w = new ByteWriter(2).latin1('[').bytes(utf8.subarray(0, 0)).bytes(utf8).latin1(',').bytes(Buffer.from(JSON.stringify('x'.repeat(5_000)))).latin1(']');
+    expect(JSON.parse(w.view().toString('utf8'))).toEqual(['ünï 😀', 'x'.repeat(5_000)]);
+  });
+
   it('base64url of any length, across its 48 KiB pieces, is Buffer.toString("base64url")', () => {
     for (const n of [0, 1, 2, 3, 49_151, 49_152, 49_153, 150_001]) {
       const bytes = Buffer.alloc(n, 0);

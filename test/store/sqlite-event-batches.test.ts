@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RevocationEvent } from '../../src/store/events.js';
+import { setClaims, setClaimsJson } from '../../src/events/set.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { APPLICATION_ID, LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { T0, makeClient, makeGrant, makeToken } from '../helpers/records.js';
@@ -316,6 +317,10 @@ describe('SqliteStore: a poll receiver’s cursor (schema 5)', () => {
     const events = list.map((t, i) => makeEvent({ jti: t.jti, username: t.username }, AT + 1000 * i));
     await Promise.all(list.map((t, i) => store.revokeToken(t.jti, AT, false, undefined, events[i])));
     expect(await store.pendingDeliveries('poll-1', 10)).toEqual([{ receiverId: 'poll-1', id: events[0]!.id, events, attempts: 0 }]);
+    // Merged, the row's claims go into the SET as the bytes the row holds: the same text as the events' claims.
+    const [merged] = await store.pendingDeliveries('poll-1', 10, 100);
+    expect(setClaimsJson(merged!, 'https://iss', 'rs', AT)).toBe(JSON.stringify(setClaims({ id: merged!.id, events }, 'https://iss', 'rs', AT)));
+    expect(merged!.events).toEqual(events);
   });
 
   it('migrates a version 4 outbox: pending deliveries, acknowledgements out of order, dead letters and attempts are kept', async () => {

@@ -41,9 +41,10 @@ const SETTLEABLE = `receiver_id = @receiverId AND state = 'pending'
 
 /**
  * A poll receiver's pending outbox rows, oldest first: those after its cursor (acked_through: every
- * row up to it acknowledged) that it has not acknowledged out of order (poll_acks).
+ * row up to it acknowledged) that it has not acknowledged out of order (poll_acks). The payload
+ * comes as bytes (its UTF-8: a store tokenctl made is UTF-8), see contentOf.
  */
-const POLL_PENDING = `SELECT 0, e.id, e.payload, e.seq FROM receivers r JOIN security_events e ON e.seq > r.acked_through
+const POLL_PENDING = `SELECT 0, e.id, CAST(e.payload AS BLOB), e.seq FROM receivers r JOIN security_events e ON e.seq > r.acked_through
   WHERE r.id = @receiverId AND NOT EXISTS (SELECT 1 FROM poll_acks a WHERE a.receiver_id = r.id AND a.event_seq = e.seq)
   ORDER BY e.seq LIMIT @limit`;
 
@@ -110,7 +111,7 @@ function prepareEventStatements(db: Database.Database) {
     duePush: p(DUE_PUSH).pluck(true),
     lease: p('UPDATE receivers SET lease_owner = @owner, lease_until = @until WHERE id = @id'),
     release: p('UPDATE receivers SET lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ?'),
-    pending: p(`SELECT d.attempts, e.id, e.payload, e.seq FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
+    pending: p(`SELECT d.attempts, e.id, CAST(e.payload AS BLOB), e.seq FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
       WHERE d.receiver_id = @receiverId AND d.state = 'pending' ORDER BY d.event_seq LIMIT @limit`).raw(true),
     pollPending: p(POLL_PENDING).raw(true),
     delivered: p(`DELETE FROM event_deliveries WHERE ${SETTLEABLE}`),
@@ -444,7 +445,7 @@ export class SqliteEvents implements EventStore {
 }
 
 /** A pending row: the delivery's attempts (0 for a poll receiver), the outbox row's id, payload and seq. */
-type PendingRow = [number, string, string, number];
+type PendingRow = [number, string, Buffer, number];
 
 /** The most outbox rows one merged read takes (a poll answer's size stays bounded). */
 const MERGE_READ_ROWS = 4096;
@@ -481,19 +482,27 @@ export function outboxPayload(events: readonly RevocationEvent[]): string {
   return `${ROW_PREFIX}${events.length} ${latestAtOf(events)}\n[${events.map((e) => jsonString(e.id)).join(',')}]\n${events.map(revocationClaimJson).join(',')}`;
 }
 
-/** An outbox row's events as the row holds them: as text (format 3, see outboxPayload), or decoded (earlier formats). */
-type RowContent = { count: number; latestAt: number; ids: string; claims: string } | RevocationEvent[];
+/** An outbox row's events as the row holds them: format 3 (see outboxPayload), its claims as bytes, or decoded (earlier formats). */
+type RowContent = { count: number; latestAt: number; ids: string; claims: Buffer } | RevocationEvent[];
 
-function contentOf(payload: string): RowContent {
-  if (!payload.startsWith(ROW_PREFIX)) return eventsOf(payload);
-  const head = payload.indexOf('\n', ROW_PREFIX.length);
-  const ids = payload.indexOf('\n', head + 1);
-  const space = payload.indexOf(' ', ROW_PREFIX.length);
+/** The first line of format 3, as bytes. */
+const ROW_PREFIX_BYTES = Buffer.from(ROW_PREFIX);
+const NEWLINE = 0x0a;
+
+/**
+ * An outbox row's content from its bytes (read as a BLOB: the row's claims, most of its size, go
+ * into a SET as they are, and as bytes they are no string on V8's heap; bench/PERF-LOG.md 43).
+ */
+function contentOf(payload: Buffer): RowContent {
+  if (payload.compare(ROW_PREFIX_BYTES, 0, ROW_PREFIX_BYTES.length, 0, ROW_PREFIX_BYTES.length) !== 0) return eventsOf(payload.toString('utf8'));
+  const head = payload.indexOf(NEWLINE, ROW_PREFIX_BYTES.length);
+  const ids = payload.indexOf(NEWLINE, head + 1);
+  const [count, latestAt] = payload.toString('latin1', ROW_PREFIX_BYTES.length, head).split(' ');
   return {
-    count: Number(payload.slice(ROW_PREFIX.length, space)),
-    latestAt: Number(payload.slice(space + 1, head)),
-    ids: payload.slice(head + 1, ids),
-    claims: payload.slice(ids + 1),
+    count: Number(count),
+    latestAt: Number(latestAt),
+    ids: payload.toString('utf8', head + 1, ids),
+    claims: payload.subarray(ids + 1),
   };
 }
 
@@ -502,7 +511,7 @@ const countOf = (c: RowContent): number => (Array.isArray(c) ? c.length : c.coun
 function decode(c: RowContent): RevocationEvent[] {
   if (Array.isArray(c)) return c;
   const ids = JSON.parse(c.ids) as string[];
-  return (JSON.parse(`[${c.claims}]`) as RevocationClaim[]).map((claim, i) => eventOfClaim(ids[i]!, claim));
+  return (JSON.parse(`[${c.claims.toString('utf8')}]`) as RevocationClaim[]).map((claim, i) => eventOfClaim(ids[i]!, claim));
 }
 
 /**
