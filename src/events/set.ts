@@ -93,23 +93,14 @@ export function setClaimsJson(content: SetContent, issuer: string, audience: str
 /** Appends {@link setClaimsJson}'s text to `out`, as UTF-8. */
 function writeClaimsJson(out: ByteWriter, content: SetContent, issuer: string, audience: string, now: number): ByteWriter {
   const prepared = preparedRevocations(content);
-  let parts: readonly (string | Uint8Array)[];
-  let latestAt: number;
-  let subject: string | undefined;
-  if (prepared !== undefined && prepared.count >= 2) {
-    ({ parts, latestAt } = prepared);
-  } else {
-    // One revocation (its subject is the SET's sub_id) or a delivery its store did not prepare.
-    ({ latestAt, subject } = summaryOf(content));
-    parts = content.events.map(revocationClaimJson);
-  }
+  // One revocation (its subject is the SET's sub_id) or a delivery its store did not prepare: from its events.
+  const fromEvents = prepared === undefined || prepared.count < 2;
+  const { latestAt, subject } = fromEvents ? summaryOf(content) : { latestAt: prepared.latestAt, subject: undefined };
   const empty = JSON.stringify(claimsOf(content.id, issuer, audience, now, latestAt, subject, []));
   out.utf8(empty.slice(0, -NO_REVOCATIONS.length)).latin1('[');
-  parts.forEach((part, i) => {
-    const o = i === 0 ? out : out.latin1(',');
-    if (typeof part === 'string') o.utf8(part);
-    else o.bytes(part);
-  });
+  const comma = (i: number) => (i === 0 ? out : out.latin1(','));
+  if (fromEvents) content.events.forEach((e, i) => comma(i).utf8(revocationClaimJson(e)));
+  else prepared.parts.forEach((part, i) => comma(i).bytes(part));
   return out.latin1(']}}}');
 }
 

@@ -211,10 +211,10 @@ export interface PreparedRevocations {
   /**
    * The revocations' claims, JSON objects separated by commas, oldest first, in pieces (a store's
    * rows): joined by commas, the pieces are the list. Kept apart, a SET's writer copies each piece
-   * where it goes, with no string of them all. A piece is text, or its UTF-8 bytes as the store
-   * read them (SQLite: bytes, so that no string of the row is made, bench/PERF-LOG.md 43).
+   * where it goes, with no string of them all. As UTF-8 bytes, as the store read them: no string
+   * of a row is made (bench/PERF-LOG.md 43).
    */
-  parts: readonly (string | Uint8Array)[];
+  parts: readonly Uint8Array[];
   /** How many. */
   count: number;
   /** The latest revocation's time (ms). */

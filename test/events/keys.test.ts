@@ -55,15 +55,15 @@ describe('SET claims (batch-wire format)', () => {
     const plain = { id: 'e-0..e-2', events: three };
     // In pieces, as a store's rows hold them: two revocations in the first, one in the second.
     const [a, b, c] = three.map((e) => JSON.stringify(revocationClaim(e)));
-    const prepared = withPreparedRevocations({ ...plain }, { parts: [`${a},${b}`, c!], count: 3, latestAt: T0 - 100 });
+    const prepared = withPreparedRevocations({ ...plain }, { parts: [Buffer.from(`${a},${b}`), Buffer.from(c!)], count: 3, latestAt: T0 - 100 });
     expect(setClaimsJson(prepared, 'https://iss/"x"', 'aud-ü', T0 + 999)).toBe(JSON.stringify(setClaims(plain, 'https://iss/"x"', 'aud-ü', T0 + 999)));
     expect(setClaimsJson(plain, 'i', 'a', T0)).toBe(JSON.stringify(setClaims(plain, 'i', 'a', T0)));
     // The prepared text is what goes out (the events are not read again), and it is not part of the delivery's value.
-    const other = withPreparedRevocations({ ...plain }, { parts: [JSON.stringify(revocationClaim(grant)) + ',' + JSON.stringify(revocationClaim(grant))], count: 2, latestAt: grant.at });
+    const other = withPreparedRevocations({ ...plain }, { parts: [Buffer.from(JSON.stringify(revocationClaim(grant)) + ',' + JSON.stringify(revocationClaim(grant)))], count: 2, latestAt: grant.at });
     expect(JSON.parse(setClaimsJson(other, 'i', 'a', T0)).events[TOKENS_REVOKED].revocations).toHaveLength(2);
     expect(other).toEqual(plain);
     // One revocation goes the way of its events (sub_id).
-    const single = withPreparedRevocations(one(grant), { parts: [JSON.stringify(revocationClaim(grant))], count: 1, latestAt: grant.at });
+    const single = withPreparedRevocations(one(grant), { parts: [Buffer.from(JSON.stringify(revocationClaim(grant)))], count: 1, latestAt: grant.at });
     expect(JSON.parse(setClaimsJson(single, 'i', 'a', T0)).sub_id).toEqual({ format: 'opaque', id: 'g-1' });
   });
 
