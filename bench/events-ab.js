@@ -38,7 +38,8 @@ try {
       try {
         const r = await runLoad({ label: `${mode}-${round}`, server, ...REQUESTS.tokenctl.revoke, tokenFile: stores.pool.accessFile, fresh: true, connections: 50, warmupS: Number(values.warmup), durationS: Number(values.seconds), workDir });
         rps[mode]?.push(r.rps);
-        console.log(`${mode.padEnd(7)} ${Math.round(r.rps).toString().padStart(6)} req/s  ${(1e6 * r.serverCpuShare / r.rps).toFixed(1)} µs server CPU per revocation (server at ${r.serverCpuShare.toFixed(2)} of its core, load generator ${r.loadCpuShare.toFixed(2)})`);
+        const receiver = stop ? `, receiver ${(await stop()).cpuShare.toFixed(2)}` : '';
+        console.log(`${mode.padEnd(7)} ${Math.round(r.rps).toString().padStart(6)} req/s  ${(1e6 * r.serverCpuShare / r.rps).toFixed(1)} µs server CPU per revocation (server at ${r.serverCpuShare.toFixed(2)} of its core, load generator ${r.loadCpuShare.toFixed(2)}${receiver})`);
       } finally {
         if (stop) await stop();
         killGroup(server.child);

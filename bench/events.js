@@ -49,14 +49,15 @@ export async function addReceiver(/** @type {string} */ db) {
 
 /**
  * The bench's bare RFC 8936 receiver (bench/lib/poll-loop.js) in a process of its own (bench/lib/poll-worker.js), pinned to the load
- * generator's core like every client of the server: the receiver's work (reading and decoding
- * ~130 kB answers twenty times a second) is the resource server's, not the server's, and in this
- * process (not pinned) it could run on the server's core. Returns stop() → what it received.
+ * generator's core like every client of the server: the receiver's work (reading ~130 kB answers
+ * twenty times a second; it decodes them once stopped) is the resource server's, not the server's,
+ * and in this process (not pinned) it could run on the server's core. Returns stop() → what it
+ * received, and the share of a core it used while polling.
  */
 export function barePoller(/** @type {string} */ url) {
   const log = join(tmpdir(), `tokenctl-bench-poller-${process.pid}-${++pollers}.log`);
   const child = startChild(process.execPath, [POLL_WORKER, url, BASIC], { core: LOAD_CORE, log });
-  /** @type {Promise<{ sets: number, revocations: number }>} */
+  /** @type {Promise<{ sets: number, revocations: number, cpuShare: number }>} */
   const result = new Promise((resolve, reject) => {
     let out = '';
     child.stdout?.setEncoding('utf8').on('data', (d) => (out += d));
@@ -68,7 +69,7 @@ export function barePoller(/** @type {string} */ url) {
       else reject(new Error(`the bench's poller stopped (${signal ?? `exit ${code}`}) without a result: ${why}`));
     });
   });
-  /** @type {Promise<{ sets: number, revocations: number }>|undefined} */
+  /** @type {Promise<{ sets: number, revocations: number, cpuShare: number }>|undefined} */
   let stopping;
   return async () => {
     stopping ??= (child.kill('SIGTERM'), result);
@@ -196,7 +197,7 @@ export async function runEventsBench(o) {
           rep.sets += got.sets;
           rep.revocations += got.revocations;
         }
-        const polled = got === null ? '' : `  (${got.sets.toLocaleString('en-US')} SETs polled, ${got.revocations.toLocaleString('en-US')} revocations)`;
+        const polled = got === null ? '' : `  (${got.sets.toLocaleString('en-US')} SETs polled, ${got.revocations.toLocaleString('en-US')} revocations, the receiver at ${got.cpuShare.toFixed(2)} of a core)`;
         o.log(`  events.revoke_${which}_receiver`.padEnd(32) + `${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.latency.p99} ms  server CPU ${r.serverCpuShare.toFixed(2)}${polled}`);
       } finally {
         if (stop) await stop();
