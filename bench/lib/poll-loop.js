@@ -6,9 +6,9 @@
  *
  * While polling it does what every receiver must (read the answer, parse it, acknowledge its
  * SETs) and no more: the SETs are kept as they came (tens of MB in a run) and decoded only once
- * stopped, to count their revocations. Work on the load generator's core slows the server on the
- * other one (bench/PERF-LOG.md 44: a process doing this decoding there, 4 % of that core, cost the
- * server 4–6 % of its throughput); decoding while polling took this receiver from 3.0 to 3.8 %.
+ * stopped, to count their revocations: work on the load generator's core can delay the load
+ * generator and so cost the server throughput (bench/PERF-LOG.md 44: 0–7 % for a process using
+ * 4–5 % of that core); decoding while polling took this receiver from 3.0 to 3.8 % of it.
  */
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
