@@ -482,8 +482,11 @@ export function outboxPayload(events: readonly RevocationEvent[]): string {
   return `${ROW_PREFIX}${events.length} ${latestAtOf(events)}\n[${events.map((e) => jsonString(e.id)).join(',')}]\n${events.map(revocationClaimJson).join(',')}`;
 }
 
-/** An outbox row's events as the row holds them: format 3 (see outboxPayload), its claims as bytes, or decoded (earlier formats). */
-type RowContent = { count: number; latestAt: number; ids: string; claims: Buffer } | RevocationEvent[];
+/**
+ * An outbox row's events as the row holds them: format 3 (see outboxPayload), its ids and claims
+ * as bytes (decoded only when its events are asked for), or decoded (earlier formats).
+ */
+type RowContent = { count: number; latestAt: number; ids: Buffer; claims: Buffer } | RevocationEvent[];
 
 /** The first line of format 3, as bytes. */
 const ROW_PREFIX_BYTES = Buffer.from(ROW_PREFIX);
@@ -501,7 +504,7 @@ function contentOf(payload: Buffer): RowContent {
   return {
     count: Number(count),
     latestAt: Number(latestAt),
-    ids: payload.toString('utf8', head + 1, ids),
+    ids: payload.subarray(head + 1, ids),
     claims: payload.subarray(ids + 1),
   };
 }
@@ -510,7 +513,7 @@ const countOf = (c: RowContent): number => (Array.isArray(c) ? c.length : c.coun
 
 function decode(c: RowContent): RevocationEvent[] {
   if (Array.isArray(c)) return c;
-  const ids = JSON.parse(c.ids) as string[];
+  const ids = JSON.parse(c.ids.toString('utf8')) as string[];
   return (JSON.parse(`[${c.claims.toString('utf8')}]`) as RevocationClaim[]).map((claim, i) => eventOfClaim(ids[i]!, claim));
 }
 
