@@ -22,7 +22,8 @@ const WORKER = fileURLToPath(new URL('./load-worker.js', import.meta.url));
 /**
  * @param {{ label: string, server: { pid: number, url: string }, path: string, prefix: string,
  *   suffix?: string, headers?: Record<string,string>, tokenFile: string, fresh?: boolean,
- *   connections: number, warmupS: number, durationS: number, workDir: string }} o
+ *   connections: number, warmupS: number, durationS: number, workDir: string, onMeasure?: () => void }} o
+ *   onMeasure: called at the start and at the end of the measured part.
  * @returns {Promise<LoadResult>}
  */
 export async function runLoad(o) {
@@ -46,11 +47,13 @@ export async function runLoad(o) {
     const lines = createInterface({ input: /** @type {NodeJS.ReadableStream} */ (child.stdout) });
     for await (const line of lines) {
       if (line === 'measure-start') {
+        o.onMeasure?.();
         cpu0 = cpuSeconds(o.server.pid);
         t0 = process.hrtime.bigint();
         sampler = setInterval(sample, 100);
       } else if (line === 'measure-end') {
         share = (cpuSeconds(o.server.pid) - cpu0) / (Number(process.hrtime.bigint() - t0) / 1e9);
+        o.onMeasure?.();
         sample();
         clearInterval(sampler);
       } else if (line.startsWith('result ')) {
