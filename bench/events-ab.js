@@ -26,8 +26,22 @@ import { copyStore, prepareStores } from './lib/stores.js';
 import { median } from './lib/report.js';
 import { addReceiver, barePoller } from './events.js';
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, seconds: { type: 'string', default: '5' }, warmup: { type: 'string', default: '2' }, modes: { type: 'string', default: 'off,outbox,poll' }, gc: { type: 'boolean', default: false } } });
+const USAGE = 'usage: node bench/events-ab.js [--rounds 3] [--seconds 5] [--warmup 2] [--modes off,outbox,poll] [--gc]';
+const options = /** @type {const} */ ({ rounds: { type: 'string', default: '3' }, seconds: { type: 'string', default: '5' }, warmup: { type: 'string', default: '2' }, modes: { type: 'string', default: 'off,outbox,poll' }, gc: { type: 'boolean', default: false } });
+/** @type {ReturnType<typeof parseArgs<{ options: typeof options }>>['values']} */
+let values;
+try {
+  values = parseArgs({ options }).values;
+} catch (err) {
+  console.error(`${/** @type {Error} */ (err).message}\n${USAGE}`);
+  process.exit(2);
+}
 const modes = String(values.modes).split(',');
+const twice = modes.filter((m, i) => modes.indexOf(m) !== i);
+if (twice.length > 0) {
+  console.error(`mode ${twice.join(', ')} given twice: to run one mode twice, tag the second (off,off#again)`);
+  process.exit(2);
+}
 /** A mode's kind, without its tag. @param {string} mode */
 const kindOf = (mode) => mode.split('#')[0] ?? mode;
 const unknown = modes.filter((m) => !['off', 'outbox', 'poll', 'spin'].includes(kindOf(m)));
