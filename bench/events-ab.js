@@ -26,6 +26,11 @@ import { copyStore, prepareStores } from './lib/stores.js';
 import { median } from './lib/report.js';
 import { addReceiver, barePoller } from './events.js';
 
+/** The fields read from a --trace-gc-nvp line (gcTrace, below; defined before the run starts). */
+const PAUSE = / pause=([\d.]+)/;
+const SURVIVED = / new_space_survived=(\d+)/;
+const PROMOTED = / promoted=(\d+)/;
+
 const USAGE = 'usage: node bench/events-ab.js [--rounds 3] [--seconds 5] [--warmup 2] [--modes off,outbox,poll] [--gc]';
 const options = /** @type {const} */ ({ rounds: { type: 'string', default: '3' }, seconds: { type: 'string', default: '5' }, warmup: { type: 'string', default: '2' }, modes: { type: 'string', default: 'off,outbox,poll' }, gc: { type: 'boolean', default: false } });
 /** @type {ReturnType<typeof parseArgs<{ options: typeof options }>>['values']} */
@@ -106,11 +111,11 @@ function gcTrace(child) {
     if (!counting) return;
     for (const line of lines) {
       if (!/ gc=s /.test(line)) continue;
-      const field = (/** @type {string} */ key) => Number(new RegExp(` ${key}=([\\d.]+)`).exec(line)?.[1] ?? 0);
+      const field = (/** @type {RegExp} */ re) => Number(re.exec(line)?.[1] ?? 0);
       sum.n++;
-      sum.pauseMs += field('pause');
-      sum.survived += field('new_space_survived');
-      sum.promoted += field('promoted');
+      sum.pauseMs += field(PAUSE);
+      sum.survived += field(SURVIVED);
+      sum.promoted += field(PROMOTED);
     }
   });
   return {
