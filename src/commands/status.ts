@@ -8,7 +8,7 @@ import type { MetricsStatus } from '../metrics/status-view.js';
 export default class Status extends BaseCommand<typeof Status> {
   static override storeUse = 'read' as const;
   static override summary = 'Show the store: where it is, its schema version, and what it holds; or, with --url, a running server\'s metrics';
-  static override description = `Counts clients, and tokens by type and state, and shows the oldest expired token not yet purged. Never shows a token or a secret.
+  static override description = `Counts clients, and tokens by type and state, and shows the oldest expired token not yet purged and the receivers of security events with what waits for them (a receiver that is behind by an hour or has dead letters is pointed out; tokenctl receiver list shows which). Never shows a token or a secret.
 
 With --url (the metrics listener of serve --metrics-port) it reads the server's Prometheus metrics instead of the store: requests a second and latency per endpoint, 401s by reason, 503s, tokens refreshed and revoked, reuse detections, store latency, errors, row-cache hits and pool. On a terminal it refreshes every --interval seconds until Ctrl-C; with --json, or when stdout is not a terminal, it prints the totals since the server started once.`;
 

@@ -81,9 +81,31 @@ export interface StatusReport {
   tokens: StoreStats['tokens'];
   /** Expiry (ms) of the oldest expired token not yet purged, or null. */
   oldest_expired_at: number | null;
+  events: EventsStatus;
+}
+
+/**
+ * The security events' receivers and what waits for them, over every receiver (issue 18): the
+ * outbox keeps each event until the slowest receiver has it, so a receiver that stopped polling
+ * or a push endpoint that is gone shows here first (`tokenctl receiver list` has the detail).
+ */
+export interface EventsStatus {
+  receivers: number;
+  /** Deliveries not yet delivered (push) or acknowledged (poll). */
+  pending: number;
+  /** Push deliveries given up on after their retries. */
+  dead: number;
+  /** When the oldest pending delivery's event happened (ms), or null. */
+  oldest_pending_at: number | null;
 }
 
 export async function status(ctx: EngineContext): Promise<StatusReport> {
-  const [stats, version] = await Promise.all([ctx.store.stats(ctx.clock.now()), ctx.store.schemaVersion()]);
-  return { store: ctx.store.location, schema_version: version, clients: stats.clients, tokens: stats.tokens, oldest_expired_at: stats.oldestExpiredAt };
+  const [stats, version, receivers] = await Promise.all([ctx.store.stats(ctx.clock.now()), ctx.store.schemaVersion(), ctx.store.listReceivers()]);
+  const events: EventsStatus = { receivers: receivers.length, pending: 0, dead: 0, oldest_pending_at: null };
+  for (const r of receivers) {
+    events.pending += r.pending;
+    events.dead += r.dead;
+    if (r.oldestPendingAt !== null && (events.oldest_pending_at === null || r.oldestPendingAt < events.oldest_pending_at)) events.oldest_pending_at = r.oldestPendingAt;
+  }
+  return { store: ctx.store.location, schema_version: version, clients: stats.clients, tokens: stats.tokens, oldest_expired_at: stats.oldestExpiredAt, events };
 }

@@ -21,7 +21,8 @@ describe('purge, status, audit', () => {
 
   it('status --json counts clients and tokens by type and state, and the oldest expired token', async () => {
     const s = await store.json(['status']);
-    expect(Object.keys(s).sort()).toEqual(['clients', 'oldest_expired_at', 'schema_version', 'store', 'tokens']);
+    expect(Object.keys(s).sort()).toEqual(['clients', 'events', 'oldest_expired_at', 'schema_version', 'store', 'tokens']);
+    expect(s.events).toEqual({ receivers: 0, pending: 0, dead: 0, oldest_pending_at: null });
     expect(s.store).toBe(store.db);
     expect(s.schema_version).toBeGreaterThanOrEqual(1);
     expect(s.clients).toBe(1);
@@ -38,6 +39,7 @@ describe('purge, status, audit', () => {
     expect(r.stdout).toContain(store.db);
     expect(r.stdout).toMatch(/^\s+access\s+1\s+1\s+1$/m);
     expect(r.stdout).toMatch(/oldest expired token:\s+\d{4}-\d\d-\d\d .* UTC \(\d+ s ago\)/);
+    expect(r.stdout).toMatch(/^security events:\s+no receiver \(none are written\)$/m);
   });
 
   it('purge refuses without --yes and without a terminal (5), and --dry-run only counts', async () => {
@@ -110,5 +112,38 @@ describe('purge, status, audit', () => {
       }
       expect(r.stdout).not.toMatch(/tc[ar]_[A-Za-z0-9_-]{43}/);
     }
+  });
+});
+
+/** status and the receivers: what waits for them, summed over every receiver (receiver list has the detail). */
+describe('status, with event receivers', () => {
+  let store: TempStore;
+
+  beforeAll(() => {
+    store = tempStore({ inProcess: true });
+  });
+  afterAll(() => store.cleanup());
+
+  it('counts the receivers, and the deliveries pending since the oldest event, until they are taken', async () => {
+    const client = await createClient(store);
+    const [a, b] = await Promise.all([issue(store, client.id, 'dora'), issue(store, client.id, 'erik')]);
+    await store.json(['receiver', 'add', 'rs', '--poll', '--client', client.id]);
+    await store.json(['receiver', 'add', 'gw', '--push', 'https://rs.example.test:8443/events']);
+    expect((await store.json(['status'])).events).toEqual({ receivers: 2, pending: 0, dead: 0, oldest_pending_at: null });
+    expect((await store.run(['status'])).stdout).toMatch(/^security events:\s+2 receivers, nothing pending$/m);
+
+    const before = Date.now();
+    await store.json(['revoke', a!.access_token]);
+    await store.json(['revoke', b!.access_token]);
+    const s = await store.json(['status']);
+    // Two revocations, each its own commit: two deliveries for each of the two receivers.
+    expect(s.events).toMatchObject({ receivers: 2, pending: 4, dead: 0 });
+    expect(s.events.oldest_pending_at).toBeGreaterThanOrEqual(before);
+    expect(s.events.oldest_pending_at).toBeLessThanOrEqual(Date.now());
+    expect((await store.run(['status'])).stdout).toMatch(/^security events:\s+2 receivers, 4 pending since \d{4}-\d\d-\d\d .* UTC \((now|\d+ s ago)\)$/m);
+
+    await store.json(['receiver', 'remove', 'gw', '--yes']);
+    await store.json(['receiver', 'remove', 'rs', '--yes']);
+    expect((await store.json(['status'])).events).toEqual({ receivers: 0, pending: 0, dead: 0, oldest_pending_at: null });
   });
 });
