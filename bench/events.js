@@ -234,7 +234,7 @@ export async function runEventsBench(o) {
     polled_sets: reps.map((r) => r.sets),
     polled_revocations: reps.map((r) => r.revocations),
     revocations_per_set: round(median(reps.map((r) => (r.sets > 0 ? r.revocations / r.sets : undefined))), 2),
-    // The figure is their median: its spread shows how far one run's verdict can be trusted (PERF-LOG 45, 47).
+    // The figure is their median: its spread shows how far one run's verdict can be trusted (bench/archive/PERF-LOG.md 45, 47).
     events_cost_ratio_per_rep: reps.map((r) => (r.cost === undefined ? null : round(r.cost, 3))),
     receiver: 'cost: a bare RFC 8936 loop acknowledging every SET; refusal: tokenctl/resource-server polling, 10-minute cache',
   };

@@ -89,7 +89,7 @@ export async function bulkRevoke(o) {
  *                    plugin step aside, as it does for any package it does not cover)
  *   no_bundle        the ES modules tsc wrote, imported one by one
  * (Stand-ins for modules oclif loads were measured the same way and removed: within the noise,
- * bench/PERF-LOG.md 21.)
+ * bench/archive/PERF-LOG.md 21.)
  * Each copy runs `tokenctl --help` and `tokenctl introspect TOKEN --json`, all interleaved and
  * the order flipped every round; medians of wall time and of the process's CPU time (user +
  * system, bench/lib/cpu-at-exit.cjs), in ms.

@@ -11,7 +11,6 @@ const PAGES = [
     .filter((f) => f.endsWith('.md'))
     .map((f) => `docs/${f}`),
   'bench/README.md',
-  'bench/HISTORY.md',
 ];
 
 /** The README is a page, not a scroll (issue 16: at most ~15 KB; the rest lives in docs/). */
