@@ -29,12 +29,15 @@ const layer = (files, layers, why, packages = []) =>
     { regex: `^(\\.\\./)+(${layers.join('|')})(/|$)`, message: why },
     ...(packages.length > 0 ? [{ regex: `^(${packages.join('|')})(/|$)`, message: why }] : []),
   ]);
-/** STYLE.md's rule for src/engine: itself and the store interface, no driver, framework or terminal. */
-const overStoreInterface = (files, who) =>
+/**
+ * STYLE.md's rule for src/engine: itself and the store interface, no driver, framework or terminal.
+ * `up` is `../` for the folder's own files, `../../` for a subfolder's (engine/grants/).
+ */
+const overStoreInterface = (files, who, up = '\\.\\./') =>
   restrict(
     [files],
     [
-      { regex: '^\\.\\./(?!store/store\\.js$)', message: `${who} imports only its own folder and the store interface (../store/store.js)` },
+      { regex: `^${up}(?!store/store\\.js$)`, message: `${who} imports only its own folder and the store interface (../store/store.js)` },
       { regex: '^(@oclif|fastify|@fastify|pg|pg-[a-z]+|better-sqlite3|chalk|@inquirer)(/|$)', message: `${who} knows nothing of oclif, HTTP, SQL or chalk` },
       { regex: '^node:(http|https|http2|net|tls|cluster)$', message: `${who} knows nothing of the transport` },
     ],
@@ -43,7 +46,8 @@ const LAYERS = [
   // The resource-server module (package entry tokenctl/resource-server): a client library of its own.
   restrict(['src/resource-server/**/*.ts'], [{ regex: '^\\.\\./', message: 'resource-server is a client library (tokenctl/resource-server): it imports only its own folder' }]),
   // The engine: the store's interface (store/store.ts) and itself; no oclif, HTTP, SQL or chalk.
-  overStoreInterface('src/engine/**/*.ts', 'the engine'),
+  overStoreInterface('src/engine/*.ts', 'the engine'),
+  overStoreInterface('src/engine/*/**/*.ts', 'the engine', '(\\.\\./){2,}'),
   // The migration use case (tokenctl migrate): like the engine, over the store interface only.
   overStoreInterface('src/migrate/**/*.ts', 'a migration'),
   // Stores: nothing above them.

@@ -1,20 +1,29 @@
 import type { PresentedCredentials } from './client-auth.js';
+import type { ParsedGrant } from './grants/index.js';
 
 /**
  * What a client presents at one of the three endpoints (spec part 4): its credentials (spec part
- * 5), the token it acts on, and where it came from. Each endpoint is one engine call taking this
- * (`Engine.refreshAsClient`, `revokeAsClient`, `introspectAsClient`), which authenticates the
- * client and reads the token in one store read, then does the endpoint's work.
+ * 5) and where it came from. Each endpoint is one engine call taking it (`Engine.tokenAsClient`,
+ * `revokeAsClient`, `introspectAsClient`), which authenticates the client and reads the token
+ * presented in one store read, then does the endpoint's work.
  */
-export interface ClientRequest {
+export interface ClientCall {
   credentials: PresentedCredentials;
-  /** The refresh token (spec 4.1), or the token to revoke (4.2) or introspect (4.3). */
-  token: string;
   /** The caller's network address, for the brute-force budgets; none from the CLI. */
   source?: string;
 }
 
-/** Spec 4.1: the refresh token, and an optional narrower scope (RFC 6749 §6). */
+/** Spec 4.2, 4.3: the token to revoke or introspect. */
+export interface ClientRequest extends ClientCall {
+  token: string;
+}
+
+/** POST /oauth/token: the grant asked for, its parameters read (`Engine.tokenRequest`). */
+export interface TokenRequest extends ClientCall {
+  grant: ParsedGrant;
+}
+
+/** Spec 4.1 from the command line: the refresh token, and an optional narrower scope (RFC 6749 §6). */
 export interface RefreshRequest extends ClientRequest {
   scope?: string;
 }

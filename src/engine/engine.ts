@@ -6,13 +6,15 @@ import * as clients from './clients.js';
 import { systemClock, type Clock } from './clock.js';
 import { presentedDigest } from './tokens.js';
 import { clientView, DAY_MS, HOUR_MS, MAX_REFRESH_GRACE_MS, MAX_REFRESHES_PER_MINUTE, ROTATION_RACE_WINDOW_MS, type EngineConfig, type EngineContext } from './context.js';
-import { InvalidInputError } from './errors.js';
+import { InvalidInputError, UnauthorizedClientError } from './errors.js';
+import { clientMayUse, GRANTS, parseTokenRequest, refreshGrant, type GrantTable, type ParsedGrant } from './grants/index.js';
+import type { Parameters } from './parameters.js';
 import { inspect, introspectionOf } from './introspect.js';
 import { issueGrants, issueTokens, type IssueInput } from './issue.js';
 import { countPurgeable, countTokens, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
-import { failedFor, type ClientRequest, type RefreshRequest } from './client-requests.js';
+import { failedFor, type ClientCall, type ClientRequest, type RefreshRequest, type TokenRequest } from './client-requests.js';
 import * as receivers from './receivers.js';
-import { refresh, refreshAsOperator } from './refresh.js';
+import { refreshAsOperator } from './refresh.js';
 import * as signingKeys from './signing-keys.js';
 import type { ClientOutcome, ClientView, Inspection, IntrospectionResult, RevocationResult, TokenResponse, TokenView } from './results.js';
 import { countBulk, revokeAsOperator, revokeBulk, revokeFound, type BulkOptions, type BulkRevocation } from './revoke.js';
@@ -21,6 +23,8 @@ export interface EngineOptions extends Partial<EngineConfig> {
   store: TokenStore;
   clock?: Clock;
   auth?: AuthenticatorOptions;
+  /** The grant types of the token endpoint; default {@link GRANTS}. */
+  grants?: GrantTable;
 }
 
 /**
@@ -33,6 +37,7 @@ export class Engine {
   readonly config: EngineConfig;
   private readonly ctx: EngineContext;
   private readonly authenticator: ClientAuthenticator;
+  private readonly grants: GrantTable;
 
   constructor(options: EngineOptions) {
     const config: EngineConfig = {
@@ -59,6 +64,7 @@ export class Engine {
     this.config = config;
     this.ctx = { store: options.store, clock: options.clock ?? systemClock, config };
     this.authenticator = new ClientAuthenticator(options.store, options.auth);
+    this.grants = options.grants ?? GRANTS;
   }
 
   // ---- clients ------------------------------------------------------------------------------
@@ -96,24 +102,40 @@ export class Engine {
   authenticate(credentials: PresentedCredentials, source?: string): Promise<ClientRecord> {
     return this.authenticator.authenticate(credentials, source);
   }
+  /** The `grant_type` values the token endpoint serves (RFC 8414 `grant_types_supported`). */
+  grantTypes(): string[] {
+    return [...this.grants.keys()];
+  }
   /**
-   * Spec 4.1, POST /oauth/token: authenticates the client and reads its refresh token in one store
-   * read, then refreshes. A confidential client's token is refreshed only by that client.
+   * RFC 6749 §3.2, POST /oauth/token: the grant a token request asks for, its parameters read and
+   * checked, before the client is authenticated (a malformed request is refused as such).
    */
-  async refreshAsClient(request: RefreshRequest): Promise<ClientOutcome<TokenResponse>> {
+  tokenRequest(params: Parameters): ParsedGrant {
+    return parseTokenRequest(this.grants, params);
+  }
+  /**
+   * POST /oauth/token: authenticates the client and reads the token the grant presents in one
+   * store read, then the grant makes its exchange (spec 4.1 for refresh_token).
+   */
+  async tokenAsClient(request: TokenRequest): Promise<ClientOutcome<TokenResponse>> {
     // When the request was taken up, before its token was read: a lost rotation race is told by it.
     const presentedAt = this.ctx.clock.now();
-    const { client, token: record } = await this.authenticatePresenting(request);
+    const { grant } = request;
+    const { client, token: record } = await this.authenticatePresenting(request, grant.presented);
     try {
-      const response = await refresh(this.ctx, { client, refreshToken: request.token, scope: request.scope }, record, presentedAt);
-      return { result: response, clientId: client.id, jti: response.jti, done: { kind: 'refreshed', rotated: response.refresh_token !== request.token } };
+      if (!clientMayUse(client, grant.type)) throw new UnauthorizedClientError(grant.type);
+      return await grant.exchange(this.ctx, client, record, presentedAt);
     } catch (err) {
       throw failedFor(err, client.id);
     }
   }
+  /** Spec 4.1 for a client on the command line (`refresh --client-id`): as over HTTP. */
+  refreshAsClient(request: RefreshRequest): Promise<ClientOutcome<TokenResponse>> {
+    return this.tokenAsClient({ ...request, grant: refreshGrant(request.token, request.scope) });
+  }
   /** Spec 4.2, POST /oauth/revocation: the client revokes one of its own tokens (contract 3). */
   async revokeAsClient(request: ClientRequest): Promise<ClientOutcome<RevocationResult>> {
-    const { client, token: record } = await this.authenticatePresenting(request);
+    const { client, token: record } = await this.authenticatePresenting(request, request.token);
     try {
       const { result, jti, done } = await revokeFound(this.ctx, client, record);
       return { result, clientId: client.id, jti, done };
@@ -127,14 +149,14 @@ export class Engine {
    * its id, only its own: any other token is inactive to it (contract 3, revised 2026-11).
    */
   async introspectAsClient(request: ClientRequest): Promise<ClientOutcome<IntrospectionResult>> {
-    const { client, token: record } = await this.authenticatePresenting(request);
+    const { client, token: record } = await this.authenticatePresenting(request, request.token);
     const visible = client.secretHash !== null || record?.clientId === client.id;
     const result = introspectionOf(this.ctx, visible ? record : null, this.ctx.clock.now());
     return { result, clientId: client.id, jti: result.active ? result.jti : null, done: { kind: 'introspected', active: result.active } };
   }
-  /** Spec part 5 for a request that presents a token: the client, and the token's record (null: none), in one store read. */
-  private authenticatePresenting(request: ClientRequest): Promise<{ client: ClientRecord; token: TokenRecord | null }> {
-    return this.authenticator.authenticateAndFind(request.credentials, presentedDigest(request.token), request.source);
+  /** Spec part 5 for a request that presents `token`: the client, and the token's record (null: none), in one store read. */
+  private authenticatePresenting(request: ClientCall, token: string | null): Promise<{ client: ClientRecord; token: TokenRecord | null }> {
+    return this.authenticator.authenticateAndFind(request.credentials, token === null ? null : presentedDigest(token), request.source);
   }
 
   // ---- the lifecycle --------------------------------------------------------------------------

@@ -23,11 +23,22 @@ export class InvalidRequestError extends TokenctlError {
   }
 }
 
-/** grant_type is not `refresh_token` (RFC 6749 §5.2). */
+/** grant_type is none of the token endpoint's grants, `supported` (RFC 6749 §5.2). */
 export class UnsupportedGrantTypeError extends TokenctlError {
   readonly code = 'unsupported_grant_type';
+  constructor(
+    readonly grantType: string,
+    supported: readonly string[],
+  ) {
+    super(`grant_type "${grantType}" is not supported: this endpoint takes ${supported.map((t) => `grant_type=${t}`).join(', ')}`);
+  }
+}
+
+/** The authenticated client may not use this grant type (RFC 6749 §5.2 unauthorized_client). */
+export class UnauthorizedClientError extends TokenctlError {
+  readonly code = 'unauthorized_client';
   constructor(readonly grantType: string) {
-    super(`grant_type "${grantType}" is not supported: this endpoint takes grant_type=refresh_token`);
+    super(`This client may not use grant_type=${grantType}`);
   }
 }
 

@@ -1,6 +1,7 @@
 import { formCredentials, parseBasicAuthorization, type PresentedCredentials } from '../engine/client-auth.js';
 import { InvalidRequestError } from '../engine/errors.js';
-import { optional, type Form } from './form.js';
+import { optional } from '../engine/parameters.js';
+import type { Form } from './form.js';
 import { UnsupportedClientAuthError } from './transport-errors.js';
 
 /**

@@ -41,7 +41,7 @@ function classify(err: unknown): Classified | null {
   if (err instanceof engine.InvalidClientError) return { status: 401, code: err.code, message: err.message, headers: CHALLENGE };
   // Spec 7.1: 401 invalid_token (not RFC 6749's 400 invalid_grant); no challenge, it is not client authentication.
   if (err instanceof engine.InvalidTokenError) return { status: 401, code: err.code, message: err.message };
-  if (err instanceof engine.InvalidRequestError || err instanceof engine.UnsupportedGrantTypeError || err instanceof engine.InvalidScopeError) {
+  if (err instanceof engine.InvalidRequestError || err instanceof engine.UnsupportedGrantTypeError || err instanceof engine.UnauthorizedClientError || err instanceof engine.InvalidScopeError) {
     return { status: 400, code: err.code, message: err.message };
   }
   if (err instanceof engine.UnsupportedTokenTypeError) return { status: 400, code: err.code, message: err.message };

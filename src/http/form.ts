@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyRequest } from 'fastify';
 import { InvalidRequestError, UnsupportedTokenTypeError } from '../engine/errors.js';
+import { optional } from '../engine/parameters.js';
 import type { TokenType } from '../store/store.js';
 import { UnsupportedMediaTypeError } from './transport-errors.js';
 
@@ -34,7 +35,7 @@ export function formBodyParser(contentType: string | undefined, body: Buffer): F
  * - a parameter given twice is refused (RFC 6749 §3.1: "MUST NOT be included more than once");
  * - invalid percent-encoding, or percent-encoding that is not UTF-8, is refused;
  * - NUL characters are refused anywhere;
- * - a parameter without a value is kept as "" and treated as omitted by {@link required}
+ * - a parameter without a value is kept as "", which `engine/parameters.ts` treats as omitted
  *   (RFC 6749 §3.1).
  */
 export function parseForm(text: string): Form {
@@ -78,19 +79,6 @@ function shown(name: string): string {
   // eslint-disable-next-line no-control-regex
   const printable = name.replace(/[\u0000-\u001f\u007f]/g, '?');
   return printable.length > 40 ? printable.slice(0, 40) + '…' : printable;
-}
-
-/** A required parameter's value; missing or empty is {@link InvalidRequestError} naming it. */
-export function required(form: Form, name: string): string {
-  const value = form[name];
-  if (value === undefined || value === '') throw new InvalidRequestError(`The parameter ${name} is missing`, name);
-  return value;
-}
-
-/** An optional parameter's value; empty counts as omitted (RFC 6749 §3.1). */
-export function optional(form: Form, name: string): string | undefined {
-  const value = form[name];
-  return value === '' ? undefined : value;
 }
 
 /**

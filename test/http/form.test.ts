@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidRequestError, UnsupportedTokenTypeError } from '../../src/engine/errors.js';
-import { optional, parseForm, required, tokenTypeHint } from '../../src/http/form.js';
+import { optional, required } from '../../src/engine/parameters.js';
+import { parseForm, tokenTypeHint } from '../../src/http/form.js';
 
 /** Strict application/x-www-form-urlencoded parsing (contract 3, RFC 6749 §3.1). */
 describe('parseForm', () => {

@@ -2,7 +2,8 @@ import type { ClientRequest } from '../../engine/client-requests.js';
 import type { Engine } from '../../engine/engine.js';
 import type { ClientOutcome } from '../../engine/results.js';
 import { endpointCredentials } from '../credentials.js';
-import { required, tokenTypeHint } from '../form.js';
+import { required } from '../../engine/parameters.js';
+import { tokenTypeHint } from '../form.js';
 import type { Endpoint } from './endpoint.js';
 
 /**

@@ -4,17 +4,17 @@ import { INTROSPECTION_PATH, METADATA_PATH, REVOCATION_PATH, TOKEN_PATH } from '
 import type { RouteDeps } from '../types.js';
 
 /**
- * RFC 8414 §2 metadata for an issuer: the three endpoints, resolved against the issuer URL, and
- * the client authentication methods each accepts (contract 3).
+ * RFC 8414 §2 metadata for an issuer: the three endpoints, resolved against the issuer URL, the
+ * grant types of the token endpoint, and the client authentication methods each accepts (contract 3).
  */
-export function authorizationServerMetadata(issuer: string): Record<string, unknown> {
+export function authorizationServerMetadata(issuer: string, grantTypes: readonly string[]): Record<string, unknown> {
   const base = issuer.replace(/\/+$/, '');
   return {
     issuer,
     token_endpoint: base + TOKEN_PATH,
     revocation_endpoint: base + REVOCATION_PATH,
     introspection_endpoint: base + INTROSPECTION_PATH,
-    grant_types_supported: ['refresh_token'],
+    grant_types_supported: grantTypes,
     // No authorization endpoint here: issuance is "not shown" in the spec (part 1).
     response_types_supported: [],
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
@@ -33,7 +33,7 @@ export function metadataRoute(app: FastifyInstance, { engine }: RouteDeps): void
       // The issuer is read per request: `serve --port 0` learns its URL only once listening.
       const issuer = engine.config.issuer;
       if (cached?.issuer !== issuer) {
-        const payload = JSON.stringify(authorizationServerMetadata(issuer));
+        const payload = JSON.stringify(authorizationServerMetadata(issuer, engine.grantTypes()));
         // Cacheable (RFC 8414 §3), unlike every other answer.
         cached = { issuer, answer: { status: 200, headers: { 'cache-control': 'max-age=300' }, payload, noStore: false, errorCode: null, reason: null } };
       }

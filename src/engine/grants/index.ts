@@ -1,0 +1,8 @@
+import { grantTable } from './grant.js';
+import { refreshTokenGrant } from './refresh-token.js';
+
+export { clientMayUse, grantTable, parseTokenRequest, type Grant, type GrantTable, type ParsedGrant } from './grant.js';
+export { refreshGrant, refreshTokenGrant } from './refresh-token.js';
+
+/** The grant types POST /oauth/token serves (and the RFC 8414 metadata lists): one row each. */
+export const GRANTS = grantTable(refreshTokenGrant);
