@@ -11,6 +11,17 @@ export interface ClientCall {
   credentials: PresentedCredentials;
   /** The caller's network address, for the brute-force budgets; none from the CLI. */
   source?: string;
+  /** Told the client as soon as it is authenticated; none from the CLI. */
+  log?: RequestLog;
+}
+
+/**
+ * Where the engine notes the client of a request once it has authenticated it: a request refused
+ * after that (an expired refresh token, a store fault) is still told as that client's in the
+ * request log, while one refused before names no client (whoever it claimed to be).
+ */
+export interface RequestLog {
+  clientId: string | null;
 }
 
 /** Spec 4.2, 4.3: the token to revoke or introspect. */
@@ -26,25 +37,4 @@ export interface TokenRequest extends ClientCall {
 /** Spec 4.1 from the command line: the refresh token, and an optional narrower scope (RFC 6749 §6). */
 export interface RefreshRequest extends ClientRequest {
   scope?: string;
-}
-
-/** Errors thrown after the client was authenticated, and by whom: for the request log. */
-const failedBy = new WeakMap<object, string>();
-
-/**
- * Remembers `err`, thrown after the client `clientId` was authenticated, as that client's (see
- * {@link clientOfFailure}) and returns it, to be thrown on unchanged: errors keep their one vocabulary.
- */
-export function failedFor(err: unknown, clientId: string): unknown {
-  if (typeof err === 'object' && err !== null) failedBy.set(err, clientId);
-  return err;
-}
-
-/**
- * The client a client request's error was thrown for, when it failed after authentication (an
- * expired refresh token, a store fault while revoking): the request log names it. Null when the
- * request failed before (bad credentials) or is not a client request's.
- */
-export function clientOfFailure(err: unknown): string | null {
-  return typeof err === 'object' && err !== null ? (failedBy.get(err) ?? null) : null;
 }

@@ -12,7 +12,7 @@ import type { Parameters } from './parameters.js';
 import { inspect, introspectionOf } from './introspect.js';
 import { issueGrants, issueTokens, type IssueInput } from './issue.js';
 import { countPurgeable, countTokens, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
-import { failedFor, type ClientCall, type ClientRequest, type RefreshRequest, type TokenRequest } from './client-requests.js';
+import type { ClientCall, ClientRequest, RefreshRequest, TokenRequest } from './client-requests.js';
 import * as receivers from './receivers.js';
 import { refreshAsOperator } from './refresh.js';
 import * as signingKeys from './signing-keys.js';
@@ -122,12 +122,8 @@ export class Engine {
     const presentedAt = this.ctx.clock.now();
     const { grant } = request;
     const { client, token: record } = await this.authenticatePresenting(request, grant.presented);
-    try {
-      if (!clientMayUse(client, grant.type)) throw new UnauthorizedClientError(grant.type);
-      return await grant.exchange(this.ctx, client, record, presentedAt);
-    } catch (err) {
-      throw failedFor(err, client.id);
-    }
+    if (!clientMayUse(client, grant.type)) throw new UnauthorizedClientError(grant.type);
+    return grant.exchange(this.ctx, client, record, presentedAt);
   }
   /** Spec 4.1 for a client on the command line (`refresh --client-id`): as over HTTP. */
   refreshAsClient(request: RefreshRequest): Promise<ClientOutcome<TokenResponse>> {
@@ -136,12 +132,8 @@ export class Engine {
   /** Spec 4.2, POST /oauth/revocation: the client revokes one of its own tokens (contract 3). */
   async revokeAsClient(request: ClientRequest): Promise<ClientOutcome<RevocationResult>> {
     const { client, token: record } = await this.authenticatePresenting(request, request.token);
-    try {
-      const { result, jti, done } = await revokeFound(this.ctx, client, record);
-      return { result, clientId: client.id, jti, done };
-    } catch (err) {
-      throw failedFor(err, client.id);
-    }
+    const { result, jti, done } = await revokeFound(this.ctx, client, record);
+    return { result, clientId: client.id, jti, done };
   }
   /**
    * Spec 4.3, POST /oauth/introspection. A confidential client may introspect any token (a
@@ -154,9 +146,14 @@ export class Engine {
     const result = introspectionOf(this.ctx, visible ? record : null, this.ctx.clock.now());
     return { result, clientId: client.id, jti: result.active ? result.jti : null, done: { kind: 'introspected', active: result.active } };
   }
-  /** Spec part 5 for a request that presents `token`: the client, and the token's record (null: none), in one store read. */
-  private authenticatePresenting(request: ClientCall, token: string | null): Promise<{ client: ClientRecord; token: TokenRecord | null }> {
-    return this.authenticator.authenticateAndFind(request.credentials, token === null ? null : presentedDigest(token), request.source);
+  /**
+   * Spec part 5 for a request that presents `token`: the client, and the token's record (null:
+   * none), in one store read. The request's log learns the client.
+   */
+  private async authenticatePresenting(request: ClientCall, token: string | null): Promise<{ client: ClientRecord; token: TokenRecord | null }> {
+    const found = await this.authenticator.authenticateAndFind(request.credentials, token === null ? null : presentedDigest(token), request.source);
+    if (request.log !== undefined) request.log.clientId = found.client.id;
+    return found;
   }
 
   // ---- the lifecycle --------------------------------------------------------------------------

@@ -1,8 +1,11 @@
 import { formCredentials, parseBasicAuthorization, type PresentedCredentials } from '../engine/client-auth.js';
 import { InvalidRequestError } from '../engine/errors.js';
 import { optional } from '../engine/parameters.js';
-import type { Form } from './form.js';
+import type { EndpointRequest } from './request.js';
 import { UnsupportedClientAuthError } from './transport-errors.js';
+
+/** Where a request carries a client's credentials: the Authorization header, and the form. */
+type CredentialSources = Pick<EndpointRequest, 'headers' | 'form'>;
 
 /**
  * Client authentication at POST /oauth/token (spec part 5, contract 3), in this order:
@@ -13,7 +16,8 @@ import { UnsupportedClientAuthError } from './transport-errors.js';
  * RFC 6749 §2.3: one method per request, so a form `client_secret` beside the header, or a
  * form `client_id` naming another client, is refused (400 invalid_request).
  */
-export function tokenEndpointCredentials(header: string | undefined, form: Form): PresentedCredentials {
+export function tokenEndpointCredentials({ headers, form }: CredentialSources): PresentedCredentials {
+  const header = headers.authorization;
   const clientId = optional(form, 'client_id');
   const clientSecret = optional(form, 'client_secret');
   if (header !== undefined) return fromHeader(header, clientId, clientSecret);
@@ -33,7 +37,8 @@ export function tokenEndpointCredentials(header: string | undefined, form: Form)
  * `client_id` and `client_secret` (spec part 5), or instead RFC 6749 `Authorization: Basic`
  * (contract 3). A missing `client_id` without a header is a 400 naming it.
  */
-export function endpointCredentials(header: string | undefined, form: Form): PresentedCredentials {
+export function endpointCredentials({ headers, form }: CredentialSources): PresentedCredentials {
+  const header = headers.authorization;
   const clientId = optional(form, 'client_id');
   const clientSecret = optional(form, 'client_secret');
   if (header === undefined) return formCredentials(clientId, clientSecret);

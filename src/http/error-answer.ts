@@ -2,7 +2,6 @@ import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as engine from '../engine/errors.js';
 import { StoreUnavailableError } from '../store/store.js';
-import { clientOfFailure } from '../engine/client-requests.js';
 import { replyAnswer, type Answer } from './answer.js';
 import type { AnswerOutcome } from './observer.js';
 import { HttpTransportError, MethodNotAllowedError, RouteNotFoundError } from './transport-errors.js';
@@ -130,17 +129,16 @@ function reasonOf(err: unknown): string | null {
   return null;
 }
 
-/** What an error tells of the request besides its answer: the client it failed for, and a reuse caught. */
-export function failureFacts(err: unknown): { clientId: string | null; outcome: AnswerOutcome | null } {
-  const outcome: AnswerOutcome | null = err instanceof engine.ReuseDetectedError ? { kind: 'reuse_detected', tokens: err.grantTokens } : null;
-  return { clientId: clientOfFailure(err), outcome };
+/** What the engine did before it refused a request, when it did something: a reuse caught, its grant revoked. */
+export function failureOutcome(err: unknown): AnswerOutcome | null {
+  return err instanceof engine.ReuseDetectedError ? { kind: 'reuse_detected', tokens: err.grantTokens } : null;
 }
 
 /** Writes `err` as the answer to `request` through fastify (its error and not-found handlers). */
 export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const a = errorAnswer(err, pathOf(request), request.headers.authorization);
   if (a.unexpected) request.log.error({ reqId: request.id, err }, 'unexpected error');
-  request.answered = { answer: a, jti: null, ...failureFacts(err) };
+  request.answered = { answer: a, clientId: null, jti: null, outcome: failureOutcome(err) };
   return replyAnswer(reply, a);
 }
 

@@ -4,6 +4,7 @@ import { reportAnswer, reporting, writeAnswer, type AnswerReporter } from './ans
 import { handle, type Endpoint, type HandlerDeps } from './endpoints/endpoint.js';
 import { ENDPOINTS } from './endpoints/index.js';
 import { BODY_LIMIT, FORM_MEDIA_TYPE, formBodyParser } from './form.js';
+import { EndpointRequest } from './request.js';
 
 /** The form media type bare, or with the UTF-8 charset parameter that browsers and fetch add. */
 const PLAIN_FORM_TYPE = /^application\/x-www-form-urlencoded(?:;[ ]?charset=utf-8)?$/i;
@@ -27,13 +28,13 @@ export function createFastPath(options: FastPathOptions): (req: IncomingMessage,
 
   async function respond(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint, body: Buffer, started: number): Promise<void> {
     const id = nextId();
-    const answered = await handle(options, endpoint, () => formBodyParser(req.headers['content-type'], body), req.headers.authorization, req.socket.remoteAddress, (err) =>
-      reporter.log().error({ reqId: id, err }, 'unexpected error'),
-    );
+    const headers = req.headers;
+    const request = new EndpointRequest('POST', endpoint.path, headers, req.socket.remoteAddress, () => formBodyParser(headers['content-type'], body));
+    const answered = await handle(options, endpoint, request, (err) => reporter.log().error({ reqId: id, err }, 'unexpected error'));
     writeAnswer(res, answered.answer);
     if (reporting(reporter)) {
       const ms = performance.now() - started;
-      reportAnswer(reporter, { reqId: id, method: 'POST', path: endpoint.path, ip: req.socket.remoteAddress, ms, ...answered });
+      reportAnswer(reporter, { reqId: id, method: 'POST', path: endpoint.path, ip: request.peer, ms, ...answered });
     }
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clientOfFailure } from '../../src/engine/client-requests.js';
+import type { RequestLog } from '../../src/engine/client-requests.js';
 import { InvalidClientError, InvalidTokenError, ReuseDetectedError } from '../../src/engine/errors.js';
 import { credentialsOf, HOUR, makeEngine, SECOND } from '../helpers/engine.js';
 
@@ -57,27 +57,32 @@ describe('one engine call per client-facing endpoint', () => {
     });
   });
 
-  it('a failure before authentication names no client; one after it names the client it failed for', async () => {
+  it("a failure before authentication names no client in the request's log; one after it names the client it failed for", async () => {
     const { engine, conf, clock } = await setup();
     const issued = await engine.issue({ clientId: 'conf', username: 'alice', refreshTtlMs: HOUR });
-    const bad = await engine.refreshAsClient({ credentials: { clientId: 'conf', secrets: ['wrong-password-1'] }, token: issued.refresh_token }).catch((e: unknown) => e);
+    const badLog: RequestLog = { clientId: null };
+    const bad = await engine.refreshAsClient({ credentials: { clientId: 'conf', secrets: ['wrong-password-1'] }, token: issued.refresh_token, log: badLog }).catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(InvalidClientError);
     expect(bad).toMatchObject({ reason: 'bad_secret' });
-    expect(clientOfFailure(bad)).toBeNull();
+    expect(badLog.clientId).toBeNull();
     clock.advance(HOUR + SECOND);
-    const expired = await engine.refreshAsClient({ credentials: conf, token: issued.refresh_token }).catch((e: unknown) => e);
+    const log: RequestLog = { clientId: null };
+    const expired = await engine.refreshAsClient({ credentials: conf, token: issued.refresh_token, log }).catch((e: unknown) => e);
     expect(expired).toBeInstanceOf(InvalidTokenError);
-    expect(clientOfFailure(expired)).toBe('conf');
-    expect(clientOfFailure(new Error('elsewhere'))).toBeNull();
+    expect(log.clientId).toBe('conf');
+    const revokeLog: RequestLog = { clientId: null };
+    await engine.revokeAsClient({ credentials: conf, token: issued.access_token, log: revokeLog });
+    expect(revokeLog.clientId).toBe('conf');
   });
 
   it('a replaced refresh token presented again is ReuseDetectedError: revoked, with the tokens of its grant counted', async () => {
     const { engine, conf, issued, clock } = await setup({ rotateRefreshTokens: true });
     await engine.refreshAsClient({ credentials: conf, token: issued.refresh_token });
     clock.advance(10 * SECOND);
-    const reuse = await engine.refreshAsClient({ credentials: conf, token: issued.refresh_token }).catch((e: unknown) => e);
+    const log: RequestLog = { clientId: null };
+    const reuse = await engine.refreshAsClient({ credentials: conf, token: issued.refresh_token, log }).catch((e: unknown) => e);
     expect(reuse).toBeInstanceOf(ReuseDetectedError);
     expect(reuse).toMatchObject({ code: 'invalid_token', reason: 'revoked', grantTokens: 4 });
-    expect(clientOfFailure(reuse)).toBe('conf');
+    expect(log.clientId).toBe('conf');
   });
 });

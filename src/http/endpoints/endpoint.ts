@@ -2,23 +2,21 @@ import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
 import type { ClientAction, ClientOutcome } from '../../engine/results.js';
 import { okAnswer, replyAnswer, type Answer } from '../answer.js';
-import { errorAnswer, failureFacts } from '../error-answer.js';
-import { formOf, type Form } from '../form.js';
+import { errorAnswer, failureOutcome } from '../error-answer.js';
+import { formOf } from '../form.js';
 import type { AnswerOutcome } from '../observer.js';
+import { EndpointRequest } from '../request.js';
 import type { StoreFaults } from '../store-faults.js';
 
 /**
- * One of the three POST endpoints (spec part 4): its path, and what it does with a request's form
- * and Authorization header: checks them and makes one engine call. Both doors run it through
- * {@link handle}: the fast path (`fast-path.ts`) and fastify's route ({@link endpointRoute}).
+ * One of the three POST endpoints (spec part 4): its path, and what it does with a request: reads
+ * what it needs of it and makes one engine call. Both doors run it through {@link handle}: the
+ * fast path (`fast-path.ts`) and fastify's route ({@link endpointRoute}).
  */
 export interface Endpoint {
   path: string;
-  /**
-   * Throws (or rejects) for a refusal: the engine's errors, or the form's. `ip`: the peer, for the
-   * brute-force budgets.
-   */
-  run(engine: Engine, form: Form, authorization: string | undefined, ip: string | undefined): Promise<ClientOutcome<unknown>>;
+  /** Throws (or rejects) for a refusal: the engine's errors, or the form's. */
+  run(engine: Engine, request: EndpointRequest): Promise<ClientOutcome<unknown>>;
 }
 
 /** An answer, with what the log line and the observer learn beside it (never a token or a secret). */
@@ -39,25 +37,18 @@ export interface HandlerDeps {
 
 /**
  * Runs `endpoint` for one request and says what to answer: the one handler both doors call.
- * `form` is called inside, so that a body that cannot be parsed is answered like any refusal;
  * `unexpected` is told of an error that was not one of ours (to be logged with its detail).
  */
-export async function handle(
-  deps: HandlerDeps,
-  endpoint: Endpoint,
-  form: () => Form,
-  authorization: string | undefined,
-  ip: string | undefined,
-  unexpected: (err: unknown) => void,
-): Promise<Answered> {
+export async function handle(deps: HandlerDeps, endpoint: Endpoint, request: EndpointRequest, unexpected: (err: unknown) => void): Promise<Answered> {
   try {
-    const o = await endpoint.run(deps.engine, form(), authorization, ip);
+    const o = await endpoint.run(deps.engine, request);
     return { answer: okAnswer(o.result), clientId: o.clientId, jti: o.jti, outcome: outcomeOf(o.done) };
   } catch (err) {
     deps.storeFaults.note(err);
-    const answer = errorAnswer(err, endpoint.path, authorization);
+    const answer = errorAnswer(err, endpoint.path, request.headers.authorization);
     if (answer.unexpected) unexpected(err);
-    return { answer, jti: null, ...failureFacts(err) };
+    // The client is known when the request failed after the engine authenticated it.
+    return { answer, jti: null, clientId: request.clientId, outcome: failureOutcome(err) };
   }
 }
 
@@ -73,9 +64,8 @@ function outcomeOf(done: ClientAction): AnswerOutcome {
  */
 export function endpointRoute(app: FastifyInstance, endpoint: Endpoint, deps: HandlerDeps): void {
   app.post(endpoint.path, async (request, reply) => {
-    const answered = await handle(deps, endpoint, () => formOf(request), request.headers.authorization, request.ip, (err) =>
-      request.log.error({ reqId: request.id, err }, 'unexpected error'),
-    );
+    const req = new EndpointRequest(request.method, request.url, request.headers, request.ip, () => formOf(request));
+    const answered = await handle(deps, endpoint, req, (err) => request.log.error({ reqId: request.id, err }, 'unexpected error'));
     request.answered = answered;
     return replyAnswer(reply, answered.answer);
   });

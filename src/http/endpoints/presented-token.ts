@@ -1,8 +1,8 @@
 import type { ClientRequest } from '../../engine/client-requests.js';
 import type { Engine } from '../../engine/engine.js';
+import { required } from '../../engine/parameters.js';
 import type { ClientOutcome } from '../../engine/results.js';
 import { endpointCredentials } from '../credentials.js';
-import { required } from '../../engine/parameters.js';
 import { tokenTypeHint } from '../form.js';
 import type { Endpoint } from './endpoint.js';
 
@@ -15,10 +15,10 @@ export function presentedTokenEndpoint(path: string, call: (engine: Engine, requ
   return {
     path,
     // Not async: what it throws before the engine call is caught by the handler all the same.
-    run(engine, form, authorization, ip) {
-      const token = required(form, 'token');
-      tokenTypeHint(form); // optional and checked (contract 3), but only a hint: the token is found whatever its type
-      return call(engine, { credentials: endpointCredentials(authorization, form), token, source: ip });
+    run(engine, request) {
+      const token = required(request.form, 'token');
+      tokenTypeHint(request.form); // optional and checked (contract 3), but only a hint: the token is found whatever its type
+      return call(engine, { credentials: endpointCredentials(request), token, source: request.peer, log: request });
     },
   };
 }

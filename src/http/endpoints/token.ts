@@ -10,8 +10,8 @@ import type { Endpoint } from './endpoint.js';
 export const token: Endpoint = {
   path: TOKEN_PATH,
   // Not async: what it throws before the engine call is caught by the handler all the same.
-  run(engine, form, authorization, ip) {
-    const grant = engine.tokenRequest(form);
-    return engine.tokenAsClient({ grant, credentials: tokenEndpointCredentials(authorization, form), source: ip });
+  run(engine, request) {
+    const grant = engine.tokenRequest(request.form);
+    return engine.tokenAsClient({ grant, credentials: tokenEndpointCredentials(request), source: request.peer, log: request });
   },
 };

@@ -8,7 +8,7 @@ import { TOKENS_REVOKED } from '../../events/set.js';
 import type { ReceiverRecord } from '../../store/store.js';
 import { okAnswer, okJsonAnswer, replyAnswer, type Answer } from '../answer.js';
 import type { HandlerDeps } from '../endpoints/endpoint.js';
-import { errorAnswer, failureFacts, pathOf } from '../error-answer.js';
+import { errorAnswer, failureOutcome, pathOf } from '../error-answer.js';
 import { PollBodyError } from '../transport-errors.js';
 
 import { JWKS_PATH, POLL_PATH, SSF_CONFIGURATION_PATH, SSF_STREAM_PATH } from '../paths.js';
@@ -93,7 +93,7 @@ function pollBodyError(err: unknown): unknown {
 function sendEventsError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const a = eventsErrorAnswer(err, request);
   if (a.unexpected) request.log.error({ reqId: request.id, err }, 'unexpected error');
-  request.answered = { answer: a, jti: null, ...failureFacts(err) };
+  request.answered = { answer: a, clientId: null, jti: null, outcome: failureOutcome(err) };
   return replyAnswer(reply, a);
 }
 
