@@ -1,5 +1,5 @@
 import { Errors } from '@oclif/core';
-import * as engine from '../engine/errors.js';
+import { engineErrorName, type EngineErrorName, type EngineErrorOf, type InvalidTokenReason } from '../engine/errors.js';
 import { MigrateError } from '../migrate/errors.js';
 import { NoStoreError, NotAStoreError, SchemaTooNewError, StoreLocationError, StoreUnavailableError } from '../store/store.js';
 import { DurationError } from './duration.js';
@@ -37,12 +37,43 @@ export interface RenderedError {
 }
 
 /** The spec 7.1 description echoes the token; the CLI says why without printing it. */
-const INVALID_TOKEN_TEXT: Record<engine.InvalidTokenReason, string> = {
+const INVALID_TOKEN_TEXT: Record<InvalidTokenReason, string> = {
   expired: 'the refresh token has expired: the user must log in again',
   revoked: 'the refresh token has been revoked',
   replaced: 'the refresh token was replaced by a concurrent refresh (rotation): use the refresh token that refresh returned',
   unknown: 'the refresh token is not recognised (unknown here, not a refresh token, or issued to another client)',
 };
+
+/** How one of the engine's errors is told on the command line. */
+interface EngineErrorExit<E> {
+  exitCode: number;
+  /** What the user reads; default the error's own message. */
+  message?: (err: E) => string;
+  hint?: string;
+}
+
+/**
+ * Every error of the engine (`engine/errors.ts`) as an exit code: a table over ENGINE_ERRORS, so
+ * that a new error without its row does not compile.
+ */
+const ENGINE_ERROR_EXITS = {
+  NotFoundError: { exitCode: EXIT.notFound },
+  InvalidClientError: { exitCode: EXIT.usage },
+  InvalidTokenError: { exitCode: EXIT.failure, message: (err) => INVALID_TOKEN_TEXT[err.reason] },
+  ReuseDetectedError: { exitCode: EXIT.failure, message: (err) => INVALID_TOKEN_TEXT[err.reason] },
+  ServiceUnavailableError: { exitCode: EXIT.failure },
+  // Refusals of what was asked: usage or bad input.
+  InvalidRequestError: { exitCode: EXIT.usage },
+  UnsupportedGrantTypeError: { exitCode: EXIT.usage },
+  UnauthorizedClientError: { exitCode: EXIT.usage },
+  UnsupportedTokenTypeError: { exitCode: EXIT.usage },
+  InvalidScopeError: { exitCode: EXIT.usage },
+  InvalidInputError: { exitCode: EXIT.usage },
+  AccessDeniedError: { exitCode: EXIT.usage },
+  PartialBulkRevocationError: { exitCode: EXIT.usage },
+  RefreshLimitError: { exitCode: EXIT.usage },
+  TooManyAttemptsError: { exitCode: EXIT.usage },
+} satisfies { [N in EngineErrorName]: EngineErrorExit<EngineErrorOf<N>> };
 
 /**
  * oclif wraps an error thrown while parsing a flag value as
@@ -106,11 +137,12 @@ export function renderCliError(err: unknown): RenderedError {
 
 function render(err: unknown): RenderedError {
   if (err instanceof CliError) return { code: err.code, message: err.message, exitCode: err.exitCode, hint: err.hint };
-  if (err instanceof engine.NotFoundError) return { code: err.code, message: err.message, exitCode: EXIT.notFound };
-  if (err instanceof engine.InvalidClientError) return { code: err.code, message: err.message, exitCode: EXIT.usage };
-  if (err instanceof engine.InvalidTokenError) return { code: err.code, message: INVALID_TOKEN_TEXT[err.reason], exitCode: EXIT.failure };
-  if (err instanceof engine.ServiceUnavailableError) return { code: err.code, message: err.message, exitCode: EXIT.failure };
-  if (err instanceof engine.TokenctlError) return { code: err.code, message: err.message, exitCode: EXIT.usage };
+  const name = engineErrorName(err);
+  if (name !== null) {
+    const e = err as EngineErrorOf<typeof name>;
+    const row = ENGINE_ERROR_EXITS[name] as EngineErrorExit<typeof e>;
+    return { code: e.code, message: row.message?.(e) ?? e.message, exitCode: row.exitCode, ...(row.hint !== undefined && { hint: row.hint }) };
+  }
   if (err instanceof MigrateError) return { code: err.code, message: err.message, exitCode: err.code === 'same_store' ? EXIT.usage : EXIT.failure, hint: err.hint };
   if (err instanceof DurationError) return { code: 'invalid_duration', message: unwrapFlagParsing(err.message), exitCode: EXIT.usage };
   if (isRemoteError(err)) {

@@ -1,7 +1,8 @@
 /**
  * The one error vocabulary of tokenctl. The engine throws these; `http/error-answer.ts` turns them
- * into the spec's records (7.1, 7.2, contract 3) and `cli/base-command.ts` into messages and exit
- * codes. Internal detail goes into `cause`, never into the message.
+ * into the spec's records (7.1, 7.2, contract 3) and `cli/errors.ts` into messages and exit
+ * codes, each through a table over {@link ENGINE_ERRORS}. Internal detail goes into `cause`,
+ * never into the message.
  */
 export abstract class TokenctlError extends Error {
   /** A stable machine-readable code (RFC 6749 §5.2 names where one applies). */
@@ -120,12 +121,12 @@ export class InvalidScopeError extends TokenctlError {
   readonly code = 'invalid_scope';
 }
 
-/** An operator named a client or token that does not exist. */
 /** The authenticated client may not do this: it is not the client of a poll receiver (RFC 8935 §2.4 `access_denied`). */
 export class AccessDeniedError extends TokenctlError {
   readonly code = 'access_denied';
 }
 
+/** An operator named a client or token that does not exist. */
 export class NotFoundError extends TokenctlError {
   readonly code = 'not_found';
 }
@@ -180,4 +181,46 @@ export class TooManyAttemptsError extends TokenctlError {
   constructor(readonly retryAfterSeconds: number) {
     super(`Too many failed client authentications from this address; try again in ${retryAfterSeconds} s`);
   }
+}
+
+/**
+ * Every error of the engine, by name. `http/error-answer.ts` (status, code, headers) and
+ * `cli/errors.ts` (exit code, message, hint) map them through tables typed over these names, so
+ * that an error added here and forgotten there does not compile.
+ */
+export const ENGINE_ERRORS = {
+  InvalidRequestError,
+  UnsupportedGrantTypeError,
+  UnauthorizedClientError,
+  UnsupportedTokenTypeError,
+  InvalidClientError,
+  InvalidTokenError,
+  ReuseDetectedError,
+  InvalidScopeError,
+  AccessDeniedError,
+  NotFoundError,
+  InvalidInputError,
+  ServiceUnavailableError,
+  PartialBulkRevocationError,
+  RefreshLimitError,
+  TooManyAttemptsError,
+};
+
+export type EngineErrorName = keyof typeof ENGINE_ERRORS;
+/** The error of the class named `N`. */
+export type EngineErrorOf<N extends EngineErrorName> = InstanceType<(typeof ENGINE_ERRORS)[N]>;
+
+const NAMES: ReadonlyMap<unknown, EngineErrorName> = new Map(Object.entries(ENGINE_ERRORS).map(([name, type]) => [type, name as EngineErrorName]));
+
+/**
+ * The name of `err`'s class in {@link ENGINE_ERRORS}: of its nearest ancestor there for a subclass
+ * made elsewhere (it is answered as its parent is). Null for an error that is not the engine's.
+ */
+export function engineErrorName(err: unknown): EngineErrorName | null {
+  if (!(err instanceof TokenctlError)) return null;
+  for (let type: unknown = err.constructor; type !== TokenctlError && typeof type === 'function'; type = Object.getPrototypeOf(type)) {
+    const name = NAMES.get(type);
+    if (name !== undefined) return name;
+  }
+  return null;
 }

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import * as engine from '../engine/errors.js';
+import { engineErrorName, InvalidClientError, InvalidTokenError, RefreshLimitError, ReuseDetectedError, TooManyAttemptsError, type EngineErrorName, type EngineErrorOf } from '../engine/errors.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { replyAnswer, type Answer } from './answer.js';
 import type { AnswerOutcome } from './observer.js';
@@ -25,39 +25,63 @@ interface Classified {
   headers?: Record<string, string>;
 }
 
-/**
- * RFC 6749 §5.2: a 401 for failed client authentication names the Basic scheme when the client
- * tried `Authorization`. Contract 3 (revised 2026-11): only then; a client that sent its
- * credentials in the form gets none, because strict clients (oauth4webapi, openid-client) read a
- * challenge as "retry with Basic" and never show the body.
- */
-const CHALLENGE = { 'www-authenticate': 'Basic realm="tokenctl"' };
 /** Seconds a client should wait before retrying a 503. */
 const RETRY_AFTER = '2';
 const INTERNAL = 'The server failed to handle the request; the error has been logged';
 
-function classify(err: unknown): Classified | null {
-  if (err instanceof engine.InvalidClientError) return { status: 401, code: err.code, message: err.message, headers: CHALLENGE };
+/** How one of the engine's errors is answered. */
+interface EngineErrorAnswer<E> {
+  status: number;
+  /** The RFC 6749 §5.2 code answered; default the error's own `code`. */
+  code?: string;
+  /**
+   * RFC 6749 §5.2: a 401 for failed client authentication names the Basic scheme. Contract 3
+   * (revised 2026-11): only when the request carried an Authorization header; a client that sent
+   * its credentials in the form gets none, because strict clients (oauth4webapi, openid-client)
+   * read a challenge as "retry with Basic" and never show the body.
+   */
+  challenge?: true;
+  headers?: (err: E) => Record<string, string>;
+}
+
+/**
+ * Every error of the engine (`engine/errors.ts`) as an answer: a table over ENGINE_ERRORS, so that
+ * a new error without its row does not compile (and is never a silent 400).
+ */
+const ENGINE_ERROR_ANSWERS = {
+  InvalidRequestError: { status: 400 },
+  UnsupportedGrantTypeError: { status: 400 },
+  UnauthorizedClientError: { status: 400 },
+  UnsupportedTokenTypeError: { status: 400 },
+  InvalidScopeError: { status: 400 },
+  InvalidInputError: { status: 400, code: 'invalid_request' },
+  InvalidClientError: { status: 401, challenge: true },
   // Spec 7.1: 401 invalid_token (not RFC 6749's 400 invalid_grant); no challenge, it is not client authentication.
-  if (err instanceof engine.InvalidTokenError) return { status: 401, code: err.code, message: err.message };
-  if (err instanceof engine.InvalidRequestError || err instanceof engine.UnsupportedGrantTypeError || err instanceof engine.UnauthorizedClientError || err instanceof engine.InvalidScopeError) {
-    return { status: 400, code: err.code, message: err.message };
-  }
-  if (err instanceof engine.UnsupportedTokenTypeError) return { status: 400, code: err.code, message: err.message };
-  if (err instanceof engine.InvalidInputError) return { status: 400, code: 'invalid_request', message: err.message };
+  InvalidTokenError: { status: 401 },
+  ReuseDetectedError: { status: 401 },
+  // RFC 8935 §2.4: the client is not the poll receiver's.
+  AccessDeniedError: { status: 403 },
   // Brute-force budget (RFC 6749 §2.3.1): refused before any hash; retry when the budget allows.
-  // Likewise a refresh token past its refreshes per minute (issue 19): nothing was minted.
-  if (err instanceof engine.TooManyAttemptsError || err instanceof engine.RefreshLimitError) {
-    return { status: 429, code: err.code, message: err.message, headers: { 'retry-after': String(err.retryAfterSeconds) } };
-  }
-  if (err instanceof engine.ServiceUnavailableError) {
-    return { status: 503, code: err.code, message: err.message, headers: { 'retry-after': RETRY_AFTER } };
+  TooManyAttemptsError: { status: 429, headers: (err) => ({ 'retry-after': String(err.retryAfterSeconds) }) },
+  // A refresh token past its refreshes per minute: nothing was minted.
+  RefreshLimitError: { status: 429, headers: (err) => ({ 'retry-after': String(err.retryAfterSeconds) }) },
+  ServiceUnavailableError: { status: 503, headers: () => ({ 'retry-after': RETRY_AFTER }) },
+  // The operator's errors, which the endpoints never meet: a refusal with the message as it is.
+  NotFoundError: { status: 400, code: 'invalid_request' },
+  PartialBulkRevocationError: { status: 400, code: 'invalid_request' },
+} satisfies { [N in EngineErrorName]: EngineErrorAnswer<EngineErrorOf<N>> };
+
+function classify(err: unknown, authorization: string | undefined): Classified | null {
+  const name = engineErrorName(err);
+  if (name !== null) {
+    const e = err as EngineErrorOf<typeof name>;
+    const row = ENGINE_ERROR_ANSWERS[name] as EngineErrorAnswer<typeof e>;
+    const headers = row.challenge && authorization !== undefined ? CHALLENGE : row.headers?.(e);
+    return { status: row.status, code: row.code ?? e.code, message: e.message, headers };
   }
   if (err instanceof StoreUnavailableError) {
     return { status: 503, code: 'temporarily_unavailable', message: 'The token store is unavailable; try again shortly', headers: { 'retry-after': RETRY_AFTER } };
   }
-  // Any other engine error is a refusal with a message written for the caller.
-  if (err instanceof engine.TokenctlError) return { status: 400, code: 'invalid_request', message: err.message };
   if (err instanceof MethodNotAllowedError) return { status: 405, code: 'invalid_request', message: err.message, headers: { allow: err.allow } };
   if (err instanceof HttpTransportError) return { status: err.status, code: err.status === 404 ? 'not_found' : 'invalid_request', message: err.message };
   // The client closed the connection before its body was complete (Node's 'aborted'): nobody
@@ -67,6 +91,8 @@ function classify(err: unknown): Classified | null {
   }
   return classifyFastify(err as FastifyError);
 }
+
+const CHALLENGE = { 'www-authenticate': 'Basic realm="tokenctl"' };
 
 /** fastify's own 4xx errors (body too large, bad Content-Length, media type, bad URL...). */
 function classifyFastify(err: FastifyError): Classified | null {
@@ -107,10 +133,9 @@ export interface ErrorAnswer extends Answer {
  * invalid_client goes only with a request that carried one (contract 3).
  */
 export function errorAnswer(err: unknown, path: string, authorization?: string): ErrorAnswer {
-  let c = classify(err);
-  const unexpected = c === null;
-  c ??= { status: 500, code: 'server_error', message: INTERNAL };
-  if (c.headers === CHALLENGE && authorization === undefined) c = { ...c, headers: undefined };
+  const classified = classify(err, authorization);
+  const unexpected = classified === null;
+  const c = classified ?? { status: 500, code: 'server_error', message: INTERNAL };
   const body =
     path === TOKEN_PATH
       ? { error: c.code, error_description: c.message }
@@ -123,15 +148,15 @@ export function errorAnswer(err: unknown, path: string, authorization?: string):
  * authentication's, or a budget's refusal. Null for any other error.
  */
 function reasonOf(err: unknown): string | null {
-  if (err instanceof engine.InvalidTokenError || err instanceof engine.InvalidClientError) return err.reason;
-  if (err instanceof engine.TooManyAttemptsError) return 'rate_limited';
-  if (err instanceof engine.RefreshLimitError) return 'refresh_limited';
+  if (err instanceof InvalidTokenError || err instanceof InvalidClientError) return err.reason;
+  if (err instanceof TooManyAttemptsError) return 'rate_limited';
+  if (err instanceof RefreshLimitError) return 'refresh_limited';
   return null;
 }
 
 /** What the engine did before it refused a request, when it did something: a reuse caught, its grant revoked. */
 export function failureOutcome(err: unknown): AnswerOutcome | null {
-  return err instanceof engine.ReuseDetectedError ? { kind: 'reuse_detected', tokens: err.grantTokens } : null;
+  return err instanceof ReuseDetectedError ? { kind: 'reuse_detected', tokens: err.grantTokens } : null;
 }
 
 /** Writes `err` as the answer to `request` through fastify (its error and not-found handlers). */

@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parseBasicAuthorization } from '../../engine/client-auth.js';
 import { InvalidClientError } from '../../engine/errors.js';
-import { AccessDeniedError } from '../../engine/errors.js';
 import { SigningKeys } from '../../events/keys.js';
 import { parsePollRequest, poll } from '../../events/poll.js';
 import { TOKENS_REVOKED } from '../../events/set.js';
@@ -63,9 +62,6 @@ const SET_ERRORS: Record<string, string> = { invalid_client: 'authentication_fai
  * one answer writer, so that logs and metrics see it like any other.
  */
 function eventsErrorAnswer(err: unknown, request: FastifyRequest): Answer & { unexpected: boolean } {
-  if (err instanceof AccessDeniedError) {
-    return { status: 403, headers: undefined, payload: JSON.stringify({ err: 'access_denied', description: err.message }), noStore: true, errorCode: 'access_denied', reason: null, unexpected: false };
-  }
   const a = errorAnswer(pollBodyError(err), pathOf(request), request.headers.authorization);
   const body = JSON.parse(a.payload.toString()) as { message: string };
   const code = SET_ERRORS[a.errorCode] ?? a.errorCode;
