@@ -41,18 +41,24 @@ export interface Revocation {
 }
 
 /**
- * What the engine did for a client's request it accepted, as far as the request log and the
- * operator's metrics need to know (never a token).
+ * What the engine did for a client's request, as far as the request log and the operator's
+ * metrics need to know (never a token): the one vocabulary of outcomes, from the engine's
+ * results to the HTTP observer's records (`http/observer.ts`) and the metrics' labels.
  */
 export type ClientAction =
   /** Spec 4.1: an access token minted; `rotated` when a new refresh token replaced the presented one. */
   | { kind: 'refreshed'; rotated: boolean }
   /** Spec 4.2: the token revoked; `grant` when its whole grant went with it (a refresh token). */
   | { kind: 'revoked'; grant: boolean }
-  /** Spec 4.2 of a token unknown, expired, another client's or already revoked: nothing changed. */
+  /** Spec 4.2 of a token unknown, expired, another client's or already revoked: nothing changed (still 200). */
   | { kind: 'revoke_noop' }
   /** Spec 4.3. */
-  | { kind: 'introspected'; active: boolean };
+  | { kind: 'introspected'; active: boolean }
+  /**
+   * A refresh refused (401 invalid_token) because a replaced refresh token was presented again:
+   * its grant was revoked, `tokens` tokens (RFC 9700 §4.14.2; ReuseDetectedError).
+   */
+  | { kind: 'reuse_detected'; tokens: number };
 
 /**
  * The answer of the engine to a client's request at one of the three endpoints: the wire record

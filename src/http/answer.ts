@@ -1,6 +1,7 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
-import type { AnswerObserver, AnswerOutcome, EndpointName } from './observer.js';
+import type { ClientAction } from '../engine/results.js';
+import type { AnswerObserver, EndpointName } from './observer.js';
 import { HEALTH_PATH, INTROSPECTION_PATH, METADATA_PATH, REVOCATION_PATH, TOKEN_PATH } from './paths.js';
 
 /**
@@ -87,7 +88,7 @@ export interface Exchange {
   answer: Pick<Answer, 'status' | 'errorCode' | 'reason'>;
   clientId: string | null;
   jti: string | null;
-  outcome: AnswerOutcome | null;
+  outcome: ClientAction | null;
   /** From the request taken up to the answer written; null when unknown (a parser refusal). */
   ms: number | null;
   /** Node's parser error code, for a request it refused. */

@@ -3,7 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { engineErrorName, InvalidClientError, InvalidTokenError, RefreshLimitError, ReuseDetectedError, TooManyAttemptsError, type EngineErrorName, type EngineErrorOf } from '../engine/errors.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { replyAnswer, type Answer } from './answer.js';
-import type { AnswerOutcome } from './observer.js';
+import type { ClientAction } from '../engine/results.js';
 import { HttpTransportError, MethodNotAllowedError, RouteNotFoundError } from './transport-errors.js';
 import { ALLOWED_METHODS, TOKEN_PATH } from './paths.js';
 
@@ -155,7 +155,7 @@ function reasonOf(err: unknown): string | null {
 }
 
 /** What the engine did before it refused a request, when it did something: a reuse caught, its grant revoked. */
-export function failureOutcome(err: unknown): AnswerOutcome | null {
+export function failureOutcome(err: unknown): ClientAction | null {
   return err instanceof ReuseDetectedError ? { kind: 'reuse_detected', tokens: err.grantTokens } : null;
 }
 

@@ -4,22 +4,10 @@
  * fastify's routes, or Node's parser refusing it). Never a token or a secret: the client id and
  * the outcome's counts only.
  */
+import type { ClientAction } from '../engine/results.js';
 
 /** Which endpoint answered. `other` is any other path (404, 405), so the label set stays bounded. */
 export type EndpointName = 'token' | 'revocation' | 'introspection' | 'metadata' | 'health' | 'other';
-
-/** What the engine did for a request it accepted, as far as counting needs. */
-export type AnswerOutcome =
-  /** /oauth/token: a refresh; `rotated` when a new refresh token was issued too. */
-  | { kind: 'refreshed'; rotated: boolean }
-  /** /oauth/revocation: the token revoked; `grant` when its whole grant went with it (a refresh token). */
-  | { kind: 'revoked'; scope: 'single' | 'grant' }
-  /** /oauth/revocation of a token that was unknown, expired or already revoked (still 200). */
-  | { kind: 'revoke_noop' }
-  /** /oauth/introspection. */
-  | { kind: 'introspected'; active: boolean }
-  /** /oauth/token, answered 401 invalid_token: a replaced refresh token presented again, its grant revoked (`tokens` of them). */
-  | { kind: 'reuse_detected'; tokens: number };
 
 export interface AnswerRecord {
   endpoint: EndpointName;
@@ -36,8 +24,8 @@ export interface AnswerRecord {
   reason: string | null;
   /** The authenticated client, once known. */
   clientId: string | null;
-  /** What the engine did, for a request that reached it and was accepted; null otherwise. */
-  outcome: AnswerOutcome | null;
+  /** What the engine did, for a request that reached it (and was accepted, but for a reuse caught); null otherwise. */
+  outcome: ClientAction | null;
   /**
    * From the request taken up (its headers parsed) to the answer handed to the socket; 0 for a
    * request Node's parser refused, whose start is not known.

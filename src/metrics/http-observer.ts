@@ -1,4 +1,5 @@
-import type { AnswerObserver, AnswerOutcome, AnswerRecord, EndpointName } from '../http/observer.js';
+import type { ClientAction } from '../engine/results.js';
+import type { AnswerObserver, AnswerRecord, EndpointName } from '../http/observer.js';
 import type { BoundCounter, BoundHistogram } from './bound.js';
 import type { TokenctlMetrics } from './metrics.js';
 
@@ -22,7 +23,7 @@ interface Series {
 
 /** What the engine did, or the error code: the `outcome` label of tokenctl_http_requests_total. */
 function outcomeLabel(record: AnswerRecord): string {
-  const outcome: AnswerOutcome | null = record.outcome;
+  const outcome: ClientAction | null = record.outcome;
   if (outcome !== null) {
     if (outcome.kind === 'introspected') return outcome.active ? 'active' : 'inactive';
     return outcome.kind;
@@ -86,7 +87,7 @@ export function httpObserver(metrics: TokenctlMetrics, options: HttpObserverOpti
     const done = record.outcome;
     if (done !== null) {
       if (done.kind === 'refreshed') (done.rotated ? refreshed.rotated : refreshed.kept).inc();
-      else if (done.kind === 'revoked') (done.scope === 'grant' ? revoked.grant : revoked.single).inc();
+      else if (done.kind === 'revoked') (done.grant ? revoked.grant : revoked.single).inc();
       else if (done.kind === 'reuse_detected') {
         reuseDetections.inc();
         revoked.reuse.inc();

@@ -102,9 +102,9 @@ describe('the answer observer', () => {
     const issued = await issue(s.engine, web);
     const revoke = (token: string) => postForm(s.url, '/oauth/revocation', { token, ...formAuth(web) });
     expect((await revoke(issued.access_token)).json.code).toBe('token_revoke_success');
-    expect(await only()).toMatchObject({ endpoint: 'revocation', status: 200, clientId: 'web-app', outcome: { kind: 'revoked', scope: 'single' } });
+    expect(await only()).toMatchObject({ endpoint: 'revocation', status: 200, clientId: 'web-app', outcome: { kind: 'revoked', grant: false } });
     expect((await revoke(issued.refresh_token)).json.code).toBe('token_revoke_success');
-    expect(await only()).toMatchObject({ outcome: { kind: 'revoked', scope: 'grant' } });
+    expect(await only()).toMatchObject({ outcome: { kind: 'revoked', grant: true } });
     expect((await revoke(issued.refresh_token)).json.code).toBe('token_already_revoked');
     expect(await only()).toMatchObject({ outcome: { kind: 'revoke_noop' } });
     expect((await revoke('tca_unknown')).json.code).toBe('token_invalid');

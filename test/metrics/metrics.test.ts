@@ -29,8 +29,8 @@ describe('the HTTP observer', () => {
     observe(answer({ outcome: { kind: 'introspected', active: false } }));
     observe(answer({ endpoint: 'token', outcome: { kind: 'refreshed', rotated: true }, durationMs: 40 }));
     observe(answer({ endpoint: 'token', outcome: { kind: 'reuse_detected', tokens: 3 }, status: 400, errorCode: 'invalid_grant', reason: 'replaced' }));
-    observe(answer({ endpoint: 'revocation', outcome: { kind: 'revoked', scope: 'grant' } }));
-    observe(answer({ endpoint: 'revocation', outcome: { kind: 'revoked', scope: 'single' } }));
+    observe(answer({ endpoint: 'revocation', outcome: { kind: 'revoked', grant: true } }));
+    observe(answer({ endpoint: 'revocation', outcome: { kind: 'revoked', grant: false } }));
     observe(answer({ endpoint: 'revocation', outcome: { kind: 'revoke_noop' } }));
     observe(answer({ status: 401, errorCode: 'invalid_client', reason: 'bad_secret', clientId: 'attacker-chosen', outcome: null }));
     observe(answer({ status: 401, errorCode: 'invalid_client', reason: 'bad_secret', clientId: null, outcome: null }));

@@ -4,7 +4,6 @@ import type { ClientAction, ClientOutcome } from '../../engine/results.js';
 import { okAnswer, replyAnswer, type Answer } from '../answer.js';
 import { errorAnswer, failureOutcome } from '../error-answer.js';
 import { formOf } from '../form.js';
-import type { AnswerOutcome } from '../observer.js';
 import { EndpointRequest } from '../request.js';
 import type { StoreFaults } from '../store-faults.js';
 
@@ -26,7 +25,7 @@ export interface Answered {
   clientId: string | null;
   /** The jti of the token the request produced or acted on, once known. */
   jti: string | null;
-  outcome: AnswerOutcome | null;
+  outcome: ClientAction | null;
 }
 
 export interface HandlerDeps {
@@ -42,7 +41,7 @@ export interface HandlerDeps {
 export async function handle(deps: HandlerDeps, endpoint: Endpoint, request: EndpointRequest, unexpected: (err: unknown) => void): Promise<Answered> {
   try {
     const o = await endpoint.run(deps.engine, request);
-    return { answer: okAnswer(o.result), clientId: o.clientId, jti: o.jti, outcome: outcomeOf(o.done) };
+    return { answer: okAnswer(o.result), clientId: o.clientId, jti: o.jti, outcome: o.done };
   } catch (err) {
     deps.storeFaults.note(err);
     const answer = errorAnswer(err, endpoint.path, request.headers.authorization);
@@ -50,11 +49,6 @@ export async function handle(deps: HandlerDeps, endpoint: Endpoint, request: End
     // The client is known when the request failed after the engine authenticated it.
     return { answer, jti: null, clientId: request.clientId, outcome: failureOutcome(err) };
   }
-}
-
-/** The engine's account of what it did, in the observer's terms. */
-function outcomeOf(done: ClientAction): AnswerOutcome {
-  return done.kind === 'revoked' ? { kind: 'revoked', scope: done.grant ? 'grant' : 'single' } : done;
 }
 
 /**
