@@ -56,6 +56,8 @@ const LAYERS = [
   layer(['src/events/**/*.ts'], ['cli', 'commands', 'http', 'serve', 'main', 'migrate', 'remote', 'metrics', 'resource-server'], 'events/ is below http/ and serve/: it imports the store interface and the engine, not them', ['@oclif', 'fastify', '@fastify', 'chalk', 'pg', 'better-sqlite3']),
   // HTTP: the engine below it, never the CLI, the commands, serve or the start-up.
   layer(['src/http/**/*.ts'], ['cli', 'commands', 'serve', 'main', 'migrate', 'remote', 'resource-server'], 'http/ is below the CLI and serve: it imports the engine, not them', ['@oclif']),
+  // Metrics and tracing: they watch the HTTP layer and the store, below serve and the CLI (errors are MetricsListenError).
+  layer(['src/metrics/**/*.ts'], ['cli', 'commands', 'serve', 'main', 'migrate', 'remote', 'resource-server'], 'metrics/ is below serve/ and the CLI: it watches http/ and the store, and the command maps its errors', ['@oclif', 'chalk']),
   // serve: the process around the HTTP server, below the commands (errors are ServeError).
   layer(['src/serve/**/*.ts'], ['cli', 'commands', 'main'], 'serve/ is below the commands: no CliError, no rendering (the command maps ServeError)', ['@oclif', 'chalk']),
   // The CLI's shared parts: below the commands and the start-up.

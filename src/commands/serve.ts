@@ -6,6 +6,7 @@ import { durationFlag, lifetimeFlag } from '../cli/flags.js';
 import { serveLogStream } from '../cli/render/log-line.js';
 import { ServeError } from '../serve/errors.js';
 import type { ServeSettings } from '../serve/run.js';
+import type { MetricsListenError } from '../metrics/listener.js';
 import type { ServeObservability } from '../metrics/observability.js';
 import type { OpenStoreOptions } from '../store/open-store.js';
 import type { TokenStore } from '../store/store.js';
@@ -88,7 +89,7 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
     try {
       await runServe(this.settings(), (options) => this.engine(options), out);
     } catch (error) {
-      if (error instanceof ServeError) throw new CliError(error.message, error.kind === 'usage' ? EXIT.usage : EXIT.failure, error.code, error.hint);
+      if (error instanceof ServeError || isMetricsListenError(error)) throw new CliError(error.message, error.kind === 'usage' ? EXIT.usage : EXIT.failure, error.code, error.hint);
       throw error;
     }
   }
@@ -122,4 +123,9 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
       observability: this.observability,
     };
   }
+}
+
+/** Duck-typed, so that the metrics code is loaded only when metrics are asked for. */
+function isMetricsListenError(error: unknown): error is MetricsListenError {
+  return error instanceof Error && error.name === 'MetricsListenError';
 }

@@ -1,6 +1,21 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CliError, EXIT } from '../cli/errors.js';
+
+/**
+ * Why the metrics listener could not start. The metrics layer knows nothing of exit codes: the
+ * command maps `kind` to one (usage: an address the operator should change; failure: anything else).
+ */
+export class MetricsListenError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly kind: 'usage' | 'failure',
+    readonly hint: string,
+  ) {
+    super(message);
+    this.name = 'MetricsListenError';
+  }
+}
 
 /** A scrape's body and content type. */
 export type MetricsSource = () => Promise<{ contentType: string; body: string }>;
@@ -56,7 +71,7 @@ export async function startMetricsListener(host: string, port: number, source: M
 }
 
 function listenError(error: NodeJS.ErrnoException, host: string, port: number): Error {
-  if (error.code === 'EADDRINUSE') return new CliError(`metrics: port ${port} on ${host} is already in use`, EXIT.failure, 'address_in_use', 'choose another with --metrics-port, or 0 for a free one');
-  if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') return new CliError(`metrics: cannot listen on ${host}: no such address on this machine`, EXIT.usage, 'bad_host', 'use --metrics-host 127.0.0.1');
+  if (error.code === 'EADDRINUSE') return new MetricsListenError(`metrics: port ${port} on ${host} is already in use`, 'address_in_use', 'failure', 'choose another with --metrics-port, or 0 for a free one');
+  if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') return new MetricsListenError(`metrics: cannot listen on ${host}: no such address on this machine`, 'bad_host', 'usage', 'use --metrics-host 127.0.0.1');
   return error;
 }

@@ -1,7 +1,6 @@
 import cluster from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
 import type { AnswerObserver } from '../http/observer.js';
-import { isLoopback } from '../serve/transport.js';
 import type { StoreObserver, TokenStore } from '../store/store.js';
 import { httpObserver } from './http-observer.js';
 import { startMetricsListener, type MetricsListener, type MetricsSource } from './listener.js';
@@ -75,7 +74,6 @@ export class ServeObservability {
     else if (settings.metrics) new AggregatorRegistry();
   }
 
-
   /** Starts the metrics listener, when asked for: this process's registry, or the workers' aggregate. */
   async listen(): Promise<MetricsListener | undefined> {
     const asked = this.settings.metrics;
@@ -85,13 +83,6 @@ export class ServeObservability {
       ? async () => ({ contentType: registry.contentType, body: await registry.metrics() })
       : clusterSource();
     return startMetricsListener(asked.host, asked.port, source);
-  }
-
-  /** What the operator should hear about the metrics listener's address, if anything. */
-  warning(): string | undefined {
-    const host = this.settings.metrics?.host;
-    if (host === undefined || isLoopback(host)) return undefined;
-    return `the metrics listener on ${host} is plain HTTP without authentication: it shows traffic and error rates${this.settings.metrics!.clientLabel ? ' and client ids' : ''}; keep it on an admin network or behind a firewall`;
   }
 }
 

@@ -6,7 +6,7 @@ import { demoInstructions, prepareDemo } from './demo.js';
 import { waitForShutdownSignal } from './shutdown.js';
 import { startServer } from './listen.js';
 import { checkStoreWritable, watchStoreFile } from './store-watch.js';
-import { chooseTransport, type TransportFlags } from './transport.js';
+import { chooseTransport, metricsListenerWarning, type TransportFlags } from './transport.js';
 import { connectionBudgetWarning, type OpenStoreOptions } from '../store/open-store.js';
 import type { ServeObservability } from '../metrics/observability.js';
 
@@ -72,7 +72,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
   }
   const metrics = await settings.observability?.listen();
   if (metrics) out.note(`metrics on ${metrics.url}`);
-  const metricsWarning = settings.observability?.warning();
+  const metricsWarning = metricsListenerWarning(settings.observability?.settings.metrics);
   if (metricsWarning) out.warn(metricsWarning);
   // A store file deleted or replaced under the server: stop, with the reason (issue 19).
   const storeWatch = watchStoreFile(settings.storeLocation ?? engine.store.location);

@@ -58,6 +58,15 @@ export function plainHttpWarning(host: string, insecureHttp: boolean): string {
   throw new ServeError(`refusing to serve plain HTTP on ${host}: tokens and client passwords would cross the network unencrypted`, 'tls_required', 'usage', 'add --tls-cert FILE --tls-key FILE (or --tls-self-signed for development); --insecure-http only behind a TLS-terminating proxy; or --host 127.0.0.1 for local use');
 }
 
+/**
+ * What the operator should hear about the metrics listener's address (`--metrics-host`), if
+ * anything: off loopback it is plain HTTP without authentication.
+ */
+export function metricsListenerWarning(metrics: { host: string; clientLabel: boolean } | undefined): string | undefined {
+  if (metrics === undefined || isLoopback(metrics.host)) return undefined;
+  return `the metrics listener on ${metrics.host} is plain HTTP without authentication: it shows traffic and error rates${metrics.clientLabel ? ' and client ids' : ''}; keep it on an admin network or behind a firewall`;
+}
+
 /** The base URL clients use: a wildcard address is replaced by this host's name. */
 export function baseUrl(scheme: 'http' | 'https', host: string, port: number): string {
   let name = host === '0.0.0.0' || host === '::' || host === '' ? hostname() : host;

@@ -166,6 +166,8 @@ describe('tokenctl serve (real process)', () => {
     [['--refresh-grace', '10s'], /rotate-refresh-tokens/],
     [['--access-ttl', '30'], /not a duration/],
     [['--tls-cert', 'x.pem'], /tls-key/],
+    // The metrics listener's own error (metrics/listener.ts), mapped by the command.
+    [['--metrics-port', '0', '--metrics-host', '192.0.2.1'], /metrics: cannot listen on 192\.0\.2\.1: no such address on this machine/],
   ])('bad flags %j: exit 2 with a message', async (flags, message) => {
     const r = await tokenctl(['serve', '--port', '0', '--db', join(sandbox, 'flags.db'), ...flags]);
     expect(r.code).toBe(2);

@@ -146,5 +146,6 @@ describe('the metrics listener', () => {
     listener = await startMetricsListener('127.0.0.1', 0, source);
     const port = Number(new URL(listener.url).port);
     await expect(startMetricsListener('127.0.0.1', port, source)).rejects.toThrow(`metrics: port ${port} on 127.0.0.1 is already in use`);
+    await expect(startMetricsListener('127.0.0.1', port, source)).rejects.toMatchObject({ name: 'MetricsListenError', code: 'address_in_use', kind: 'failure' });
   });
 });

@@ -5,7 +5,7 @@ import { quantileOf } from '../../src/metrics/scrape.js';
 import { renderMetricsStatus } from '../../src/cli/render/metrics-status.js';
 import { metricsStatus } from '../../src/metrics/status-view.js';
 import { startMetricsListener } from '../../src/metrics/listener.js';
-import { ServeObservability } from '../../src/metrics/observability.js';
+import { metricsListenerWarning } from '../../src/serve/transport.js';
 import type { MetricsStatus } from '../../src/metrics/status-view.js';
 import { metricsUrl, statusOnce, watchStatus } from '../../src/metrics/status-watch.js';
 
@@ -77,7 +77,7 @@ describe('tokenctl status --url: reading a server', () => {
   });
 
   it('warns when the metrics listener leaves loopback', () => {
-    const at = (host: string, clientLabel = false) => new ServeObservability({ metrics: { host, port: 0, clientLabel, maxClients: 1 }, trace: false }, 1).warning();
+    const at = (host: string, clientLabel = false) => metricsListenerWarning({ host, clientLabel });
     expect(at('127.0.0.1')).toBeUndefined();
     expect(at('::1')).toBeUndefined();
     expect(at('0.0.0.0')).toMatch(/plain HTTP without authentication/);
