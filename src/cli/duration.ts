@@ -1,7 +1,7 @@
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 
-/** The longest token lifetime the CLI accepts (--access-ttl, --refresh-ttl): a year. */
-export const MAX_LIFETIME_MS = 366 * UNITS.d!;
+/** The longest token lifetime (--access-ttl, --refresh-ttl): the engine's, a year. */
+export { MAX_LIFETIME_MS } from '../engine/settings.js';
 /** The longest duration of any kind (e.g. purge --older-than): a hundred years. */
 export const MAX_DURATION_MS = 36_525 * UNITS.d!;
 

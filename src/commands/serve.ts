@@ -2,7 +2,9 @@ import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { BaseCommand, defaultNode } from '../cli/base-command.js';
 import { CliError, EXIT } from '../cli/errors.js';
-import { durationFlag, lifetimeFlag } from '../cli/flags.js';
+import { settingFlags, settingsOf } from '../cli/engine-flags.js';
+import { durationFlag } from '../cli/flags.js';
+import { ENGINE_SETTINGS } from '../engine/settings.js';
 import { serveLogStream } from '../cli/render/log-line.js';
 import { ServeError } from '../serve/errors.js';
 import type { ServeSettings } from '../serve/run.js';
@@ -10,6 +12,9 @@ import type { MetricsListenError } from '../metrics/listener.js';
 import type { ServeObservability } from '../metrics/observability.js';
 import type { OpenStoreOptions } from '../store/open-store.js';
 import type { TokenStore } from '../store/store.js';
+
+/** The engine's settings `serve` offers as flags, described by the engine (`engine/settings.ts`). */
+const ENGINE_FLAGS = ['rotateRefreshTokens', 'refreshGraceMs', 'maxRefreshesPerMinute', 'accessTtlMs', 'refreshTtlMs'] as const;
 
 export default class Serve extends BaseCommand<typeof Serve> {
   static override storeUse = 'create' as const;
@@ -41,13 +46,9 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
     'tls-key': Flags.string({ description: 'PEM private key of --tls-cert', dependsOn: ['tls-cert'], helpGroup: 'TLS', helpValue: '<file>' }),
     'tls-self-signed': Flags.boolean({ description: 'HTTPS with a development certificate, made once and kept in the data directory (its path is printed)', exclusive: ['insecure-http'], helpGroup: 'TLS' }),
     'insecure-http': Flags.boolean({ description: 'Allow plain HTTP on a non-loopback address (only behind a TLS-terminating proxy)', helpGroup: 'TLS' }),
-    issuer: Flags.string({ description: 'Issuer URL, returned as iss and in the RFC 8414 metadata [default: the URL it listens on]', env: 'TOKENCTL_ISSUER' }),
-    node: Flags.string({ description: 'Node name, returned as node in token responses [default: the host name]', env: 'TOKENCTL_NODE' }),
-    'rotate-refresh-tokens': Flags.boolean({ description: 'Replace the refresh token on every refresh; a replaced one presented again revokes its grant', helpGroup: 'TOKENS' }),
-    'refresh-grace': durationFlag({ description: 'With rotation: the previous refresh token still works this long after its replacement (0s to 60s) [default: 0s]', dependsOn: ['rotate-refresh-tokens'], helpGroup: 'TOKENS' }),
-    'max-refreshes-per-minute': Flags.integer({ description: 'Without rotation: at most this many tokens from one refresh token (its grant) in any minute; past it, 429 with Retry-After (0: no limit) [default: 120]', min: 0, max: 1_000_000, helpGroup: 'TOKENS' }),
-    'access-ttl': lifetimeFlag({ description: "Access token lifetime for clients without their own [default: 1h]", helpGroup: 'TOKENS' }),
-    'refresh-ttl': lifetimeFlag({ description: "Refresh token lifetime for clients without their own [default: 30d]", helpGroup: 'TOKENS' }),
+    issuer: Flags.string({ description: `${ENGINE_SETTINGS.issuer.summary} [default: the URL it listens on]`, env: 'TOKENCTL_ISSUER' }),
+    node: Flags.string({ description: `${ENGINE_SETTINGS.node.summary} [default: the host name]`, env: 'TOKENCTL_NODE' }),
+    ...settingFlags(...ENGINE_FLAGS),
     demo: Flags.boolean({ description: 'Create (or re-key) the client demo-client, issue it a token pair and print curl commands for every endpoint; HTTPS with a development certificate unless a TLS flag says otherwise' }),
     'pool-size': Flags.integer({ description: 'PostgreSQL: connections per process (each worker has its own pool); 10 nodes at 8 fit a stock max_connections of 100 with room for operators (docs/scale-out.md)', default: 8, min: 1, max: 1000, helpGroup: 'STORE' }),
     'db-timeout': durationFlag({ description: 'PostgreSQL: the longest a request waits on the database before it answers 503 [default: 5s]', helpGroup: 'STORE' }),
@@ -94,7 +95,7 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
     }
   }
 
-  /** Every flag of `serve` as the serve layer takes it: a new flag is one line here and one in ServeSettings. */
+  /** Every flag of `serve` as the serve layer takes it: the engine's settings as one member, `engine`. */
   private settings(): ServeSettings {
     const f = this.flags;
     return {
@@ -106,13 +107,7 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
       insecureHttp: f['insecure-http'],
       demo: f.demo,
       certDir: join(this.config.dataDir, 'tls'),
-      issuer: f.issuer,
-      node: f.node ?? defaultNode(),
-      rotateRefreshTokens: f['rotate-refresh-tokens'],
-      refreshGraceMs: f['refresh-grace'],
-      maxRefreshesPerMinute: f['max-refreshes-per-minute'],
-      accessTtlMs: f['access-ttl'],
-      refreshTtlMs: f['refresh-ttl'],
+      engine: { issuer: f.issuer, node: f.node ?? defaultNode(), ...settingsOf(f, ENGINE_FLAGS) },
       logLevel: f['log-level'],
       logStream: serveLogStream(),
       actor: this.actor(),

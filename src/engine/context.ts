@@ -2,41 +2,16 @@ import type { ClientRecord, TokenRecord, TokenStore } from '../store/store.js';
 import type { Clock } from './clock.js';
 import type { ClientView, TokenView } from './results.js';
 import { tokenState } from '../store/store.js';
+import { ENGINE_SETTINGS, type EngineConfig } from './settings.js';
 import { presentedDigest } from './tokens.js';
 
-/** Settings of one engine (one server or one CLI invocation). */
-export interface EngineConfig {
-  /** Issuer URL, returned as `iss` (spec 2.3). */
-  issuer: string;
-  /** This node's name, returned as `node` (spec 2.1). */
-  node: string;
-  /** Default access token lifetime, ms (contract 2: 1 h). */
-  accessTtlMs: number;
-  /** Default refresh token lifetime, ms (contract 2: 30 d). */
-  refreshTtlMs: number;
-  /** Contract 3 `--rotate-refresh-tokens`. */
-  rotateRefreshTokens: boolean;
-  /** Contract/issue `--refresh-grace`: 0 to 60 s. */
-  refreshGraceMs: number;
-  /**
-   * Rotation: a replaced refresh token presented at most this long (ms) after its replacement was
-   * made is a lost race (refused, nothing revoked), not reuse. It allows for the clock skew between
-   * nodes and for a request that waited in a busy server (contract 3, issue "A revocation is final").
-   */
-  rotationRaceWindowMs: number;
-  /**
-   * At most this many tokens minted from one grant in any minute by refreshes without rotation
-   * (0: no limit), so that one leaked refresh token cannot mint access tokens without bound
-   * (issue 19). With rotation every refresh token mints once, and its successor must be stolen too.
-   */
-  maxRefreshesPerMinute: number;
-}
+export type { EngineConfig } from './settings.js';
 
-/** Default {@link EngineConfig.maxRefreshesPerMinute}: two a second, far above any client's need. */
-export const MAX_REFRESHES_PER_MINUTE = 120;
+/** Default {@link EngineConfig.maxRefreshesPerMinute}. */
+export const MAX_REFRESHES_PER_MINUTE = ENGINE_SETTINGS.maxRefreshesPerMinute.default;
 
-/** Default {@link EngineConfig.rotationRaceWindowMs}: 2 s. */
-export const ROTATION_RACE_WINDOW_MS = 2_000;
+/** Default {@link EngineConfig.rotationRaceWindowMs}. */
+export const ROTATION_RACE_WINDOW_MS = ENGINE_SETTINGS.rotationRaceWindowMs.default;
 
 /** What every engine operation works with. */
 export interface EngineContext {
@@ -44,10 +19,6 @@ export interface EngineContext {
   clock: Clock;
   config: EngineConfig;
 }
-
-export const HOUR_MS = 3_600_000;
-export const DAY_MS = 24 * HOUR_MS;
-export const MAX_REFRESH_GRACE_MS = 60_000;
 
 export function toSeconds(ms: number): number {
   return Math.floor(ms / 1000);

@@ -5,8 +5,9 @@ import type { PresentedCredentials } from './client-auth.js';
 import * as clients from './clients.js';
 import { systemClock, type Clock } from './clock.js';
 import { presentedDigest } from './tokens.js';
-import { clientView, DAY_MS, HOUR_MS, MAX_REFRESH_GRACE_MS, MAX_REFRESHES_PER_MINUTE, ROTATION_RACE_WINDOW_MS, type EngineConfig, type EngineContext } from './context.js';
-import { InvalidInputError, UnauthorizedClientError } from './errors.js';
+import { clientView, type EngineContext } from './context.js';
+import { engineConfig, type EngineConfig } from './settings.js';
+import { UnauthorizedClientError } from './errors.js';
 import { clientMayUse, GRANTS, parseTokenRequest, refreshGrant, type GrantTable, type ParsedGrant } from './grants/index.js';
 import type { Parameters } from './parameters.js';
 import { inspect, introspectionOf } from './introspect.js';
@@ -40,26 +41,7 @@ export class Engine {
   private readonly grants: GrantTable;
 
   constructor(options: EngineOptions) {
-    const config: EngineConfig = {
-      issuer: options.issuer ?? 'https://localhost',
-      node: options.node ?? 'tokenctl',
-      accessTtlMs: options.accessTtlMs ?? HOUR_MS,
-      refreshTtlMs: options.refreshTtlMs ?? 30 * DAY_MS,
-      rotateRefreshTokens: options.rotateRefreshTokens ?? false,
-      refreshGraceMs: options.refreshGraceMs ?? 0,
-      rotationRaceWindowMs: options.rotationRaceWindowMs ?? ROTATION_RACE_WINDOW_MS,
-      maxRefreshesPerMinute: options.maxRefreshesPerMinute ?? MAX_REFRESHES_PER_MINUTE,
-    };
-    if (!Number.isInteger(config.maxRefreshesPerMinute) || config.maxRefreshesPerMinute < 0) {
-      throw new InvalidInputError('the limit of refreshes per minute must be a whole number, 0 for none');
-    }
-    if (config.refreshGraceMs < 0 || config.refreshGraceMs > MAX_REFRESH_GRACE_MS) {
-      throw new InvalidInputError('the refresh grace period must be between 0s and 60s');
-    }
-    if (config.rotationRaceWindowMs < 0 || config.rotationRaceWindowMs > MAX_REFRESH_GRACE_MS) {
-      throw new InvalidInputError('the rotation race window must be between 0s and 60s');
-    }
-    if (config.accessTtlMs < 1000 || config.refreshTtlMs < 1000) throw new InvalidInputError('token lifetimes must be at least 1s');
+    const config = engineConfig(options);
     this.store = options.store;
     this.config = config;
     this.ctx = { store: options.store, clock: options.clock ?? systemClock, config };

@@ -1,5 +1,6 @@
 import { ServeError } from './errors.js';
 import type { Engine, EngineOptions } from '../engine/engine.js';
+import type { EngineConfig } from '../engine/settings.js';
 import { startWorkers } from './cluster.js';
 import { startEventDelivery } from './events.js';
 import { demoInstructions, prepareDemo } from './demo.js';
@@ -14,15 +15,11 @@ export interface ServeSettings extends TransportFlags {
   port: number;
   /** Where `--tls-self-signed` keeps its certificate. */
   certDir: string;
-  /** `--issuer`; without it, the URL the server listens on. */
-  issuer?: string;
-  node: string;
-  rotateRefreshTokens?: boolean;
-  refreshGraceMs?: number;
-  /** `--max-refreshes-per-minute` (EngineConfig.maxRefreshesPerMinute). */
-  maxRefreshesPerMinute?: number;
-  accessTtlMs?: number;
-  refreshTtlMs?: number;
+  /**
+   * The engine's settings given (`engine/settings.ts`), passed on as they are; the others take the
+   * engine's defaults. Without `issuer`, the URL the server listens on.
+   */
+  engine: Partial<EngineConfig>;
   logLevel: string;
   /** Who acts, for the audit trail of `--demo`. */
   actor: string;
@@ -54,15 +51,9 @@ export interface ServeOutput {
  */
 export async function runServe(settings: ServeSettings, openEngine: (options: Partial<EngineOptions>) => Promise<Engine>, out: ServeOutput): Promise<void> {
   const transport = await chooseTransport(settings, settings.certDir);
-  const engineOptions = {
-    issuer: settings.issuer ?? 'https://localhost', // replaced by the URL once listening, unless given
-    node: settings.node,
-    rotateRefreshTokens: settings.rotateRefreshTokens,
-    refreshGraceMs: settings.refreshGraceMs,
-    maxRefreshesPerMinute: settings.maxRefreshesPerMinute,
-    accessTtlMs: settings.accessTtlMs,
-    refreshTtlMs: settings.refreshTtlMs,
-  };
+  // Without an issuer given, the engine's default stands until the server learns the URL it listens on.
+  const issuerFromUrl = settings.engine.issuer === undefined;
+  const engineOptions = settings.engine;
   const engine = await openEngine(engineOptions);
   await checkStoreWritable(engine);
   if (transport.warning) out.warn(transport.warning);
@@ -100,7 +91,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
         host: settings.host,
         port: settings.port,
         tls: transport.tls && { key: transport.tls.key, cert: transport.tls.cert },
-        issuerFromUrl: settings.issuer === undefined,
+        issuerFromUrl,
         logLevel: settings.logLevel,
         maxConnections: settings.maxConnections,
         observability: settings.observability?.settings,
@@ -129,7 +120,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
     host: settings.host,
     port: settings.port,
     tls: transport.tls,
-    issuerFromUrl: settings.issuer === undefined,
+    issuerFromUrl,
     logger: { level: settings.logLevel, stream: settings.logStream },
     connections: { maxConnections: settings.maxConnections },
   });
