@@ -10,7 +10,7 @@ import { engineConfig, type EngineConfig } from './settings.js';
 import { UnauthorizedClientError } from './errors.js';
 import { clientMayUse, GRANTS, parseTokenRequest, refreshGrant, type GrantTable, type ParsedGrant } from './grants/index.js';
 import type { Parameters } from './parameters.js';
-import { inspect, introspectionOf } from './introspect.js';
+import { inspect, introspectForClient } from './introspect.js';
 import { issueGrants, issueTokens, type IssueInput } from './issue.js';
 import { countPurgeable, countTokens, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
 import type { ClientCall, ClientRequest, RefreshRequest, TokenRequest } from './client-requests.js';
@@ -117,16 +117,10 @@ export class Engine {
     const { result, jti, done } = await revokeFound(this.ctx, client, record);
     return { result, clientId: client.id, jti, done };
   }
-  /**
-   * Spec 4.3, POST /oauth/introspection. A confidential client may introspect any token (a
-   * resource server checks tokens issued to others); a public client, which proves nothing but
-   * its id, only its own: any other token is inactive to it (contract 3, revised 2026-11).
-   */
+  /** Spec 4.3, POST /oauth/introspection: what this client may be told of the token (`introspect.ts`). */
   async introspectAsClient(request: ClientRequest): Promise<ClientOutcome<IntrospectionResult>> {
     const { client, token: record } = await this.authenticatePresenting(request, request.token);
-    const visible = client.secretHash !== null || record?.clientId === client.id;
-    const result = introspectionOf(this.ctx, visible ? record : null, this.ctx.clock.now());
-    return { result, clientId: client.id, jti: result.active ? result.jti : null, done: { kind: 'introspected', active: result.active } };
+    return introspectForClient(this.ctx, client, record);
   }
   /**
    * Spec part 5 for a request that presents `token`: the client, and the token's record (null:

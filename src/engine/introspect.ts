@@ -1,8 +1,26 @@
-import { tokenState, type TokenRecord } from '../store/store.js';
+import { tokenState, type ClientRecord, type TokenRecord } from '../store/store.js';
 import { findPresentedToken, toSeconds, tokenView, type EngineContext } from './context.js';
-import type { Inspection, IntrospectionResult } from './results.js';
+import type { ClientOutcome, Inspection, IntrospectionResult } from './results.js';
+
+/*
+ * Introspection, all of it: what a client is told of a token (spec 4.3, RFC 7662; the HTTP
+ * endpoint is `http/endpoints/introspection.ts`), and what an operator is told (`tokenctl
+ * introspect`, `commands/introspect.ts`).
+ */
 
 const INACTIVE: IntrospectionResult = Object.freeze({ active: false });
+
+/**
+ * Spec 4.3 for the authenticated `client`, `token` being the presented token's record, read with
+ * the client (null: none). A confidential client may introspect any token (a resource server
+ * checks tokens issued to others); a public client, which proves nothing but its id, only its
+ * own: any other token is inactive to it (contract 3, revised 2026-11).
+ */
+export function introspectForClient(ctx: EngineContext, client: ClientRecord, token: TokenRecord | null): ClientOutcome<IntrospectionResult> {
+  const visible = client.secretHash !== null || token?.clientId === client.id;
+  const result = introspectionOf(ctx, visible ? token : null, ctx.clock.now());
+  return { result, clientId: client.id, jti: result.active ? result.jti : null, done: { kind: 'introspected', active: result.active } };
+}
 
 /** Spec 2.3 for a stored token at `now`; contract 3: inactive reveals nothing but `active`. */
 export function introspectionOf(ctx: EngineContext, token: TokenRecord | null, now: number): IntrospectionResult {
