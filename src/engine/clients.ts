@@ -7,6 +7,10 @@ import { InvalidInputError, NotFoundError } from './errors.js';
 import type { ClientView } from './results.js';
 import { generateSecret, hashSecret, MIN_SECRET_LENGTH } from './secrets.js';
 import { auditLine } from './audit.js';
+import type { ClientStore } from '../store/store.js';
+
+/** The store ports this module uses (store/ports/). */
+type Ports = ClientStore;
 
 export interface CreateClientInput {
   name: string;
@@ -64,7 +68,7 @@ function generateClientId(name: string): string {
   return `${slug || 'client'}-${randomBytes(4).toString('hex')}`;
 }
 
-export async function createClient(ctx: EngineContext, input: CreateClientInput, actor: string): Promise<ClientWithSecret> {
+export async function createClient(ctx: EngineContext<Ports>, input: CreateClientInput, actor: string): Promise<ClientWithSecret> {
   const name = input.name.trim();
   if (name === '') throw new InvalidInputError('the client name must not be empty');
   if (input.public && input.secret !== undefined) {
@@ -98,20 +102,20 @@ export async function createClient(ctx: EngineContext, input: CreateClientInput,
   return { client: clientView(record), client_secret: secret };
 }
 
-export async function getClientOrThrow(ctx: EngineContext, id: string): Promise<ClientRecord> {
+export async function getClientOrThrow(ctx: EngineContext<Ports>, id: string): Promise<ClientRecord> {
   const client = await ctx.store.getClient(id);
   if (!client) throw new NotFoundError(`no client with id "${id}" (see: tokenctl client list)`);
   return client;
 }
 
-export async function deleteClient(ctx: EngineContext, id: string, actor: string): Promise<ClientView> {
+export async function deleteClient(ctx: EngineContext<Ports>, id: string, actor: string): Promise<ClientView> {
   const client = await getClientOrThrow(ctx, id);
   const line = auditLine(ctx, actor, 'client.delete', `client:${id}`, 1, 'client and its tokens deleted');
   if (!(await ctx.store.deleteClient(id, clientDeletedEvent(id, ctx.clock.now()), line))) throw new NotFoundError(`no client with id "${id}"`);
   return clientView(client);
 }
 
-export async function rotateClientSecret(ctx: EngineContext, id: string, actor: string, secret?: string): Promise<ClientWithSecret> {
+export async function rotateClientSecret(ctx: EngineContext<Ports>, id: string, actor: string, secret?: string): Promise<ClientWithSecret> {
   const client = await getClientOrThrow(ctx, id);
   if (client.secretHash === null) throw new InvalidInputError(`client "${id}" is public and has no secret to rotate`);
   if (secret !== undefined) validateSecret(secret);

@@ -1,4 +1,4 @@
-import type { ClientRecord, TokenRecord, TokenStore } from '../store/store.js';
+import type { ClientRecord, TokenReads, TokenRecord, TokenStore } from '../store/store.js';
 import type { Clock } from './clock.js';
 import type { ClientView, TokenView } from './results.js';
 import { tokenState } from '../store/store.js';
@@ -13,12 +13,19 @@ export const MAX_REFRESHES_PER_MINUTE = ENGINE_SETTINGS.maxRefreshesPerMinute.de
 /** Default {@link EngineConfig.rotationRaceWindowMs}. */
 export const ROTATION_RACE_WINDOW_MS = ENGINE_SETTINGS.rotationRaceWindowMs.default;
 
-/** What every engine operation works with. */
-export interface EngineContext {
-  store: TokenStore;
+/**
+ * What every engine operation works with. `Ports` is the part of the store contract the
+ * operation uses (store/ports/): each engine module names its own, so that what a use case may
+ * touch is read off its signature; the engine holds the whole store and passes it to each.
+ */
+export interface EngineContext<Ports = TokenStore> {
+  store: Ports;
   clock: Clock;
   config: EngineConfig;
 }
+
+/** The store's location, for messages that name it. */
+export type Located = Pick<TokenStore, 'location'>;
 
 export function toSeconds(ms: number): number {
   return Math.floor(ms / 1000);
@@ -64,7 +71,7 @@ export function tokenView(token: TokenRecord, now: number): TokenView {
 }
 
 /** The record of a token a client or an operator presented (null: unknown, or not a token of ours). */
-export async function findPresentedToken(ctx: EngineContext, token: string): Promise<TokenRecord | null> {
+export async function findPresentedToken(ctx: EngineContext<TokenReads>, token: string): Promise<TokenRecord | null> {
   const digest = presentedDigest(token);
   return digest === null ? null : ctx.store.findTokenByDigest(digest);
 }

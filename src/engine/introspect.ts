@@ -1,6 +1,10 @@
 import { tokenState, type ClientRecord, type TokenRecord } from '../store/store.js';
 import { findPresentedToken, toSeconds, tokenView, type EngineContext } from './context.js';
 import type { ClientOutcome, Inspection, IntrospectionResult } from './results.js';
+import type { TokenReads } from '../store/store.js';
+
+/** The store ports this module uses (store/ports/). */
+type Ports = TokenReads;
 
 /*
  * Introspection, all of it: what a client is told of a token (spec 4.3, RFC 7662; the HTTP
@@ -16,14 +20,14 @@ const INACTIVE: IntrospectionResult = Object.freeze({ active: false });
  * checks tokens issued to others); a public client, which proves nothing but its id, only its
  * own: any other token is inactive to it (contract 3, revised 2026-11).
  */
-export function introspectForClient(ctx: EngineContext, client: ClientRecord, token: TokenRecord | null): ClientOutcome<IntrospectionResult> {
+export function introspectForClient(ctx: EngineContext<Ports>, client: ClientRecord, token: TokenRecord | null): ClientOutcome<IntrospectionResult> {
   const visible = client.secretHash !== null || token?.clientId === client.id;
   const result = introspectionOf(ctx, visible ? token : null, ctx.clock.now());
   return { result, clientId: client.id, jti: result.active ? result.jti : null, done: { kind: 'introspected', active: result.active } };
 }
 
 /** Spec 2.3 for a stored token at `now`; contract 3: inactive reveals nothing but `active`. */
-export function introspectionOf(ctx: EngineContext, token: TokenRecord | null, now: number): IntrospectionResult {
+export function introspectionOf(ctx: EngineContext<Ports>, token: TokenRecord | null, now: number): IntrospectionResult {
   if (!token || tokenState(token, now) !== 'active' || token.notBefore > now) return INACTIVE;
   return {
     active: true,
@@ -42,7 +46,7 @@ export function introspectionOf(ctx: EngineContext, token: TokenRecord | null, n
 }
 
 /** The operator's view: the verdict with its reason, which the HTTP answer hides. */
-export async function inspect(ctx: EngineContext, by: { token: string } | { jti: string }): Promise<Inspection> {
+export async function inspect(ctx: EngineContext<Ports>, by: { token: string } | { jti: string }): Promise<Inspection> {
   const record = 'jti' in by ? await ctx.store.findTokenByJti(by.jti) : await findPresentedToken(ctx, by.token);
   if (!record) return { verdict: 'unknown' };
   const now = ctx.clock.now();

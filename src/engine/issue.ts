@@ -1,9 +1,12 @@
-import type { ClientRecord, TokenRecord, TokenType } from '../store/store.js';
+import type { ClientRecord, ClientStore, TokenRecord, TokenType, TokenWrites } from '../store/store.js';
 import { getClientOrThrow, validateScope } from './clients.js';
 import { splitScope, toSeconds, type EngineContext } from './context.js';
 import { InvalidInputError, InvalidScopeError } from './errors.js';
 import type { TokenResponse } from './results.js';
 import { digestToken, generateToken, newJti } from './tokens.js';
+
+/** The store ports this module uses (store/ports/). */
+type Ports = ClientStore & TokenWrites;
 
 export interface IssueInput {
   clientId: string;
@@ -30,16 +33,16 @@ interface MintSpec {
   ttlMs: number;
 }
 
-export function accessTtl(ctx: EngineContext, client: ClientRecord): number {
+export function accessTtl(ctx: EngineContext<Ports>, client: ClientRecord): number {
   return client.accessTtlMs ?? ctx.config.accessTtlMs;
 }
 
-export function refreshTtl(ctx: EngineContext, client: ClientRecord): number {
+export function refreshTtl(ctx: EngineContext<Ports>, client: ClientRecord): number {
   return client.refreshTtlMs ?? ctx.config.refreshTtlMs;
 }
 
 /** Makes a new token and its record. Nothing is stored yet. */
-export function mint(ctx: EngineContext, spec: MintSpec, now: number): Minted {
+export function mint(ctx: EngineContext<Ports>, spec: MintSpec, now: number): Minted {
   const token = generateToken(spec.type);
   return {
     token,
@@ -66,7 +69,7 @@ export function mint(ctx: EngineContext, spec: MintSpec, now: number): Minted {
 }
 
 /** Spec 2.1, all nine fields; `jti` is the access token's. */
-export function tokenResponse(ctx: EngineContext, access: Minted, refreshToken: string, client: ClientRecord): TokenResponse {
+export function tokenResponse(ctx: EngineContext<Ports>, access: Minted, refreshToken: string, client: ClientRecord): TokenResponse {
   return {
     access_token: access.token,
     expires_in: toSeconds(access.record.expiresAt - access.record.issuedAt),
@@ -107,7 +110,7 @@ export function narrowScope(requested: string | undefined, allowed: string, allo
  * What a login would issue (the spec's issuance is "not shown"): a new grant with a refresh
  * token and an access token.
  */
-export async function issueTokens(ctx: EngineContext, input: IssueInput): Promise<TokenResponse> {
+export async function issueTokens(ctx: EngineContext<Ports>, input: IssueInput): Promise<TokenResponse> {
   const [response] = await issueGrants(ctx, input, 1);
   return response!;
 }
@@ -119,7 +122,7 @@ export const MAX_ISSUE_COUNT = 10_000;
  * `count` grants for the same user and client, as `count` logins would make, written in one
  * store transaction (insertTokens): all or none.
  */
-export async function issueGrants(ctx: EngineContext, input: IssueInput, count: number): Promise<TokenResponse[]> {
+export async function issueGrants(ctx: EngineContext<Ports>, input: IssueInput, count: number): Promise<TokenResponse[]> {
   if (!Number.isInteger(count) || count < 1 || count > MAX_ISSUE_COUNT) throw new InvalidInputError(`the count must be between 1 and ${MAX_ISSUE_COUNT}`);
   const client = await getClientOrThrow(ctx, input.clientId);
   const username = input.username.trim();

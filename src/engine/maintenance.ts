@@ -1,7 +1,10 @@
-import type { StoreStats, TokenFilter } from '../store/store.js';
-import { audit } from './audit.js';
+import type { AuditStore, MaintenanceStore, OutboxStore, StoreStats, TokenFilter, TokenReads, TokenStore } from '../store/store.js';
+import { audit, auditLine } from './audit.js';
 import { tokenView, type EngineContext } from './context.js';
 import type { TokenView } from './results.js';
+
+/** The store ports this module uses (store/ports/). */
+type Ports = TokenReads & MaintenanceStore & AuditStore & OutboxStore & Pick<TokenStore, 'location' | 'schemaVersion'>;
 
 export interface PurgeOptions {
   /** Delete tokens that expired or were revoked more than this long ago. */
@@ -30,7 +33,7 @@ export interface PurgeResult {
  * its own audit line in its own transaction, so the trail holds exactly what was deleted even
  * if the process is killed; an interrupted purge adds a line saying so.
  */
-export async function purge(ctx: EngineContext, options: PurgeOptions, actor: string): Promise<PurgeResult> {
+export async function purge(ctx: EngineContext<Ports>, options: PurgeOptions, actor: string): Promise<PurgeResult> {
   const started = Date.now();
   const before = ctx.clock.now() - options.olderThanMs;
   const batchSize = options.batchSize ?? 1000;
@@ -43,7 +46,7 @@ export async function purge(ctx: EngineContext, options: PurgeOptions, actor: st
       break;
     }
     const detail = `batch ${batch} of the purge started ${new Date(started).toISOString()}`;
-    const n = await ctx.store.purgeBatch(before, batchSize, { at: ctx.clock.now(), actor, action: 'purge', target, count: 0, detail });
+    const n = await ctx.store.purgeBatch(before, batchSize, auditLine(ctx, actor, 'purge', target, 0, detail));
     deleted += n;
     if (n > 0) options.onProgress?.(deleted);
     if (n < batchSize) break;
@@ -58,16 +61,16 @@ export async function purge(ctx: EngineContext, options: PurgeOptions, actor: st
 }
 
 /** How many tokens purge would delete (expired or revoked before `now - olderThanMs`). */
-export function countPurgeable(ctx: EngineContext, olderThanMs: number): Promise<number> {
+export function countPurgeable(ctx: EngineContext<Ports>, olderThanMs: number): Promise<number> {
   return ctx.store.countPurgeable(ctx.clock.now() - olderThanMs);
 }
 
 /** How many tokens match the filter (limit and cursor aside), judged now. */
-export function countTokens(ctx: EngineContext, filter: Omit<TokenFilter, 'now'>): Promise<number> {
+export function countTokens(ctx: EngineContext<Ports>, filter: Omit<TokenFilter, 'now'>): Promise<number> {
   return ctx.store.countTokens({ ...filter, now: ctx.clock.now() });
 }
 
-export async function listTokens(ctx: EngineContext, filter: Omit<TokenFilter, 'now'>): Promise<TokenView[]> {
+export async function listTokens(ctx: EngineContext<Ports>, filter: Omit<TokenFilter, 'now'>): Promise<TokenView[]> {
   const now = ctx.clock.now();
   const records = await ctx.store.listTokens({ ...filter, now });
   return records.map((r) => tokenView(r, now));
@@ -99,7 +102,7 @@ export interface EventsStatus {
   oldest_pending_at: number | null;
 }
 
-export async function status(ctx: EngineContext): Promise<StatusReport> {
+export async function status(ctx: EngineContext<Ports>): Promise<StatusReport> {
   const [stats, version, receivers] = await Promise.all([ctx.store.stats(ctx.clock.now()), ctx.store.schemaVersion(), ctx.store.listReceivers()]);
   const events: EventsStatus = { receivers: receivers.length, pending: 0, dead: 0, oldest_pending_at: null };
   for (const r of receivers) {

@@ -3,6 +3,10 @@ import { DuplicateReceiverError, type ClientRecord, type ReceiverRecord, type Re
 import { auditLine } from './audit.js';
 import type { EngineContext } from './context.js';
 import { AccessDeniedError, InvalidInputError, NotFoundError } from './errors.js';
+import type { ClientStore, OutboxStore } from '../store/store.js';
+
+/** The store ports this module uses (store/ports/). */
+type Ports = ClientStore & OutboxStore;
 
 /**
  * Receivers of security events (issue 18): the resource servers told of every revocation, by
@@ -119,7 +123,7 @@ function checkAudience(value: string | undefined, fallback: string): string {
  * Registers a receiver. The SETs' `aud` is `audience`, by default the push endpoint's origin
  * (`https://rs.example:8443`) or, for poll, the receiver's id.
  */
-export async function addReceiver(ctx: EngineContext, input: AddReceiverInput, actor: string): Promise<ReceiverView> {
+export async function addReceiver(ctx: EngineContext<Ports>, input: AddReceiverInput, actor: string): Promise<ReceiverView> {
   if (!RECEIVER_ID.test(input.id)) throw new InvalidInputError(`receiver id "${input.id}" must be 1 to 64 letters, digits, ".", "_" or "-"`);
   let record: ReceiverRecord;
   if (input.delivery === 'push') {
@@ -151,24 +155,24 @@ export async function addReceiver(ctx: EngineContext, input: AddReceiverInput, a
   return receiverView(record);
 }
 
-export async function listReceivers(ctx: EngineContext): Promise<ReceiverStatusView[]> {
+export async function listReceivers(ctx: EngineContext<Ports>): Promise<ReceiverStatusView[]> {
   return (await ctx.store.listReceivers()).map(statusView);
 }
 
 /** One receiver and how its deliveries stand, or NotFoundError. */
-export async function receiverStatus(ctx: EngineContext, id: string): Promise<ReceiverStatusView> {
+export async function receiverStatus(ctx: EngineContext<Ports>, id: string): Promise<ReceiverStatusView> {
   const found = (await ctx.store.listReceivers()).find((r) => r.id === id);
   if (!found) throw new NotFoundError(`no receiver with id "${id}"`);
   return statusView(found);
 }
 
 /** Removes a receiver with its pending and dead deliveries. */
-export async function removeReceiver(ctx: EngineContext, id: string, actor: string): Promise<void> {
+export async function removeReceiver(ctx: EngineContext<Ports>, id: string, actor: string): Promise<void> {
   if (!(await ctx.store.deleteReceiver(id, auditLine(ctx, actor, 'receiver.remove', `receiver:${id}`, 1, '')))) throw new NotFoundError(`no receiver with id "${id}"`);
 }
 
 /** Requeues a receiver's dead letters, due now. Returns how many. */
-export async function retryReceiver(ctx: EngineContext, id: string, actor: string): Promise<number> {
+export async function retryReceiver(ctx: EngineContext<Ports>, id: string, actor: string): Promise<number> {
   if (!(await ctx.store.getReceiver(id))) throw new NotFoundError(`no receiver with id "${id}"`);
   // The line's count is how many the store requeued.
   return ctx.store.retryDead(id, ctx.clock.now(), auditLine(ctx, actor, 'receiver.retry', `receiver:${id}`, 0, 'dead deliveries requeued'));
@@ -178,7 +182,7 @@ export async function retryReceiver(ctx: EngineContext, id: string, actor: strin
  * RFC 8936 §2.4 / SSF: the poll receiver that `client` polls as, or AccessDeniedError. The client
  * has been authenticated (spec part 5) by the caller, as at the introspection endpoint.
  */
-export async function pollReceiverOf(ctx: EngineContext, client: ClientRecord): Promise<ReceiverRecord> {
+export async function pollReceiverOf(ctx: EngineContext<Ports>, client: ClientRecord): Promise<ReceiverRecord> {
   const receiver = await ctx.store.findPollReceiver(client.id);
   if (!receiver) throw new AccessDeniedError(`client "${client.id}" is not registered as a poll receiver (tokenctl receiver add ID --poll --client ${client.id})`);
   return receiver;

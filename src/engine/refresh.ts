@@ -1,9 +1,13 @@
 import { tokenEvent } from './events.js';
-import type { ClientRecord, TokenRecord } from '../store/store.js';
-import { findPresentedToken, type EngineContext } from './context.js';
+import type { ClientRecord, ClientStore, TokenReads, TokenRecord, TokenWrites } from '../store/store.js';
+import { auditLine } from './audit.js';
+import { findPresentedToken, type EngineContext, type Located } from './context.js';
 import { InvalidTokenError, NotFoundError, RefreshLimitError, ReuseDetectedError } from './errors.js';
 import { accessTtl, mint, narrowScope, refreshTtl, tokenResponse, type Minted } from './issue.js';
 import type { TokenResponse } from './results.js';
+
+/** The store ports this module uses (store/ports/). */
+type Ports = ClientStore & TokenReads & TokenWrites & Located;
 
 /** The window of EngineConfig.maxRefreshesPerMinute. */
 const MINUTE_MS = 60_000;
@@ -32,7 +36,7 @@ export interface RefreshInput {
  *
  * `presentedAt`: when the request arrived (before its token was read); now, when not given.
  */
-export async function refresh(ctx: EngineContext, input: RefreshInput, found?: TokenRecord | null, presentedAt?: number): Promise<TokenResponse> {
+export async function refresh(ctx: EngineContext<Ports>, input: RefreshInput, found?: TokenRecord | null, presentedAt?: number): Promise<TokenResponse> {
   const { client, refreshToken } = input;
   const presented = presentedAt ?? ctx.clock.now();
   // `found`: the presented token's record, read already (with the client, in one store read).
@@ -86,7 +90,7 @@ export async function refresh(ctx: EngineContext, input: RefreshInput, found?: T
  * reuse (after revoking the whole grant).
  */
 async function replacedPresented(
-  ctx: EngineContext,
+  ctx: EngineContext<Ports>,
   client: ClientRecord,
   token: TokenRecord,
   superseded: boolean,
@@ -104,14 +108,8 @@ async function replacedPresented(
   if (grace !== undefined) return grace;
   // Reuse of a replaced refresh token: somebody holds a copy. End the whole grant; its audit line
   // goes in the same transaction.
-  const revoked = await ctx.store.revokeGrant(token.grantId, now, {
-    at: now,
-    actor: client.id,
-    action: 'token.reuse_detected',
-    target: `grant:${token.grantId} client:${client.id}`,
-    count: 0,
-    detail: `replaced refresh_token ${token.jti} presented again; grant revoked`,
-  }, tokenEvent(token, now, 'reuse_detected', true));
+  const line = auditLine(ctx, client.id, 'token.reuse_detected', `grant:${token.grantId} client:${client.id}`, 0, `replaced refresh_token ${token.jti} presented again; grant revoked`, now);
+  const revoked = await ctx.store.revokeGrant(token.grantId, now, line, tokenEvent(token, now, 'reuse_detected', true));
   throw new ReuseDetectedError(revoked, refreshToken);
 }
 
@@ -119,7 +117,7 @@ async function replacedPresented(
  * A refresh by an operator who holds the store (CLI without client credentials): acts as the
  * token's own client. An unknown token is NotFoundError, not a silent invalid_token.
  */
-export async function refreshAsOperator(ctx: EngineContext, refreshToken: string, scope?: string): Promise<TokenResponse> {
+export async function refreshAsOperator(ctx: EngineContext<Ports>, refreshToken: string, scope?: string): Promise<TokenResponse> {
   const token = await findPresentedToken(ctx, refreshToken);
   const client = token ? await ctx.store.getClient(token.clientId) : null;
   if (!token || !client) {
@@ -128,7 +126,7 @@ export async function refreshAsOperator(ctx: EngineContext, refreshToken: string
   return refresh(ctx, { client, refreshToken, scope });
 }
 
-function mintAccess(ctx: EngineContext, client: ClientRecord, token: TokenRecord, scope: string, now: number): Minted {
+function mintAccess(ctx: EngineContext<Ports>, client: ClientRecord, token: TokenRecord, scope: string, now: number): Minted {
   return mint(
     ctx,
     { type: 'access_token', client, grantId: token.grantId, username: token.username, sub: token.sub, scope, ttlMs: accessTtl(ctx, client) },
@@ -141,7 +139,7 @@ function mintAccess(ctx: EngineContext, client: ClientRecord, token: TokenRecord
  * replacement, if its replacement is still current (never a token two generations old).
  * Returns the replacement's jti to revoke, or undefined when the grace does not apply.
  */
-async function graceReplacement(ctx: EngineContext, token: TokenRecord, now: number): Promise<string | undefined> {
+async function graceReplacement(ctx: EngineContext<Ports>, token: TokenRecord, now: number): Promise<string | undefined> {
   const grace = ctx.config.refreshGraceMs;
   if (grace <= 0 || token.replacedAt === null || token.replacedBy === null) return undefined;
   if (now - token.replacedAt > grace) return undefined;

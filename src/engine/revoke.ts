@@ -1,10 +1,14 @@
 import { tokenState, type BulkSelector, type ClientRecord, type TokenRecord } from '../store/store.js';
-import { audit } from './audit.js';
+import { audit, auditLine } from './audit.js';
 import { bulkEvent, tokenEvent } from './events.js';
-import { findPresentedToken, type EngineContext } from './context.js';
+import { findPresentedToken, type EngineContext, type Located } from './context.js';
 import { InvalidInputError, NotFoundError, PartialBulkRevocationError } from './errors.js';
 import type { ClientAction, Revocation, RevocationResult } from './results.js';
 import { isWellFormedToken } from './tokens.js';
+import type { AuditStore, ClientStore, TokenReads, TokenWrites } from '../store/store.js';
+
+/** The store ports this module uses (store/ports/). */
+type Ports = ClientStore & TokenReads & TokenWrites & AuditStore & Located;
 
 const INVALID: Revocation = {
   result: {
@@ -21,7 +25,7 @@ const INVALID: Revocation = {
  * hint (RFC 7009 §2.1): the token is found whatever its type. Revoking a refresh token also
  * revokes every access token of its grant.
  */
-export async function revokeFound(ctx: EngineContext, client: ClientRecord, token: TokenRecord | null): Promise<Revocation> {
+export async function revokeFound(ctx: EngineContext<Ports>, client: ClientRecord, token: TokenRecord | null): Promise<Revocation> {
   if (!token || token.clientId !== client.id) return INVALID;
   return revokeRecord(ctx, token, client.id);
 }
@@ -30,7 +34,7 @@ export async function revokeFound(ctx: EngineContext, client: ClientRecord, toke
  * An operator revokes a token from the CLI: any client's. An unknown token is an error here
  * (the operator typed or pasted something wrong), not a silent `token_invalid`.
  */
-export async function revokeAsOperator(ctx: EngineContext, token: string, actor: string): Promise<RevocationResult> {
+export async function revokeAsOperator(ctx: EngineContext<Ports>, token: string, actor: string): Promise<RevocationResult> {
   if (!isWellFormedToken(token)) {
     throw new InvalidInputError('this is not a tokenctl token: tokens start with tca_ (access) or tcr_ (refresh) followed by 43 characters');
   }
@@ -39,17 +43,17 @@ export async function revokeAsOperator(ctx: EngineContext, token: string, actor:
   return (await revokeRecord(ctx, record, actor)).result;
 }
 
-async function revokeRecord(ctx: EngineContext, token: TokenRecord, actor: string): Promise<Revocation> {
+async function revokeRecord(ctx: EngineContext<Ports>, token: TokenRecord, actor: string): Promise<Revocation> {
   const now = ctx.clock.now();
   const state = tokenState(token, now);
   if (state === 'expired') return INVALID;
   // The audit line is written in the revocation's own transaction: one durable commit, not two.
-  const trail = { at: now, actor, action: 'token.revoke', target: `${token.jti} client:${token.clientId}`, count: 1, detail: token.type };
+  const trail = auditLine(ctx, actor, 'token.revoke', `${token.jti} client:${token.clientId}`, 1, token.type, now);
   if (token.type === 'refresh_token' && token.replacedAt !== null) {
     // Replaced by rotation (or superseded in a grace period): the answer is token_already_revoked,
     // but its grant ends all the same (contract 3, revised 2026-11): whoever
     // still presents a replaced refresh token, the session is compromised. Harmless when done.
-    const revoked = await ctx.store.revokeGrant(token.grantId, now, { ...trail, action: 'token.revoke_grant', target: `${token.jti} grant:${token.grantId} client:${token.clientId}` }, tokenEvent(token, now, 'revoked', true));
+    const revoked = await ctx.store.revokeGrant(token.grantId, now, auditLine(ctx, actor, 'token.revoke_grant', `${token.jti} grant:${token.grantId} client:${token.clientId}`, 1, token.type, now), tokenEvent(token, now, 'revoked', true));
     return alreadyRevoked(token, revoked > 0 ? { kind: 'revoked', grant: true } : { kind: 'revoke_noop' });
   }
   if (state === 'revoked') return alreadyRevoked(token, { kind: 'revoke_noop' });
@@ -82,13 +86,13 @@ function selectorTarget(selector: BulkSelector): string {
 }
 
 /** How many active tokens a bulk revocation would revoke now (for the confirmation prompt). */
-export async function countBulk(ctx: EngineContext, selector: BulkSelector): Promise<number> {
+export async function countBulk(ctx: EngineContext<Ports>, selector: BulkSelector): Promise<number> {
   await checkSelector(ctx, selector);
   return ctx.store.countRevocable(selector, ctx.clock.now());
 }
 
 /** Checks what the selector names exists; returns the token a `jti` selector names (else null). */
-async function checkSelector(ctx: EngineContext, selector: BulkSelector): Promise<TokenRecord | null> {
+async function checkSelector(ctx: EngineContext<Ports>, selector: BulkSelector): Promise<TokenRecord | null> {
   if ('jti' in selector) {
     const token = await ctx.store.findTokenByJti(selector.jti);
     if (!token) throw new NotFoundError(`no token with jti ${selector.jti} in ${ctx.store.location}`);
@@ -124,7 +128,7 @@ export interface BulkRevocation {
  * batches are revoked by a later one, and none can be minted once it has returned. A failure part
  * way says exactly how many were revoked before it ({@link PartialBulkRevocationError}).
  */
-export async function revokeBulk(ctx: EngineContext, selector: BulkSelector, actor: string, options: BulkOptions = {}): Promise<BulkRevocation> {
+export async function revokeBulk(ctx: EngineContext<Ports>, selector: BulkSelector, actor: string, options: BulkOptions = {}): Promise<BulkRevocation> {
   const named = await checkSelector(ctx, selector);
   const started = Date.now();
   // One security event for the whole revocation: the store writes it with the last batch.
@@ -140,7 +144,7 @@ export async function revokeBulk(ctx: EngineContext, selector: BulkSelector, act
     }
     const at = ctx.clock.now();
     try {
-      const trail = { at, actor, action: 'token.revoke_bulk', target, count: 0, detail: describeSelector(selector) };
+      const trail = auditLine(ctx, actor, 'token.revoke_bulk', target, 0, describeSelector(selector), at);
       const batch = await ctx.store.revokeBulk(selector, at, options.batchSize ?? BULK_BATCH, trail, resume, event);
       revoked += batch.revoked;
       more = batch.more;

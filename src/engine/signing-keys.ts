@@ -1,9 +1,13 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose';
-import type { AuditEntry, EventStore, SigningKeyRecord } from '../store/store.js';
+import type { AuditEntry, SigningKeyRecord, SigningKeyStore } from '../store/store.js';
+import { auditEntry } from './audit.js';
 import type { EngineContext } from './context.js';
 
+/** The store ports this module uses (store/ports/). */
+type Ports = SigningKeyStore;
+
 /**
- * The lifecycle of the keys security events are signed with (issue 18): made, listed and rotated
+ * The lifecycle of the keys security events are signed with (docs/events.md): made, listed and rotated
  * here, kept in the store so that every node signs with the same current key. Signing with them
  * and publishing the JWKS is events/keys.ts's.
  */
@@ -54,7 +58,7 @@ export function isPublished(k: SigningKeyRecord, now: number): boolean {
 }
 
 /** Every key of `store`, newest first, without its private part. */
-export async function signingKeyViews(store: EventStore, now: number): Promise<SigningKeyView[]> {
+export async function signingKeyViews(store: SigningKeyStore, now: number): Promise<SigningKeyView[]> {
   return (await store.listSigningKeys()).map((k) => ({
     kid: k.kid,
     alg: k.alg,
@@ -66,7 +70,7 @@ export async function signingKeyViews(store: EventStore, now: number): Promise<S
 }
 
 /** `signing-key list`. */
-export function listSigningKeys(ctx: EngineContext): Promise<SigningKeyView[]> {
+export function listSigningKeys(ctx: EngineContext<Ports>): Promise<SigningKeyView[]> {
   return signingKeyViews(ctx.store, ctx.clock.now());
 }
 
@@ -74,7 +78,7 @@ export function listSigningKeys(ctx: EngineContext): Promise<SigningKeyView[]> {
  * `signing-key rotate`: a new current key, and who made it in the audit log: a new signing key is
  * a security decision, recorded like a receiver's. The key and its audit line commit together.
  */
-export async function rotateSigningKey(ctx: EngineContext, actor: string): Promise<RotatedSigningKey> {
+export async function rotateSigningKey(ctx: EngineContext<Ports>, actor: string): Promise<RotatedSigningKey> {
   const key = await newSigningKey(ctx.clock.now());
   await ctx.store.addSigningKey(key, undefined, keyRotationAudit(actor, key, key.createdAt));
   return { kid: key.kid, createdAt: key.createdAt };
@@ -83,8 +87,8 @@ export async function rotateSigningKey(ctx: EngineContext, actor: string): Promi
 /**
  * The audit line of a rotation: an operator's (`signing-key rotate`), or serve's own when the
  * current key is 90 days old (events/keys.ts, by `serve:<node>`), the same line for both. Handed
- * to the store with the key (EventStore.addSigningKey), so that neither commits without the other.
+ * to the store with the key (SigningKeyStore.addSigningKey), so that neither commits without the other.
  */
 export function keyRotationAudit(actor: string, key: Pick<SigningKeyRecord, 'kid' | 'alg'>, at: number): AuditEntry {
-  return { at, actor, action: 'signing_key.rotate', target: `key:${key.kid}`, count: 1, detail: key.alg };
+  return auditEntry(at, actor, 'signing_key.rotate', `key:${key.kid}`, 1, key.alg);
 }

@@ -1,6 +1,6 @@
 import { sign } from 'node:crypto';
 import type { Delivery, RevocationEvent } from '../store/store.js';
-import { latestAtOf, preparedRevocations, revocationClaim, revocationClaimJson, type RevocationClaim } from '../store/events.js';
+import { latestAtOf, preparedRevocations, revocationClaim, revocationClaimJson, type RevocationClaim } from '../store/revocation-claims.js';
 import { ByteWriter } from './bytes.js';
 import { SET_ALG } from '../engine/signing-keys.js';
 import type { SigningKey } from './keys.js';

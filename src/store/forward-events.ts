@@ -1,8 +1,8 @@
+import type { EventStore } from './store.js';
 import type {
   ClaimedReceiver,
   Delivery,
   DeliveryOutcome,
-  EventStore,
   ReceiverRecord,
   ReceiverStatus,
   SigningKeyRecord,

@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { KEY_ROTATION_MS, keyRotationAudit, newSigningKey, RETIRED_KEY_PUBLISHED_MS, signingKeyViews } from '../../src/engine/signing-keys.js';
 import { KeyRotationError, SigningKeys } from '../../src/events/keys.js';
 import { revocationClaim, setClaims, setClaimsJson, signSet, TOKENS_REVOKED } from '../../src/events/set.js';
-import { eventOfClaim, revocationClaimJson, withPreparedRevocations } from '../../src/store/events.js';
+import { eventOfClaim, revocationClaimJson, withPreparedRevocations } from '../../src/store/revocation-claims.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
 import type { RevocationEvent } from '../../src/store/store.js';
 

@@ -1,9 +1,9 @@
+import type { EventStore } from '../store.js';
 import {
   DuplicateReceiverError,
   type ClaimedReceiver,
   type Delivery,
   type DeliveryOutcome,
-  type EventStore,
   type ReceiverRecord,
   type ReceiverStatus,
   type RevocationEvent,

@@ -1,4 +1,5 @@
-import { DuplicateReceiverError, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type EventStore, type ReceiverRecord, type ReceiverStatus, type RevocationEvent, type SigningKeyRecord } from '../events.js';
+import type { EventStore } from '../store.js';
+import { DuplicateReceiverError, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type ReceiverRecord, type ReceiverStatus, type RevocationEvent, type SigningKeyRecord } from '../events.js';
 import { Rollback, type Database } from './database.js';
 import { isUniqueViolation } from './errors.js';
 import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './outbox.js';

@@ -21,7 +21,8 @@ import {
   type TokenStore,
   type TokenType,
 } from '../store.js';
-import type { EventStore, RevocationEvent } from '../events.js';
+import type { RevocationEvent } from '../events.js';
+import type { EventStore } from '../store.js';
 import { ForwardsEventStore } from '../forward-events.js';
 import { Batcher, insertMints, MAX_BATCH, MAX_MINT_BATCH, readClientsAndTokens, revokeTokens, type Mint, type Revocation } from './batching.js';
 import { Database, withClient } from './database.js';

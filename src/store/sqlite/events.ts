@@ -1,17 +1,17 @@
+import type { EventStore } from '../store.js';
 import type Database from 'better-sqlite3';
 import {
   DuplicateReceiverError,
   type ClaimedReceiver,
   type Delivery,
   type DeliveryOutcome,
-  type EventStore,
   type ReceiverRecord,
   type ReceiverStatus,
   type RevocationEvent,
   type SigningKeyRecord,
 } from '../events.js';
 import type { AuditEntry } from '../audit.js';
-import { eventOfClaim, jsonString, latestAtOf, revocationClaimJson, withPreparedRevocations, type RevocationClaim } from '../events.js';
+import { eventOfClaim, jsonString, latestAtOf, revocationClaimJson, withPreparedRevocations, type RevocationClaim } from '../revocation-claims.js';
 import { insertUnique } from './errors.js';
 import type { TransactionTail } from './group-commit.js';
 

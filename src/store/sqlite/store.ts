@@ -15,7 +15,8 @@ import {
   type TokenRecord,
   type TokenStore,
 } from '../store.js';
-import type { EventStore, RevocationEvent } from '../events.js';
+import type { RevocationEvent } from '../events.js';
+import type { EventStore } from '../store.js';
 import { ForwardsEventStore } from '../forward-events.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { insertUnique, mapError } from './errors.js';

@@ -1,0 +1,27 @@
+import type { AuditEntry } from '../audit.js';
+import type { RevocationEvent } from '../events.js';
+import type { ClientRecord } from '../records.js';
+
+/**
+ * Registered clients (RFC 6749 §2: "Before initiating the protocol, the client registers with the
+ * authorization server"). Deleting one ends every token issued to it.
+ */
+export interface ClientStore {
+
+  /**
+   * Inserts a client. Rejects with {@link DuplicateClientError} if the id exists. With `audit`,
+   * that line is written in the same transaction: an operator's change and its audit line commit
+   * together or not at all (so do deleteClient's, updateClientSecret's and the receivers').
+   */
+  createClient(client: ClientRecord, audit?: AuditEntry): Promise<void>;
+  getClient(id: string): Promise<ClientRecord | null>;
+  listClients(): Promise<ClientRecord[]>;
+  /**
+   * Deletes a client and every token issued to it. Returns false if there was none. With `event`,
+   * and only if it deleted the client, the event is written in the same transaction (see
+   * TokenWrites.revokeToken); so is `audit`.
+   */
+  deleteClient(id: string, event?: RevocationEvent, audit?: AuditEntry): Promise<boolean>;
+  /** Replaces a client's secret hash (with `audit`, and that line when it did). Returns false if there is no such client. */
+  updateClientSecret(id: string, secretHash: string, at: number, audit?: AuditEntry): Promise<boolean>;
+}
