@@ -8,7 +8,7 @@ import { interruptible } from '../cli/progress.js';
 import { confirmOrStop } from '../cli/prompts.js';
 import { migrateQuestion, migrateResult, plannedReport, renderMigrate, type MigrateResult } from '../cli/render/migrate.js';
 import { DEFAULT_BATCH_SIZE, migrateStore, planMigration } from '../migrate/migrate-store.js';
-import { isPostgresUrl } from '../store/open-store.js';
+import { storeKindOf } from '../store/open-store.js';
 import type { TokenStore } from '../store/store.js';
 
 export type { MigrateResult };
@@ -45,7 +45,7 @@ Tokens are read, written and verified a page at a time (--batch-size), so memory
     const to = f.to ?? f.db;
     if (!to) throw new CliError('name the store to copy into with --to (or --db / TOKENCTL_DB)', EXIT.usage, 'usage', 'e.g. --to "postgres://user@host/db?schema=tokenctl"');
     if (sameLocation(f.from, to)) throw new CliError(`--from and --to name the same store: ${to}`, EXIT.usage, 'usage');
-    if (!isPostgresUrl(f.from) && !existsSync(f.from)) {
+    if (storeKindOf(f.from).isFile && !existsSync(f.from)) {
       throw new CliError(`no store to copy from at ${resolve(f.from)}: the file does not exist`, EXIT.usage, 'no_source', 'the default store is tokens.db in the tokenctl data directory (tokenctl status shows where)');
     }
     const { openStore } = await import('../store/open-store.js');
@@ -80,6 +80,6 @@ Tokens are read, written and verified a page at a time (--batch-size), so memory
 
 /** Paths compared as absolute paths, URLs as written (the stores compare their locations again). */
 function sameLocation(a: string, b: string): boolean {
-  if (isPostgresUrl(a) || isPostgresUrl(b)) return a === b;
+  if (!storeKindOf(a).isFile || !storeKindOf(b).isFile) return a === b;
   return resolve(a) === resolve(b);
 }

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { StoreUnavailableError, type StoreObserver, type TokenStore } from '../store/store.js';
 import type { BoundCounter, BoundHistogram } from './bound.js';
 import type { TokenctlMetrics } from './metrics.js';
+import { isConflictOrTimeout } from '../store/open-store.js';
 import { wrapStore } from './wrap-store.js';
 
 /** The StoreObserver a store is opened with: group-commit batch sizes and kept-row cache hits. */
@@ -18,9 +19,8 @@ export function storeObserver(metrics: TokenctlMetrics): StoreObserver {
 /** The kind label of tokenctl_store_errors_total: a few words, never a message. */
 export function storeErrorKind(error: unknown): string {
   if (error instanceof StoreUnavailableError) return 'unavailable';
-  const code = (error as { code?: unknown } | null)?.code;
-  // SQLite's SQLITE_BUSY; PostgreSQL's serialization failure, deadlock, statement timeout.
-  if (code === 'SQLITE_BUSY' || code === '40001' || code === '40P01' || code === '57014') return 'conflict_or_timeout';
+  // Each store kind names its driver's codes (SQLite's busy, PostgreSQL's serialization failure…).
+  if (isConflictOrTimeout(error)) return 'conflict_or_timeout';
   return 'error';
 }
 

@@ -1,32 +1,74 @@
 import type { OpenStoreOptions, TokenStore } from './store.js';
+import * as memory from './memory/kind.js';
+import * as postgres from './postgres/kind.js';
+import * as sqlite from './sqlite/kind.js';
 
 export type { OpenStoreOptions } from './store.js';
 
+/** What every store folder's index.ts exports: how to open it, and what serve may ask of it first. */
+export interface StoreDoor {
+  open(location: string, options: OpenStoreOptions): Promise<TokenStore>;
+  /**
+   * A pooled store: what `serve` should warn about the server's connection budget when this node
+   * may open `processes` pools of `poolSize` connections (undefined: room enough, or no pool).
+   */
+  connectionBudgetWarning?(location: string, poolSize: number | undefined, processes: number): Promise<string | undefined>;
+}
 
-export function isPostgresUrl(location: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(location);
+/** One row of {@link STORE_KINDS}: a store folder's kind.ts, and its door, loaded when used. */
+interface StoreKind {
+  name: string;
+  /** Whether a location names a store of this kind. */
+  matches(location: string): boolean;
+  /** A file on this machine (resolved, checked to exist), or a URL compared as written. */
+  isFile: boolean;
+  /** Whether one of its driver's errors means a lost race or a timeout, worth trying again. */
+  isConflictOrTimeout(error: unknown): boolean;
+  /** The folder's index.ts, imported lazily, so a command loads only the driver it uses. */
+  load(): Promise<StoreDoor>;
 }
 
 /**
- * The composition point: a file path opens the SQLite store, a `postgres://` URL the PostgreSQL
- * store. Drivers are imported here, lazily, so a command loads only the one it uses.
+ * Every kind of store, in the order a location is tried: the first whose `matches` says yes opens
+ * it. The only code that inspects a location: a new store is a folder (copied from one of these,
+ * with its kind.ts), one row here, and its contract test file.
+ */
+const STORE_KINDS: readonly StoreKind[] = [
+  { name: 'postgres', ...postgres, load: () => import('./postgres/index.js') },
+  { name: 'memory', ...memory, load: () => import('./memory/index.js') },
+  // Last: a location no other kind claims is a file path.
+  { name: 'sqlite', ...sqlite, load: () => import('./sqlite/index.js') },
+];
+
+/** The kind of store at `location`. */
+export function storeKindOf(location: string): Pick<StoreKind, 'name' | 'isFile'> {
+  return kindOf(location);
+}
+
+function kindOf(location: string): StoreKind {
+  return STORE_KINDS.find((kind) => kind.matches(location)) ?? STORE_KINDS[STORE_KINDS.length - 1]!;
+}
+
+/** Whether a store's error means a lost race or a timeout (any kind's driver), for metrics. */
+export function isConflictOrTimeout(error: unknown): boolean {
+  return STORE_KINDS.some((kind) => kind.isConflictOrTimeout(error));
+}
+
+/**
+ * The composition point: the store at `location`, of the kind {@link STORE_KINDS} finds for it
+ * (a file path opens SQLite, a `postgres://` URL PostgreSQL).
  */
 export async function openStore(location: string, options: OpenStoreOptions = {}): Promise<TokenStore> {
-  const { open } = isPostgresUrl(location) ? await import('./postgres/index.js') : await import('./sqlite/index.js');
-  return open(location, options);
+  const door = await kindOf(location).load();
+  return door.open(location, options);
 }
 
 /**
- * PostgreSQL only: what `serve` should warn about the server's connection budget when this node
- * may open `processes` pools of `poolSize` connections (postgres/budget.ts), or undefined when
- * there is room or the store is a file. The check needs its own connection, for a moment.
+ * What `serve` should warn about the store's connection budget when this node may open
+ * `processes` pools of `poolSize` connections, or undefined (room enough, or a store without a
+ * pool). The check needs its own connection, for a moment.
  */
 export async function connectionBudgetWarning(location: string, poolSize: number | undefined, processes: number): Promise<string | undefined> {
-  if (!isPostgresUrl(location)) return undefined;
-  const { budgetWarning, readConnectionBudget, DEFAULT_POOL_SIZE } = await import('./postgres/index.js');
-  try {
-    return budgetWarning(await readConnectionBudget(location), (poolSize ?? DEFAULT_POOL_SIZE) * processes, location);
-  } catch (error) {
-    return `could not check PostgreSQL's connection budget (max_connections, pg_stat_activity): ${error instanceof Error ? error.message : String(error)}`;
-  }
+  const door = await kindOf(location).load();
+  return door.connectionBudgetWarning?.(location, poolSize, processes);
 }

@@ -6,8 +6,8 @@ import { PostgresStore } from './store.js';
  * how the store is built. The same shape as every store's folder.
  */
 
-export { budgetWarning, readConnectionBudget } from './budget.js';
-export { DEFAULT_POOL_SIZE } from './pool.js';
+import { budgetWarning, readConnectionBudget } from './budget.js';
+import { DEFAULT_POOL_SIZE } from './pool.js';
 
 /** Opens (and, unless `create` is false, creates or migrates) the store at a `postgres://` URL. */
 export async function open(location: string, options: OpenStoreOptions): Promise<TokenStore> {
@@ -18,4 +18,16 @@ export async function open(location: string, options: OpenStoreOptions): Promise
     create: options.create ?? true,
     observer: options.observer,
   });
+}
+
+/**
+ * What `serve` should warn about the server's connection budget when this node may open
+ * `processes` pools of `poolSize` connections (budget.ts), or undefined when there is room.
+ */
+export async function connectionBudgetWarning(location: string, poolSize: number | undefined, processes: number): Promise<string | undefined> {
+  try {
+    return budgetWarning(await readConnectionBudget(location), (poolSize ?? DEFAULT_POOL_SIZE) * processes, location);
+  } catch (error) {
+    return `could not check PostgreSQL's connection budget (max_connections, pg_stat_activity): ${error instanceof Error ? error.message : String(error)}`;
+  }
 }
