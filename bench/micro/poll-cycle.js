@@ -26,9 +26,9 @@ const dir = mkdtempSync(join(tmpdir(), 'tokenctl-micro-'));
 const store = await SqliteStore.open(join(dir, 'tokens.db'), { backgroundCheckpoints: true });
 try {
   const T0 = Date.now();
-  await store.createClient({ id: 'c', name: 'c', secretHash: null, scope: '', orgId: 'o', audience: 'a', accessTtlMs: null, refreshTtlMs: null, createdAt: T0, secretUpdatedAt: T0 });
+  await store.createClient({ id: 'c', name: 'c', secretHash: null, scope: '', orgId: 'o', audience: 'a', accessTtlMs: null, refreshTtlMs: null, createdAt: T0, secretUpdatedAt: T0 }, {});
   const receiver = { id: 'poll', delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId: 'c', audience: 'r', createdAt: T0 };
-  await store.createReceiver(receiver);
+  await store.createReceiver(receiver, {});
   const keys = new SigningKeys(store);
   await keys.ensureCurrent();
   const deps = { store, keys, issuer: () => 'https://issuer.example' };
@@ -44,7 +44,7 @@ try {
       const first = (c * COMMITS + g) * TOGETHER;
       await Promise.all(tokens.slice(first, first + TOGETHER).map((t) => {
         const at = Date.now();
-        return store.revokeToken(t.jti, at, false, undefined, { id: newJti(at), at, reason: 'revoked', scope: 'token', jti: t.jti, tokenType: t.type, grantId: t.grantId, username: t.username, clientId: t.clientId });
+        return store.revokeToken(t.jti, at, false, { event: { id: newJti(at), at, reason: 'revoked', scope: 'token', jti: t.jti, tokenType: t.type, grantId: t.grantId, username: t.username, clientId: t.clientId } });
       }));
     }
     const r = process.cpuUsage(r0);

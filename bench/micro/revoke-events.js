@@ -25,7 +25,7 @@ const TOGETHER = 30;
 const dir = mkdtempSync(join(tmpdir(), 'tokenctl-micro-'));
 const store = await SqliteStore.open(join(dir, 'tokens.db'), { backgroundCheckpoints: true });
 const T0 = Date.now();
-await store.createClient({ id: 'c', name: 'c', secretHash: null, scope: '', orgId: 'o', audience: 'a', accessTtlMs: null, refreshTtlMs: null, createdAt: T0, secretUpdatedAt: T0 });
+await store.createClient({ id: 'c', name: 'c', secretHash: null, scope: '', orgId: 'o', audience: 'a', accessTtlMs: null, refreshTtlMs: null, createdAt: T0, secretUpdatedAt: T0 }, {});
 
 /** @param {number} n */
 async function freshTokens(n) {
@@ -41,8 +41,8 @@ async function freshTokens(n) {
 async function round(mode) {
   const receivers = mode === 'receivers';
   if (receivers) {
-    await store.createReceiver({ id: 'push', delivery: 'push', endpointUrl: 'https://r.example/events', authorization: null, caPem: null, clientId: null, audience: 'r', createdAt: T0 });
-    await store.createReceiver({ id: 'poll', delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId: 'c', audience: 'r', createdAt: T0 });
+    await store.createReceiver({ id: 'push', delivery: 'push', endpointUrl: 'https://r.example/events', authorization: null, caPem: null, clientId: null, audience: 'r', createdAt: T0 }, {});
+    await store.createReceiver({ id: 'poll', delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId: 'c', audience: 'r', createdAt: T0 }, {});
   }
   const tokens = await freshTokens(PER_ROUND);
   const cpu0 = process.cpuUsage();
@@ -52,15 +52,15 @@ async function round(mode) {
       tokens.slice(i, i + TOGETHER).map((t) => {
         const at = Date.now();
         const event = mode === 'off' ? undefined : { id: newJti(at), at, reason: 'revoked', scope: 'token', jti: t.jti, tokenType: t.type, grantId: t.grantId, username: t.username, clientId: t.clientId };
-        return store.revokeToken(t.jti, at, false, undefined, event);
+        return store.revokeToken(t.jti, at, false, { event });
       }),
     );
   }
   const cpu = process.cpuUsage(cpu0);
   const wall = performance.now() - t0;
   if (receivers) {
-    await store.deleteReceiver('push');
-    await store.deleteReceiver('poll');
+    await store.deleteReceiver('push', {});
+    await store.deleteReceiver('poll', {});
     while ((await store.purgeDeliveredEvents(10_000)) > 0);
   }
   return { cpu: (cpu.user + cpu.system) / tokens.length, wall: (wall * 1000) / tokens.length };

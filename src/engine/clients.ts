@@ -94,7 +94,7 @@ export async function createClient(ctx: EngineContext<Ports>, input: CreateClien
     secretUpdatedAt: now,
   };
   try {
-    await ctx.store.createClient(record, auditLine(ctx, actor, 'client.create', `client:${id}`, 1, record.secretHash === null ? 'public' : 'confidential'));
+    await ctx.store.createClient(record, { audit: auditLine(ctx, actor, 'client.create', `client:${id}`, 1, record.secretHash === null ? 'public' : 'confidential') });
   } catch (err) {
     if (err instanceof DuplicateClientError) throw new InvalidInputError(`a client with id "${id}" already exists`);
     throw err;
@@ -111,7 +111,7 @@ export async function getClientOrThrow(ctx: EngineContext<Ports>, id: string): P
 export async function deleteClient(ctx: EngineContext<Ports>, id: string, actor: string): Promise<ClientView> {
   const client = await getClientOrThrow(ctx, id);
   const line = auditLine(ctx, actor, 'client.delete', `client:${id}`, 1, 'client and its tokens deleted');
-  if (!(await ctx.store.deleteClient(id, clientDeletedEvent(id, ctx.clock.now()), line))) throw new NotFoundError(`no client with id "${id}"`);
+  if (!(await ctx.store.deleteClient(id, { audit: line, event: clientDeletedEvent(id, ctx.clock.now()) }))) throw new NotFoundError(`no client with id "${id}"`);
   return clientView(client);
 }
 
@@ -121,7 +121,7 @@ export async function rotateClientSecret(ctx: EngineContext<Ports>, id: string, 
   if (secret !== undefined) validateSecret(secret);
   const newSecret = secret ?? generateSecret();
   const now = ctx.clock.now();
-  if (!(await ctx.store.updateClientSecret(id, await hashSecret(newSecret), now, auditLine(ctx, actor, 'client.rotate_secret', `client:${id}`, 1, '')))) {
+  if (!(await ctx.store.updateClientSecret(id, await hashSecret(newSecret), now, { audit: auditLine(ctx, actor, 'client.rotate_secret', `client:${id}`, 1, '') }))) {
     throw new NotFoundError(`no client with id "${id}"`);
   }
   return { client: clientView({ ...client, secretUpdatedAt: now }), client_secret: newSecret };

@@ -46,7 +46,7 @@ export async function purge(ctx: EngineContext<Ports>, options: PurgeOptions, ac
       break;
     }
     const detail = `batch ${batch} of the purge started ${new Date(started).toISOString()}`;
-    const n = await ctx.store.purgeBatch(before, batchSize, auditLine(ctx, actor, 'purge', target, 0, detail));
+    const n = await ctx.store.purgeBatch(before, batchSize, { audit: auditLine(ctx, actor, 'purge', target, 0, detail) });
     deleted += n;
     if (n > 0) options.onProgress?.(deleted);
     if (n < batchSize) break;

@@ -147,7 +147,7 @@ export async function addReceiver(ctx: EngineContext<Ports>, input: AddReceiverI
     record = { id: input.id, delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId: client.id, audience: checkAudience(input.audience, input.id), createdAt: ctx.clock.now() };
   }
   try {
-    await ctx.store.createReceiver(record, auditLine(ctx, actor, 'receiver.add', `receiver:${record.id}`, 1, record.delivery));
+    await ctx.store.createReceiver(record, { audit: auditLine(ctx, actor, 'receiver.add', `receiver:${record.id}`, 1, record.delivery) });
   } catch (err) {
     if (err instanceof DuplicateReceiverError) throw new InvalidInputError(err.message);
     throw err;
@@ -168,14 +168,14 @@ export async function receiverStatus(ctx: EngineContext<Ports>, id: string): Pro
 
 /** Removes a receiver with its pending and dead deliveries. */
 export async function removeReceiver(ctx: EngineContext<Ports>, id: string, actor: string): Promise<void> {
-  if (!(await ctx.store.deleteReceiver(id, auditLine(ctx, actor, 'receiver.remove', `receiver:${id}`, 1, '')))) throw new NotFoundError(`no receiver with id "${id}"`);
+  if (!(await ctx.store.deleteReceiver(id, { audit: auditLine(ctx, actor, 'receiver.remove', `receiver:${id}`, 1, '') }))) throw new NotFoundError(`no receiver with id "${id}"`);
 }
 
 /** Requeues a receiver's dead letters, due now. Returns how many. */
 export async function retryReceiver(ctx: EngineContext<Ports>, id: string, actor: string): Promise<number> {
   if (!(await ctx.store.getReceiver(id))) throw new NotFoundError(`no receiver with id "${id}"`);
   // The line's count is how many the store requeued.
-  return ctx.store.retryDead(id, ctx.clock.now(), auditLine(ctx, actor, 'receiver.retry', `receiver:${id}`, 0, 'dead deliveries requeued'));
+  return ctx.store.retryDead(id, ctx.clock.now(), { audit: auditLine(ctx, actor, 'receiver.retry', `receiver:${id}`, 0, 'dead deliveries requeued') });
 }
 
 /**

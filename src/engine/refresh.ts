@@ -109,7 +109,7 @@ async function replacedPresented(
   // Reuse of a replaced refresh token: somebody holds a copy. End the whole grant; its audit line
   // goes in the same transaction.
   const line = auditLine(ctx, client.id, 'token.reuse_detected', `grant:${token.grantId} client:${client.id}`, 0, `replaced refresh_token ${token.jti} presented again; grant revoked`, now);
-  const revoked = await ctx.store.revokeGrant(token.grantId, now, line, tokenEvent(token, now, 'reuse_detected', true));
+  const revoked = await ctx.store.revokeGrant(token.grantId, now, { audit: line, event: tokenEvent(token, now, 'reuse_detected', true) });
   throw new ReuseDetectedError(revoked, refreshToken);
 }
 

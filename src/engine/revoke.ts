@@ -48,16 +48,16 @@ async function revokeRecord(ctx: EngineContext<Ports>, token: TokenRecord, actor
   const state = tokenState(token, now);
   if (state === 'expired') return INVALID;
   // The audit line is written in the revocation's own transaction: one durable commit, not two.
-  const trail = auditLine(ctx, actor, 'token.revoke', `${token.jti} client:${token.clientId}`, 1, token.type, now);
+  const line = auditLine(ctx, actor, 'token.revoke', `${token.jti} client:${token.clientId}`, 1, token.type, now);
   if (token.type === 'refresh_token' && token.replacedAt !== null) {
     // Replaced by rotation (or superseded in a grace period): the answer is token_already_revoked,
     // but its grant ends all the same (contract 3, revised 2026-11): whoever
     // still presents a replaced refresh token, the session is compromised. Harmless when done.
-    const revoked = await ctx.store.revokeGrant(token.grantId, now, auditLine(ctx, actor, 'token.revoke_grant', `${token.jti} grant:${token.grantId} client:${token.clientId}`, 1, token.type, now), tokenEvent(token, now, 'revoked', true));
+    const revoked = await ctx.store.revokeGrant(token.grantId, now, { audit: auditLine(ctx, actor, 'token.revoke_grant', `${token.jti} grant:${token.grantId} client:${token.clientId}`, 1, token.type, now), event: tokenEvent(token, now, 'revoked', true) });
     return alreadyRevoked(token, revoked > 0 ? { kind: 'revoked', grant: true } : { kind: 'revoke_noop' });
   }
   if (state === 'revoked') return alreadyRevoked(token, { kind: 'revoke_noop' });
-  const changed = await ctx.store.revokeToken(token.jti, now, token.type === 'refresh_token', trail, tokenEvent(token, now));
+  const changed = await ctx.store.revokeToken(token.jti, now, token.type === 'refresh_token', { audit: line, event: tokenEvent(token, now) });
   if (!changed) {
     // Revoked concurrently between our read and our write: the other request won (RFC 7009).
     return alreadyRevoked(token, { kind: 'revoke_noop' });
@@ -144,8 +144,8 @@ export async function revokeBulk(ctx: EngineContext<Ports>, selector: BulkSelect
     }
     const at = ctx.clock.now();
     try {
-      const trail = auditLine(ctx, actor, 'token.revoke_bulk', target, 0, describeSelector(selector), at);
-      const batch = await ctx.store.revokeBulk(selector, at, options.batchSize ?? BULK_BATCH, trail, resume, event);
+      const line = auditLine(ctx, actor, 'token.revoke_bulk', target, 0, describeSelector(selector), at);
+      const batch = await ctx.store.revokeBulk(selector, at, options.batchSize ?? BULK_BATCH, resume, { audit: line, event });
       revoked += batch.revoked;
       more = batch.more;
       resume = batch.resume;

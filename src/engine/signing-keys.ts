@@ -80,7 +80,7 @@ export function listSigningKeys(ctx: EngineContext<Ports>): Promise<SigningKeyVi
  */
 export async function rotateSigningKey(ctx: EngineContext<Ports>, actor: string): Promise<RotatedSigningKey> {
   const key = await newSigningKey(ctx.clock.now());
-  await ctx.store.addSigningKey(key, undefined, keyRotationAudit(actor, key, key.createdAt));
+  await ctx.store.addSigningKey(key, undefined, { audit: keyRotationAudit(actor, key, key.createdAt) });
   return { kid: key.kid, createdAt: key.createdAt };
 }
 

@@ -43,13 +43,13 @@ export class SigningKeys {
   async ensureCurrent(): Promise<string> {
     let current = await this.currentRecord();
     if (!current) {
-      await this.store.addSigningKey(await newSigningKey(this.now()), null);
+      await this.store.addSigningKey(await newSigningKey(this.now()), null, {});
       current = await this.currentRecord();
     } else if (this.now() - current.createdAt >= KEY_ROTATION_MS) {
       // Only while the old key is still current: of several nodes due at once, one rotates.
       const key = await newSigningKey(this.now());
       const old = current.kid;
-      await this.store.addSigningKey(key, old, this.rotationAudit?.(key)).catch((err: unknown) => {
+      await this.store.addSigningKey(key, old, { audit: this.rotationAudit?.(key) }).catch((err: unknown) => {
         throw new KeyRotationError(old, err);
       });
       this.cached = undefined;

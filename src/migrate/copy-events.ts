@@ -34,7 +34,7 @@ export async function copyEvents(source: TokenStore, target: TokenStore, verify:
     const receiver = recordOf(status);
     let preexisting = false;
     try {
-      await target.createReceiver(receiver);
+      await target.createReceiver(receiver, {});
       copy.receivers.copied++;
     } catch (error) {
       if (!(error instanceof DuplicateReceiverError)) throw error;
@@ -54,7 +54,7 @@ export async function copyEvents(source: TokenStore, target: TokenStore, verify:
   }
   // Oldest first: each key added retires the one before at its own creation time, as in the source.
   for (const key of [...keys].reverse()) {
-    if (!(await target.addSigningKey({ ...key, retiredAt: null }, copy.signingKeys.copied === 0 ? null : undefined))) break; // a server on the target made one meanwhile
+    if (!(await target.addSigningKey({ ...key, retiredAt: null }, copy.signingKeys.copied === 0 ? null : undefined, {}))) break; // a server on the target made one meanwhile
     copy.signingKeys.copied++;
   }
   const copies = new Map((await target.listSigningKeys()).map((k) => [k.kid, k]));

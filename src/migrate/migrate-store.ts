@@ -183,7 +183,7 @@ async function copyClients(source: TokenStore, target: TokenStore, merge: boolea
       continue;
     }
     try {
-      await target.createClient(client);
+      await target.createClient(client, {});
       counts.copied++;
     } catch (error) {
       // Only with merge can a client appear meanwhile (another run); otherwise it is a conflict.

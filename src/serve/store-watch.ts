@@ -13,7 +13,7 @@ const WATCH_INTERVAL_MS = 2_000;
  */
 export async function checkStoreWritable(engine: Engine): Promise<void> {
   try {
-    await engine.store.revokeGrant('tokenctl-serve-write-check', Date.now());
+    await engine.store.revokeGrant('tokenctl-serve-write-check', Date.now(), {});
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     throw new ServeError(`cannot serve the store ${engine.store.location}: it cannot be written (${reason})`, 'store_not_writable', 'failure', 'serve needs a store it can write: check the file, its directory and the mount');

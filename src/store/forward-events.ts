@@ -1,3 +1,4 @@
+import type { Trail } from './trail.js';
 import type { EventStore } from './store.js';
 import type {
   ClaimedReceiver,
@@ -7,7 +8,6 @@ import type {
   ReceiverStatus,
   SigningKeyRecord,
 } from './events.js';
-import type { AuditEntry } from './audit.js';
 
 /**
  * The {@link EventStore} half of a {@link TokenStore}, forwarded to the store's own events object
@@ -16,11 +16,11 @@ import type { AuditEntry } from './audit.js';
  * method is async, so that whatever `_eventStore()` throws (a closed store) is a rejection.
  */
 export abstract class ForwardsEventStore implements EventStore {
-  /** The object the event methods go to (the leading `_` keeps it out of metrics' wrapping). */
+  /** The object the event methods go to (metrics wrap the store's operations, not this). */
   protected abstract _eventStore(): EventStore;
 
-  async createReceiver(receiver: ReceiverRecord, audit?: AuditEntry): Promise<void> {
-    return this._eventStore().createReceiver(receiver, audit);
+  async createReceiver(receiver: ReceiverRecord, trail: Trail): Promise<void> {
+    return this._eventStore().createReceiver(receiver, trail);
   }
   async getReceiver(id: string): Promise<ReceiverRecord | null> {
     return this._eventStore().getReceiver(id);
@@ -31,8 +31,8 @@ export abstract class ForwardsEventStore implements EventStore {
   async listReceivers(): Promise<ReceiverStatus[]> {
     return this._eventStore().listReceivers();
   }
-  async deleteReceiver(id: string, audit?: AuditEntry): Promise<boolean> {
-    return this._eventStore().deleteReceiver(id, audit);
+  async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
+    return this._eventStore().deleteReceiver(id, trail);
   }
   async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]> {
     return this._eventStore().claimPushReceivers(owner, now, leaseMs, limit, perReceiver);
@@ -43,8 +43,8 @@ export abstract class ForwardsEventStore implements EventStore {
   async releaseReceiver(owner: string, receiverId: string): Promise<void> {
     return this._eventStore().releaseReceiver(owner, receiverId);
   }
-  async retryDead(receiverId: string, now: number, audit?: AuditEntry): Promise<number> {
-    return this._eventStore().retryDead(receiverId, now, audit);
+  async retryDead(receiverId: string, now: number, trail: Trail): Promise<number> {
+    return this._eventStore().retryDead(receiverId, now, trail);
   }
   async pendingDeliveries(receiverId: string, limit: number, mergeUpTo?: number): Promise<Delivery[]> {
     return this._eventStore().pendingDeliveries(receiverId, limit, mergeUpTo);
@@ -58,8 +58,8 @@ export abstract class ForwardsEventStore implements EventStore {
   async listSigningKeys(): Promise<SigningKeyRecord[]> {
     return this._eventStore().listSigningKeys();
   }
-  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null, audit?: AuditEntry): Promise<boolean> {
-    return this._eventStore().addSigningKey(key, ifCurrent, audit);
+  async addSigningKey(key: SigningKeyRecord, ifCurrent: string | null | undefined, trail: Trail): Promise<boolean> {
+    return this._eventStore().addSigningKey(key, ifCurrent, trail);
   }
   async deleteRetiredKeys(before: number): Promise<number> {
     return this._eventStore().deleteRetiredKeys(before);

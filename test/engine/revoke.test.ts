@@ -250,9 +250,9 @@ describe('bulk revocation in batches', () => {
     const { engine, store } = await many(2);
     const real = store.revokeBulk.bind(store);
     let calls = 0;
-    store.revokeBulk = async (selector, at, _limit, audit) => {
+    store.revokeBulk = async (selector, at, _limit, resume, trail) => {
       if (++calls > 1) throw new Error('the disk went away');
-      return real(selector, at, 1, audit); // one token a batch
+      return real(selector, at, 1, resume, trail); // one token a batch
     };
     const error = await engine.revokeBulk({ username: 'mass' }, 'cli:op').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PartialBulkRevocationError);

@@ -21,8 +21,8 @@ function event(n: number, at = T0): RevocationEvent {
 async function setUp(answers: (set: string, r: ReceiverRecord) => PushResult, store: MemoryStore = new MemoryStore()) {
   let now = T0;
   const sent: { receiver: string; event: string }[] = [];
-  await store.createReceiver(receiver('a'));
-  await store.createReceiver(receiver('b'));
+  await store.createReceiver(receiver('a'), {});
+  await store.createReceiver(receiver('b'), {});
   const deliverer = new PushDeliverer({
     store,
     keys: new SigningKeys(store, () => now),
@@ -35,8 +35,8 @@ async function setUp(answers: (set: string, r: ReceiverRecord) => PushResult, st
   });
   // Events enter the outbox the way a revocation writes them.
   const emit = async (n: number) => {
-    await store.createClient({ id: `c${n}`, name: 'c', secretHash: null, scope: '', orgId: '', audience: '', accessTtlMs: null, refreshTtlMs: null, createdAt: now, secretUpdatedAt: now });
-    expect(await store.deleteClient(`c${n}`, event(n, now))).toBe(true);
+    await store.createClient({ id: `c${n}`, name: 'c', secretHash: null, scope: '', orgId: '', audience: '', accessTtlMs: null, refreshTtlMs: null, createdAt: now, secretUpdatedAt: now }, {});
+    expect(await store.deleteClient(`c${n}`, { event: event(n, now) })).toBe(true);
   };
   return { store, deliverer, sent, emit, advance: (ms: number) => (now += ms), now: () => now };
 }
@@ -185,7 +185,7 @@ describe('PushDeliverer', () => {
     await s.deliverer.tick();
     const [a] = await s.store.listReceivers();
     expect(a).toMatchObject({ pending: 0, dead: 1, lastError: 'HTTP 400 invalid_audience' });
-    expect(await s.store.retryDead('a', s.now())).toBe(1);
+    expect(await s.store.retryDead('a', s.now(), {})).toBe(1);
     expect((await s.store.listReceivers())[0]).toMatchObject({ pending: 1, dead: 0 });
   });
 

@@ -145,7 +145,7 @@ describe('signing keys', () => {
     const oldSet = await signSet(one(grant), 'i', 'a', await keys.current(), now);
     now += DAY;
     const rotatedKey = await newSigningKey(now);
-    await store.addSigningKey(rotatedKey); // an operator's rotation (signing-key rotate; unconditional)
+    await store.addSigningKey(rotatedKey, undefined, {}); // an operator's rotation (signing-key rotate; unconditional)
     const second = rotatedKey.kid;
     const newSet = await signSet(one(grant), 'i', 'a', await keys.current(), now);
     expect(decodeProtectedHeader(newSet).kid).toBe(second);

@@ -55,7 +55,7 @@ export async function addClient(store: TokenStore, overrides: Partial<ClientReco
     secretUpdatedAt: START,
     ...overrides,
   };
-  await store.createClient(record);
+  await store.createClient(record, {});
   return record;
 }
 

@@ -66,7 +66,7 @@ export async function revokeAllBulk(store: TokenStore, selector: BulkSelector, a
   let revoked = 0;
   let resume: string | undefined;
   for (let more = true; more; ) {
-    const batch = await store.revokeBulk(selector, at, limit, undefined, resume);
+    const batch = await store.revokeBulk(selector, at, limit, resume, {});
     revoked += batch.revoked;
     more = batch.more;
     resume = batch.resume;

@@ -66,14 +66,14 @@ async function revokeLoop(store: PostgresStore): Promise<unknown> {
     const event: RevocationEvent = { id: randomUUID(), at, reason: 'revoked', scope: t.kind === 'access' ? 'token' : t.kind === 'bulk' ? 'user' : 'grant', username: t.username };
     const entry: OpLog = { op: `${t.kind} ${p}-${i}`, eventId: event.id, jtis: t.jtis, changed: false };
     try {
-      if (t.kind === 'access') entry.changed = await store.revokeToken(t.jtis[0]!, at, false, undefined, event);
-      else if (t.kind === 'cascade') entry.changed = await store.revokeToken(t.jtis[0]!, at, true, undefined, event);
-      else if (t.kind === 'grant') entry.changed = (await store.revokeGrant(t.grants[0]!, at, undefined, event)) > 0;
+      if (t.kind === 'access') entry.changed = await store.revokeToken(t.jtis[0]!, at, false, { event });
+      else if (t.kind === 'cascade') entry.changed = await store.revokeToken(t.jtis[0]!, at, true, { event });
+      else if (t.kind === 'grant') entry.changed = (await store.revokeGrant(t.grants[0]!, at, { event })) > 0;
       else {
         let revoked = 0;
         let resume: string | undefined;
         for (let more = true; more; ) {
-          const batch = await store.revokeBulk({ username: t.username }, at, 1, undefined, resume, event);
+          const batch = await store.revokeBulk({ username: t.username }, at, 1, resume, { event });
           revoked += batch.revoked;
           more = batch.more;
           resume = batch.resume;

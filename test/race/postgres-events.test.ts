@@ -74,7 +74,7 @@ describe.skipIf(!PG_URL)('the PostgreSQL outbox raced by processes', { timeout: 
       schema = testSchemaName();
       await (await PostgresStore.open(url, { schema })).close();
       store = await PostgresStore.open(atLevel(url, level, schema), { poolSize: 4 });
-      await store.createClient(makeClient({ id: 'race-client' }));
+      await store.createClient(makeClient({ id: 'race-client' }), {});
     }, 60_000);
     afterAll(async () => {
       await store?.close();
@@ -83,7 +83,7 @@ describe.skipIf(!PG_URL)('the PostgreSQL outbox raced by processes', { timeout: 
 
     it(`three deliverer processes claiming six receivers for ${ROUNDS} rounds each: no receiver held by two owners at once, no event handed out again once delivered`, async () => {
       const receivers = ['p1', 'p2', 'p3', 'p4', 'p5', 'p6'];
-      for (const id of receivers) await store.createReceiver(makePushReceiver(id));
+      for (const id of receivers) await store.createReceiver(makePushReceiver(id), {});
       // Every lease change, as the database serialised it (test instrumentation, in this schema only).
       await withPg(url, schema, (db) =>
         db.query(`CREATE TABLE lease_log (receiver_id text, old_owner text, old_until bigint, new_owner text, new_until bigint);
@@ -99,7 +99,7 @@ describe.skipIf(!PG_URL)('the PostgreSQL outbox raced by processes', { timeout: 
         const t = live({});
         await store.insertTokens([t]);
         const at = Date.now();
-        await store.revokeToken(t.jti, at, false, undefined, { id: randomUUID(), at, reason: 'revoked', scope: 'token', jti: t.jti, clientId: 'race-client' });
+        await store.revokeToken(t.jti, at, false, { event: { id: randomUUID(), at, reason: 'revoked', scope: 'token', jti: t.jti, clientId: 'race-client' } });
         produced++;
       };
       for (let i = 0; i < 40; i++) await revoke();
@@ -215,7 +215,7 @@ describe.skipIf(!PG_URL)('the PostgreSQL outbox raced by processes', { timeout: 
       await sleep(50);
       while (!done && created.length < 80) {
         const id = `rc-${String(created.length + 1).padStart(2, '0')}`;
-        await store.createReceiver(makePushReceiver(id));
+        await store.createReceiver(makePushReceiver(id), {});
         created.push(id);
         await sleep(5 + Math.random() * 30);
       }

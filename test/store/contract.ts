@@ -20,8 +20,8 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       ({ store, cleanup } = await factory());
       client = makeClient({ id: 'client-1' });
       other = makeClient({ id: 'client-2', createdAt: T0 + 1 });
-      await store.createClient(client);
-      await store.createClient(other);
+      await store.createClient(client, {});
+      await store.createClient(other, {});
     });
     afterEach(async () => {
       await cleanup();
@@ -42,7 +42,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       let resume: string | undefined;
       for (let more = true, calls = 0; more; calls++) {
         if (calls > 100) throw new Error('revokeBulk never said it was done');
-        const batch = await store.revokeBulk(selector, at, limit, audit, resume);
+        const batch = await store.revokeBulk(selector, at, limit, resume, { audit });
         revoked += batch.revoked;
         more = batch.more;
         resume = batch.resume;
@@ -54,7 +54,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
     describe('clients', () => {
       it('stores a client and returns it unchanged', async () => {
         const pub = makeClient({ secretHash: null, accessTtlMs: 5 * MINUTE, refreshTtlMs: 2 * HOUR, scope: '' });
-        await store.createClient(pub);
+        await store.createClient(pub, {});
         expect(await store.getClient(pub.id)).toEqual(pub);
         expect(await store.getClient('client-1')).toEqual(client);
       });
@@ -65,45 +65,45 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
 
       it('rejects a duplicate id with DuplicateClientError and keeps the first', async () => {
         const dup = makeClient({ id: 'client-1', name: 'impostor' });
-        await expect(store.createClient(dup)).rejects.toBeInstanceOf(DuplicateClientError);
-        await expect(store.createClient(dup)).rejects.toMatchObject({ clientId: 'client-1' });
+        await expect(store.createClient(dup, {})).rejects.toBeInstanceOf(DuplicateClientError);
+        await expect(store.createClient(dup, {})).rejects.toMatchObject({ clientId: 'client-1' });
         expect((await store.getClient('client-1'))?.name).toBe(client.name);
       });
 
       it('lists clients by creation time, then id', async () => {
-        await store.createClient(makeClient({ id: 'z-late', createdAt: T0 + 5 }));
-        await store.createClient(makeClient({ id: 'm-mid', createdAt: T0 + 3 }));
-        await store.createClient(makeClient({ id: 'a-mid', createdAt: T0 + 3 }));
+        await store.createClient(makeClient({ id: 'z-late', createdAt: T0 + 5 }), {});
+        await store.createClient(makeClient({ id: 'm-mid', createdAt: T0 + 3 }), {});
+        await store.createClient(makeClient({ id: 'a-mid', createdAt: T0 + 3 }), {});
         expect((await store.listClients()).map((c) => c.id)).toEqual(['client-1', 'client-2', 'a-mid', 'm-mid', 'z-late']);
       });
 
       it('replaces a secret hash and its time, and says false for an unknown client', async () => {
-        expect(await store.updateClientSecret('client-1', 'scrypt$new', T0 + HOUR)).toBe(true);
+        expect(await store.updateClientSecret('client-1', 'scrypt$new', T0 + HOUR, {})).toBe(true);
         expect(await store.getClient('client-1')).toEqual({ ...client, secretHash: 'scrypt$new', secretUpdatedAt: T0 + HOUR });
-        expect(await store.updateClientSecret('nobody', 'scrypt$x', T0)).toBe(false);
+        expect(await store.updateClientSecret('nobody', 'scrypt$x', T0, {})).toBe(false);
         expect(await store.getClient('nobody')).toBeNull();
       });
 
       it('deletes a client with its tokens, and no one else’s', async () => {
         const [mine] = await insert(tok());
         const [theirs] = await insert(tok({ clientId: 'client-2' }));
-        expect(await store.deleteClient('client-1')).toBe(true);
+        expect(await store.deleteClient('client-1', {})).toBe(true);
         expect(await store.getClient('client-1')).toBeNull();
         expect(await store.findTokenByJti(mine!.jti)).toBeNull();
         expect(await store.findTokenByDigest(mine!.digest)).toBeNull();
         expect(await store.findTokenByJti(theirs!.jti)).toEqual(theirs);
-        expect(await store.deleteClient('client-1')).toBe(false);
+        expect(await store.deleteClient('client-1', {})).toBe(false);
       });
 
       it('writes the audit line it is given with the change, and none when nothing changed', async () => {
         const line = (action: string, target: string) => ({ at: T0, actor: 'cli:ops', action, target, count: 1, detail: '' });
         const lines = async () => (await store.listAudit({})).map((a) => [a.actor, a.action, a.target]).reverse(); // oldest first
-        await store.createClient(makeClient({ id: 'client-3' }), line('client.create', 'client:client-3'));
-        await expect(store.createClient(makeClient({ id: 'client-3' }), line('client.create', 'client:again'))).rejects.toThrow(DuplicateClientError);
-        expect(await store.updateClientSecret('client-3', 'scrypt$new', T0 + 1, line('client.rotate_secret', 'client:client-3'))).toBe(true);
-        expect(await store.updateClientSecret('nobody', 'scrypt$new', T0 + 1, line('client.rotate_secret', 'client:nobody'))).toBe(false);
-        expect(await store.deleteClient('client-3', undefined, line('client.delete', 'client:client-3'))).toBe(true);
-        expect(await store.deleteClient('client-3', undefined, line('client.delete', 'client:gone'))).toBe(false);
+        await store.createClient(makeClient({ id: 'client-3' }), { audit: line('client.create', 'client:client-3') });
+        await expect(store.createClient(makeClient({ id: 'client-3' }), { audit: line('client.create', 'client:again') })).rejects.toThrow(DuplicateClientError);
+        expect(await store.updateClientSecret('client-3', 'scrypt$new', T0 + 1, { audit: line('client.rotate_secret', 'client:client-3') })).toBe(true);
+        expect(await store.updateClientSecret('nobody', 'scrypt$new', T0 + 1, { audit: line('client.rotate_secret', 'client:nobody') })).toBe(false);
+        expect(await store.deleteClient('client-3', { audit: line('client.delete', 'client:client-3') })).toBe(true);
+        expect(await store.deleteClient('client-3', { audit: line('client.delete', 'client:gone') })).toBe(false);
         expect(await lines()).toEqual([
           ['cli:ops', 'client.create', 'client:client-3'],
           ['cli:ops', 'client.rotate_secret', 'client:client-3'],
@@ -230,7 +230,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         found.client!.name = 'changed';
         found.token!.revokedAt = null;
         expect(await store.findClientAndToken('client-1', t!.digest)).toEqual({ client, token: t });
-        await store.updateClientSecret('client-1', 'new-hash', T0 + 5);
+        await store.updateClientSecret('client-1', 'new-hash', T0 + 5, {});
         expect((await store.findClientAndToken('client-1', null)).client).toMatchObject({ secretHash: 'new-hash', secretUpdatedAt: T0 + 5 });
       });
 
@@ -301,19 +301,19 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
     describe('revokeToken', () => {
       it('lets the first revocation win; later ones change nothing', async () => {
         const [t] = await insert(tok());
-        expect(await store.revokeToken(t!.jti, T0 + 1)).toBe(true);
-        expect(await store.revokeToken(t!.jti, T0 + 2)).toBe(false);
+        expect(await store.revokeToken(t!.jti, T0 + 1, false, {})).toBe(true);
+        expect(await store.revokeToken(t!.jti, T0 + 2, false, {})).toBe(false);
         expect(await revokedAt(t!)).toBe(T0 + 1);
       });
 
       it('answers false for an unknown jti', async () => {
-        expect(await store.revokeToken('00000000-0000-4000-8000-000000000000', T0)).toBe(false);
+        expect(await store.revokeToken('00000000-0000-4000-8000-000000000000', T0, false, {})).toBe(false);
       });
 
       it('without cascade leaves the rest of the grant alone', async () => {
         const g = grant();
         await insert(g.refresh, g.access);
-        expect(await store.revokeToken(g.refresh.jti, AT)).toBe(true);
+        expect(await store.revokeToken(g.refresh.jti, AT, false, {})).toBe(true);
         expect(await revokedAt(g.access)).toBeNull();
       });
 
@@ -322,7 +322,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         const access2 = tok({ grantId: g.refresh.grantId, revokedAt: T0 + 1 });
         const unrelated = tok();
         await insert(g.refresh, g.access, access2, unrelated);
-        expect(await store.revokeToken(g.refresh.jti, AT, true)).toBe(true);
+        expect(await store.revokeToken(g.refresh.jti, AT, true, {})).toBe(true);
         expect(await revokedAt(g.refresh)).toBe(AT);
         expect(await revokedAt(g.access)).toBe(AT);
         expect(await revokedAt(access2)).toBe(T0 + 1);
@@ -332,8 +332,8 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       it('cascades only when this call revoked the token', async () => {
         const g = grant();
         await insert(g.refresh, g.access);
-        await store.revokeToken(g.refresh.jti, T0 + 1);
-        expect(await store.revokeToken(g.refresh.jti, AT, true)).toBe(false);
+        await store.revokeToken(g.refresh.jti, T0 + 1, false, {});
+        expect(await store.revokeToken(g.refresh.jti, AT, true, {})).toBe(false);
         expect(await revokedAt(g.access)).toBeNull();
       });
 
@@ -341,10 +341,10 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         const g = grant();
         await insert(g.refresh, g.access);
         const entry = (jti: string): AuditEntry => ({ at: AT, actor: 'client-1', action: 'token.revoke', target: `${jti} client:client-1`, count: 1, detail: 'x' });
-        expect(await store.revokeToken(g.access.jti, AT, false, entry(g.access.jti))).toBe(true);
-        expect(await store.revokeToken(g.access.jti, AT + 1, false, entry(g.access.jti))).toBe(false);
-        expect(await store.revokeToken(g.refresh.jti, AT, true, entry(g.refresh.jti))).toBe(true);
-        expect(await store.revokeToken('00000000-0000-4000-8000-000000000000', AT, false, entry('none'))).toBe(false);
+        expect(await store.revokeToken(g.access.jti, AT, false, { audit: entry(g.access.jti) })).toBe(true);
+        expect(await store.revokeToken(g.access.jti, AT + 1, false, { audit: entry(g.access.jti) })).toBe(false);
+        expect(await store.revokeToken(g.refresh.jti, AT, true, { audit: entry(g.refresh.jti) })).toBe(true);
+        expect(await store.revokeToken('00000000-0000-4000-8000-000000000000', AT, false, { audit: entry('none') })).toBe(false);
         const trail = await store.listAudit({});
         expect(trail.map((e) => e.target)).toEqual([`${g.refresh.jti} client:client-1`, `${g.access.jti} client:client-1`]);
         expect(trail[1]).toMatchObject({ at: AT, actor: 'client-1', action: 'token.revoke', count: 1, detail: 'x' });
@@ -364,7 +364,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         const revoked = grant();
         const replaced = grant();
         await insert(revoked.refresh, replaced.refresh);
-        await store.revokeToken(revoked.refresh.jti, AT);
+        await store.revokeToken(revoked.refresh.jti, AT, false, {});
         const next = tok({ type: 'refresh_token', grantId: replaced.refresh.grantId });
         expect(await store.rotateRefreshToken(replaced.refresh.jti, [next], AT)).toBe('rotated');
         expect(await store.insertMintedAccess(revoked.access, revoked.refresh.jti)).toBe('revoked');
@@ -389,7 +389,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         // A minute later the window holds none of them.
         expect(await store.insertMintedAccess(late!, g.refresh.jti, { since: T0 + 5, max: 3 })).toBe('inserted');
         // A revoked grant is revoked, whatever its count.
-        await store.revokeGrant(g.refresh.grantId, T0 + MINUTE + 6);
+        await store.revokeGrant(g.refresh.grantId, T0 + MINUTE + 6, {});
         expect(await store.insertMintedAccess(minted(T0 + MINUTE + 7), g.refresh.jti, { since: 0, max: 1 })).toBe('revoked');
       });
 
@@ -407,13 +407,13 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         const done = tok({ grantId: g.refresh.grantId, revokedAt: T0 + 1 });
         const unrelated = tok();
         await insert(g.refresh, g.access, done, unrelated);
-        expect(await store.revokeGrant(g.refresh.grantId, AT)).toBe(2);
+        expect(await store.revokeGrant(g.refresh.grantId, AT, {})).toBe(2);
         expect(await revokedAt(g.refresh)).toBe(AT);
         expect(await revokedAt(g.access)).toBe(AT);
         expect(await revokedAt(done)).toBe(T0 + 1);
         expect(await revokedAt(unrelated)).toBeNull();
-        expect(await store.revokeGrant(g.refresh.grantId, AT + 1)).toBe(0);
-        expect(await store.revokeGrant('no-such-grant', AT)).toBe(0);
+        expect(await store.revokeGrant(g.refresh.grantId, AT + 1, {})).toBe(0);
+        expect(await store.revokeGrant('no-such-grant', AT, {})).toBe(0);
       });
     });
 
@@ -422,8 +422,8 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         const g = grant();
         await insert(g.refresh, g.access);
         const entry: AuditEntry = { at: AT, actor: 'client-1', action: 'token.reuse_detected', target: `grant:${g.refresh.grantId}`, count: 0, detail: 'x' };
-        expect(await store.revokeGrant(g.refresh.grantId, AT, entry)).toBe(2);
-        expect(await store.revokeGrant(g.refresh.grantId, AT + 1, entry)).toBe(0);
+        expect(await store.revokeGrant(g.refresh.grantId, AT, { audit: entry })).toBe(2);
+        expect(await store.revokeGrant(g.refresh.grantId, AT + 1, { audit: entry })).toBe(0);
         const trail = await store.listAudit({});
         expect(trail).toHaveLength(1);
         expect(trail[0]).toMatchObject({ action: 'token.reuse_detected', count: 2 });
@@ -432,7 +432,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       it('after revokeGrant, nothing can be minted or rotated from the grant', async () => {
         const g = grant();
         await insert(g.refresh);
-        await store.revokeGrant(g.refresh.grantId, AT);
+        await store.revokeGrant(g.refresh.grantId, AT, {});
         expect(await store.insertMintedAccess(g.access, g.refresh.jti)).not.toBe('inserted');
         const next = tok({ type: 'refresh_token', grantId: g.refresh.grantId });
         const access = tok({ grantId: g.refresh.grantId });
@@ -449,14 +449,14 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         const next = tok({ type: 'refresh_token', grantId: g.refresh.grantId });
         const access = tok({ grantId: g.refresh.grantId });
         expect(await store.rotateRefreshToken(g.refresh.jti, [next, access], AT)).toBe('rotated');
-        expect(await store.revokeGrant(g.refresh.grantId, AT + 1)).toBe(4);
+        expect(await store.revokeGrant(g.refresh.grantId, AT + 1, {})).toBe(4);
         for (const t of [g.refresh, g.access, next, access]) expect(await revokedAt(t)).toBe(AT + 1);
       });
 
       it('a client deleted leaves nothing to mint from', async () => {
         const g = grant();
         await insert(g.refresh);
-        expect(await store.deleteClient('client-1')).toBe(true);
+        expect(await store.deleteClient('client-1', {})).toBe(true);
         expect(await store.insertMintedAccess(g.access, g.refresh.jti)).not.toBe('inserted');
         const stored = await get(g.access);
         expect(stored === null || tokenState(stored, AT) !== 'active').toBe(true);
@@ -469,7 +469,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         const sizes: number[] = [];
         let resume: string | undefined;
         for (let more = true; more; ) {
-          const batch = await store.revokeBulk({ username: 'alice' }, AT, 1, auditEntry('user:alice'), resume);
+          const batch = await store.revokeBulk({ username: 'alice' }, AT, 1, resume, { audit: auditEntry('user:alice') });
           sizes.push(batch.revoked);
           more = batch.more;
           resume = batch.resume;
@@ -488,14 +488,14 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       it('a token minted between two batches is revoked by a later one, and none can be minted after the last', async () => {
         const grants = [grant({ username: 'erin' }), grant({ username: 'erin' }), grant({ username: 'erin' })];
         await insert(...grants.map((g) => g.refresh));
-        const first = await store.revokeBulk({ username: 'erin' }, AT, 1);
+        const first = await store.revokeBulk({ username: 'erin' }, AT, 1, undefined, {});
         expect(first.more).toBe(true);
         // Between batches: a refresh of whichever grant is still live mints an access token.
         const outcomes = await Promise.all(grants.map((g) => store.insertMintedAccess(g.access, g.refresh.jti)));
         expect(outcomes).toContain('inserted');
         let resume = first.resume;
         for (let more = true; more; ) {
-          const batch = await store.revokeBulk({ username: 'erin' }, AT, 1, undefined, resume);
+          const batch = await store.revokeBulk({ username: 'erin' }, AT, 1, resume, {});
           more = batch.more;
           resume = batch.resume;
         }
@@ -513,7 +513,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         const g = grant({ username: 'fay' });
         const second = tok({ username: 'fay', grantId: g.refresh.grantId });
         await insert(g.refresh, g.access, second);
-        expect(await store.revokeBulk({ jti: g.refresh.jti }, AT, 1)).toEqual({ revoked: 3, more: false });
+        expect(await store.revokeBulk({ jti: g.refresh.jti }, AT, 1, undefined, {})).toEqual({ revoked: 3, more: false });
       });
     });
 
@@ -623,7 +623,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       });
 
       it('conflicts on a revoked or unknown token, and writes nothing', async () => {
-        await store.revokeToken(r0.jti, T0 + 1);
+        await store.revokeToken(r0.jti, T0 + 1, false, {});
         const issued = successor(r0);
         expect(await store.rotateRefreshToken(r0.jti, issued, AT)).toBe('conflict');
         expect(await store.rotateRefreshToken('00000000-0000-4000-8000-000000000000', issued, AT)).toBe('conflict');
@@ -702,13 +702,13 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         });
 
         it('conflicts when the replacement was revoked', async () => {
-          await store.revokeToken(r1.jti, AT + 1);
+          await store.revokeToken(r1.jti, AT + 1, false, {});
           await refused(r1.jti);
           expect(await revokedAt(r1)).toBe(AT + 1);
         });
 
         it('conflicts when the old token was revoked', async () => {
-          await store.revokeToken(r0.jti, AT + 1);
+          await store.revokeToken(r0.jti, AT + 1, false, {});
           await refused(r1.jti);
           expect(await revokedAt(r1)).toBeNull();
         });
@@ -759,10 +759,10 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
 
       it('deletes in batches until nothing is left, keeping the rest', async () => {
         const { gone, kept } = await setup();
-        expect(await store.purgeBatch(BEFORE, 2)).toBe(2);
+        expect(await store.purgeBatch(BEFORE, 2, {})).toBe(2);
         expect(await store.countPurgeable(BEFORE)).toBe(1);
-        expect(await store.purgeBatch(BEFORE, 2)).toBe(1);
-        expect(await store.purgeBatch(BEFORE, 2)).toBe(0);
+        expect(await store.purgeBatch(BEFORE, 2, {})).toBe(1);
+        expect(await store.purgeBatch(BEFORE, 2, {})).toBe(0);
         for (const t of gone) {
           expect(await get(t)).toBeNull();
           expect(await store.findTokenByDigest(t.digest)).toBeNull();
@@ -773,9 +773,9 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       it('writes a batch’s audit entry in the batch, with the count it deleted, and none for an empty batch', async () => {
         await setup();
         const entry = { at: T0, actor: 'cli:op', action: 'purge', target: 'before:x', count: 0, detail: 'batch' };
-        expect(await store.purgeBatch(BEFORE, 2, entry)).toBe(2);
-        expect(await store.purgeBatch(BEFORE, 2, entry)).toBe(1);
-        expect(await store.purgeBatch(BEFORE, 2, entry)).toBe(0);
+        expect(await store.purgeBatch(BEFORE, 2, { audit: entry })).toBe(2);
+        expect(await store.purgeBatch(BEFORE, 2, { audit: entry })).toBe(1);
+        expect(await store.purgeBatch(BEFORE, 2, { audit: entry })).toBe(0);
         const trail = await store.listAudit({});
         expect(trail.map((e) => [e.action, e.count]).sort()).toEqual([
           ['purge', 1],

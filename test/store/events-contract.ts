@@ -83,8 +83,8 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
 
     beforeEach(async () => {
       ({ store, cleanup } = await factory());
-      await store.createClient(makeClient({ id: 'client-1' }));
-      await store.createClient(makeClient({ id: 'client-2', createdAt: T0 + 1 }));
+      await store.createClient(makeClient({ id: 'client-1' }), {});
+      await store.createClient(makeClient({ id: 'client-2', createdAt: T0 + 1 }), {});
     });
     afterEach(async () => {
       await cleanup();
@@ -100,7 +100,7 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
     /** Revokes a fresh access token with `event`: one event written, when there are receivers. */
     const emit = async (event: RevocationEvent = makeEvent()) => {
       const [t] = await insert(makeToken({ clientId: 'client-1' }));
-      expect(await store.revokeToken(t!.jti, event.at, false, undefined, event)).toBe(true);
+      expect(await store.revokeToken(t!.jti, event.at, false, { event })).toBe(true);
       return event;
     };
     /** A whole bulk revocation with one event passed to every batch; the answers of each batch. */
@@ -109,7 +109,7 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       let resume: string | undefined;
       for (let more = true; more; ) {
         if (batches.length > 100) throw new Error('revokeBulk never said it was done');
-        const batch = await store.revokeBulk(selector, at, limit, undefined, resume, event);
+        const batch = await store.revokeBulk(selector, at, limit, resume, { event });
         batches.push({ revoked: batch.revoked, more: batch.more, pendingAfter: (await store.pendingDeliveries('poll-1', 1000)).length });
         more = batch.more;
         resume = batch.resume;
@@ -123,24 +123,24 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       it('stores a receiver and returns it unchanged; null for an unknown id', async () => {
         const push = makePushReceiver('push-1', { caPem: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n' });
         const poll = makePollReceiver('poll-1', 'client-1');
-        await store.createReceiver(push);
-        await store.createReceiver(poll);
+        await store.createReceiver(push, {});
+        await store.createReceiver(poll, {});
         expect(await store.getReceiver('push-1')).toEqual(push);
         expect(await store.getReceiver('poll-1')).toEqual(poll);
         expect(await store.getReceiver('nobody')).toBeNull();
       });
 
       it('rejects a duplicate id with DuplicateReceiverError and keeps the first', async () => {
-        await store.createReceiver(makePushReceiver('r-1'));
+        await store.createReceiver(makePushReceiver('r-1'), {});
         const dup = makePollReceiver('r-1', 'client-1');
-        await expect(store.createReceiver(dup)).rejects.toBeInstanceOf(DuplicateReceiverError);
-        await expect(store.createReceiver(dup)).rejects.toMatchObject({ receiverId: 'r-1' });
+        await expect(store.createReceiver(dup, {})).rejects.toBeInstanceOf(DuplicateReceiverError);
+        await expect(store.createReceiver(dup, {})).rejects.toMatchObject({ receiverId: 'r-1' });
         expect((await store.getReceiver('r-1'))?.delivery).toBe('push');
       });
 
       it('finds the poll receiver of a client, and none for a push receiver or another client', async () => {
-        await store.createReceiver(makePushReceiver('push-1'));
-        await store.createReceiver(makePollReceiver('poll-2', 'client-2'));
+        await store.createReceiver(makePushReceiver('push-1'), {});
+        await store.createReceiver(makePollReceiver('poll-2', 'client-2'), {});
         expect(await store.findPollReceiver('client-2')).toEqual(makePollReceiver('poll-2', 'client-2'));
         expect(await store.findPollReceiver('client-1')).toBeNull();
         expect(await store.findPollReceiver('push-1')).toBeNull();
@@ -148,9 +148,9 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
 
       it('lists every receiver by id with its delivery counts', async () => {
         expect(await store.listReceivers()).toEqual([]);
-        await store.createReceiver(makePushReceiver('z-push'));
-        await store.createReceiver(makePollReceiver('a-poll', 'client-1'));
-        await store.createReceiver(makePushReceiver('m-push'));
+        await store.createReceiver(makePushReceiver('z-push'), {});
+        await store.createReceiver(makePollReceiver('a-poll', 'client-1'), {});
+        await store.createReceiver(makePushReceiver('m-push'), {});
         const idle = { pending: 0, dead: 0, oldestPendingAt: null, lastError: null, lastDeliveredAt: null };
         expect(await store.listReceivers()).toEqual([
           { ...makePollReceiver('a-poll', 'client-1'), ...idle },
@@ -163,23 +163,23 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       });
 
       it('deletes a receiver with its pending and dead deliveries; false for an unknown id', async () => {
-        await store.createReceiver(makePushReceiver('push-1'));
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+        await store.createReceiver(makePushReceiver('push-1'), {});
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
         const [dead, pending] = [await emit(), await emit()];
         const [c] = await claim('node-a', AT);
         expect(c!.deliveries.map((d) => d.id)).toEqual([dead.id, pending.id]);
         await store.settleDelivery('node-a', 'push-1', dead.id, { kind: 'dead', at: AT, error: 'HTTP 400' });
         expect(await status('push-1')).toMatchObject({ pending: 1, dead: 1 });
-        expect(await store.deleteReceiver('push-1')).toBe(true);
-        expect(await store.deleteReceiver('push-1')).toBe(false);
+        expect(await store.deleteReceiver('push-1', {})).toBe(true);
+        expect(await store.deleteReceiver('push-1', {})).toBe(false);
         expect(await store.getReceiver('push-1')).toBeNull();
         expect(await store.pendingDeliveries('push-1', 10)).toEqual([]);
-        expect(await store.retryDead('push-1', AT)).toBe(0);
+        expect(await store.retryDead('push-1', AT, {})).toBe(0);
         expect((await store.listReceivers()).map((r) => r.id)).toEqual(['poll-1']);
         // The other receiver keeps its own.
         expect(await pendingIds('poll-1')).toEqual([dead.id, pending.id]);
         // Once the last receiver is gone, the events are no one's: purged, and new ones not written.
-        expect(await store.deleteReceiver('poll-1')).toBe(true);
+        expect(await store.deleteReceiver('poll-1', {})).toBe(true);
         expect(await store.purgeDeliveredEvents(100)).toBe(2);
         await emit();
         expect(await store.purgeDeliveredEvents(100)).toBe(0);
@@ -187,15 +187,15 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
 
       it('writes the audit line it is given with the change: none when nothing changed, retry’s counting what it requeued', async () => {
         const line = (action: string, target: string) => ({ at: AT, actor: 'cli:ops', action, target, count: 1, detail: '' });
-        await store.createReceiver(makePushReceiver('push-1'), line('receiver.add', 'receiver:push-1'));
-        await expect(store.createReceiver(makePushReceiver('push-1'), line('receiver.add', 'receiver:again'))).rejects.toThrow(DuplicateReceiverError);
+        await store.createReceiver(makePushReceiver('push-1'), { audit: line('receiver.add', 'receiver:push-1') });
+        await expect(store.createReceiver(makePushReceiver('push-1'), { audit: line('receiver.add', 'receiver:again') })).rejects.toThrow(DuplicateReceiverError);
         const [dead] = [await emit(), await emit()];
         await claim('node-a', AT);
         await store.settleDelivery('node-a', 'push-1', dead!.id, { kind: 'dead', at: AT, error: 'HTTP 400' });
-        expect(await store.retryDead('push-1', AT + 1, line('receiver.retry', 'receiver:push-1'))).toBe(1);
-        expect(await store.retryDead('push-1', AT + 2, line('receiver.retry', 'receiver:push-1'))).toBe(0);
-        expect(await store.deleteReceiver('push-1', line('receiver.remove', 'receiver:push-1'))).toBe(true);
-        expect(await store.deleteReceiver('push-1', line('receiver.remove', 'receiver:gone'))).toBe(false);
+        expect(await store.retryDead('push-1', AT + 1, { audit: line('receiver.retry', 'receiver:push-1') })).toBe(1);
+        expect(await store.retryDead('push-1', AT + 2, { audit: line('receiver.retry', 'receiver:push-1') })).toBe(0);
+        expect(await store.deleteReceiver('push-1', { audit: line('receiver.remove', 'receiver:push-1') })).toBe(true);
+        expect(await store.deleteReceiver('push-1', { audit: line('receiver.remove', 'receiver:gone') })).toBe(false);
         expect((await store.listAudit({})).map((a) => [a.action, a.target, a.count]).reverse()).toEqual([
           ['receiver.add', 'receiver:push-1', 1],
           ['receiver.retry', 'receiver:push-1', 1],
@@ -210,18 +210,18 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         await emit();
         const g = makeGrant({ clientId: 'client-1' });
         await insert(g.refresh, g.access);
-        expect(await store.revokeGrant(g.refresh.grantId, AT, undefined, makeEvent({ scope: 'grant' }))).toBe(2);
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
-        await store.createReceiver(makePushReceiver('push-1'));
+        expect(await store.revokeGrant(g.refresh.grantId, AT, { event: makeEvent({ scope: 'grant' }) })).toBe(2);
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
+        await store.createReceiver(makePushReceiver('push-1'), {});
         expect(await store.pendingDeliveries('poll-1', 10)).toEqual([]);
         expect(await claim('node-a', AT + HOUR)).toEqual([]);
         expect(await store.purgeDeliveredEvents(100)).toBe(0); // no event was stored at all
       });
 
       it('writes one delivery per receiver, the event unchanged, due at the time of the event', async () => {
-        await store.createReceiver(makePushReceiver('push-1'));
-        await store.createReceiver(makePushReceiver('push-2'));
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+        await store.createReceiver(makePushReceiver('push-1'), {});
+        await store.createReceiver(makePushReceiver('push-2'), {});
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
         const event = makeEvent({ scope: 'grant', tokenType: 'refresh_token', reason: 'reuse_detected' });
         await emit(event);
         // Members the event does not have stay absent (never null).
@@ -239,40 +239,40 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       });
 
       it('revokeToken writes its event only when this call revoked the token (with cascade too)', async () => {
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
         const g = makeGrant({ clientId: 'client-1' });
         await insert(g.refresh, g.access);
         const first = makeEvent({ scope: 'grant', jti: g.refresh.jti });
-        expect(await store.revokeToken(g.refresh.jti, AT, true, undefined, first)).toBe(true);
-        expect(await store.revokeToken(g.refresh.jti, AT, true, undefined, makeEvent())).toBe(false);
-        expect(await store.revokeToken(g.access.jti, AT, false, undefined, makeEvent())).toBe(false); // revoked by the cascade
-        expect(await store.revokeToken('no-such-jti', AT, false, undefined, makeEvent())).toBe(false);
+        expect(await store.revokeToken(g.refresh.jti, AT, true, { event: first })).toBe(true);
+        expect(await store.revokeToken(g.refresh.jti, AT, true, { event: makeEvent() })).toBe(false);
+        expect(await store.revokeToken(g.access.jti, AT, false, { event: makeEvent() })).toBe(false); // revoked by the cascade
+        expect(await store.revokeToken('no-such-jti', AT, false, { event: makeEvent() })).toBe(false);
         expect(await pendingIds('poll-1')).toEqual([first.id]);
       });
 
       it('revokeToken writes the event with the audit entry, in the same step', async () => {
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
         const [t] = await insert(makeToken({ clientId: 'client-1' }));
         const event = makeEvent({ jti: t!.jti });
         const audit = { at: AT, actor: 'client-1', action: 'token.revoke', target: t!.jti, count: 1, detail: 'x' };
-        expect(await store.revokeToken(t!.jti, AT, false, audit, event)).toBe(true);
+        expect(await store.revokeToken(t!.jti, AT, false, { audit, event })).toBe(true);
         expect(await pendingIds('poll-1')).toEqual([event.id]);
         expect((await store.listAudit({ jti: t!.jti })).length).toBe(1);
       });
 
       it('revokeGrant writes its event only when a token changed', async () => {
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
         const g = makeGrant({ clientId: 'client-1' });
         await insert(g.refresh, g.access);
         const first = makeEvent({ scope: 'grant', grantId: g.refresh.grantId });
-        expect(await store.revokeGrant(g.refresh.grantId, AT, undefined, first)).toBe(2);
-        expect(await store.revokeGrant(g.refresh.grantId, AT, undefined, makeEvent())).toBe(0);
-        expect(await store.revokeGrant('no-such-grant', AT, undefined, makeEvent())).toBe(0);
+        expect(await store.revokeGrant(g.refresh.grantId, AT, { event: first })).toBe(2);
+        expect(await store.revokeGrant(g.refresh.grantId, AT, { event: makeEvent() })).toBe(0);
+        expect(await store.revokeGrant('no-such-grant', AT, { event: makeEvent() })).toBe(0);
         expect(await pendingIds('poll-1')).toEqual([first.id]);
       });
 
       it('revokeBulk writes one event for a revocation of many batches, with its last batch only', async () => {
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
         for (let i = 0; i < 4; i++) {
           const g = makeGrant({ clientId: i % 2 === 0 ? 'client-1' : 'client-2', username: 'bob' });
           await insert(g.refresh, g.access);
@@ -287,20 +287,20 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       });
 
       it('revokeBulk writes its event when its last batch revoked nothing but earlier ones did', async () => {
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
         const grants = [makeGrant({ clientId: 'client-1', username: 'carol' }), makeGrant({ clientId: 'client-1', username: 'carol' })];
         for (const g of grants) await insert(g.refresh, g.access);
         const event = makeEvent({ scope: 'user', username: 'carol' });
-        const first = await store.revokeBulk({ username: 'carol' }, AT, 1, undefined, undefined, event);
+        const first = await store.revokeBulk({ username: 'carol' }, AT, 1, undefined, { event });
         expect(first.revoked).toBeGreaterThan(0);
         expect(first.more).toBe(true);
         expect(await store.pendingDeliveries('poll-1', 10)).toEqual([]);
         // Whatever is left is revoked by someone else (no event) before the next batches run.
-        for (const g of grants) await store.revokeGrant(g.refresh.grantId, AT);
+        for (const g of grants) await store.revokeGrant(g.refresh.grantId, AT, {});
         let resume = first.resume;
         for (let more = true, calls = 0; more; calls++) {
           if (calls > 10) throw new Error('revokeBulk never said it was done');
-          const batch = await store.revokeBulk({ username: 'carol' }, AT, 1, undefined, resume, event);
+          const batch = await store.revokeBulk({ username: 'carol' }, AT, 1, resume, { event });
           expect(batch.revoked).toBe(0);
           more = batch.more;
           resume = batch.resume;
@@ -309,7 +309,7 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       });
 
       it('revokeBulk writes nothing when nothing changed, and one event for a jti', async () => {
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
         const expired = makeToken({ clientId: 'client-1', username: 'dave', expiresAt: AT - 1 });
         await insert(expired);
         for (const selector of [{ username: 'dave' }, { username: 'nobody' }, { clientId: 'client-2' }, { jti: expired.jti }, { jti: 'no-such-jti' }] as BulkSelector[]) {
@@ -324,17 +324,17 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       });
 
       it('deleteClient writes its event only when it deleted the client', async () => {
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
         const event = makeEvent({ scope: 'client', reason: 'client_deleted', clientId: 'client-2' });
-        expect(await store.deleteClient('client-2', event)).toBe(true);
-        expect(await store.deleteClient('client-2', makeEvent())).toBe(false);
-        expect(await store.deleteClient('nobody', makeEvent())).toBe(false);
+        expect(await store.deleteClient('client-2', { event })).toBe(true);
+        expect(await store.deleteClient('client-2', { event: makeEvent() })).toBe(false);
+        expect(await store.deleteClient('nobody', { event: makeEvent() })).toBe(false);
         expect(await pendingEvents('poll-1')).toEqual([event]);
       });
 
       it('keeps the events of every receiver in the order of their revocations', async () => {
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
-        await store.createReceiver(makePushReceiver('push-1'));
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
+        await store.createReceiver(makePushReceiver('push-1'), {});
         // Times out of order on purpose: the order is the commits', not the clock's.
         const events = [await emit(makeEvent({}, AT + 9)), await emit(makeEvent({}, AT + 1)), await emit(makeEvent({}, AT + 5))];
         const together = [makeEvent({}, AT + 2), makeEvent({}, AT + 3), makeEvent({}, AT + 4)];
@@ -345,14 +345,14 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         expect(c!.deliveries.map((d) => d.id)).toEqual([...events, together[0]!].map((e) => e.id));
       });
       it('revocations committed together: every event in exactly one delivery per receiver, named by its first event', async () => {
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
-        await store.createReceiver(makePushReceiver('push-1'));
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
+        await store.createReceiver(makePushReceiver('push-1'), {});
         const tokens = await insert(...Array.from({ length: 6 }, () => makeToken({ clientId: 'client-1' })));
         const events = tokens.map((t) => makeEvent({ jti: t.jti }));
         // Called in one turn: a store that commits them together may put them in one delivery.
         const revoked = await Promise.all([
-          ...tokens.map((t, i) => store.revokeToken(t.jti, AT, false, undefined, events[i])),
-          store.revokeToken('no-such-jti', AT, false, undefined, makeEvent()), // changes nothing: no event
+          ...tokens.map((t, i) => store.revokeToken(t.jti, AT, false, { event: events[i] })),
+          store.revokeToken('no-such-jti', AT, false, { event: makeEvent() }), // changes nothing: no event
         ]);
         expect(revoked).toEqual([...tokens.map(() => true), false]);
         const ids = events.map((e) => e.id).sort();
@@ -377,8 +377,8 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
 
     describe('push: leases', () => {
       beforeEach(async () => {
-        for (const id of ['push-1', 'push-2', 'push-3']) await store.createReceiver(makePushReceiver(id));
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+        for (const id of ['push-1', 'push-2', 'push-3']) await store.createReceiver(makePushReceiver(id), {});
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
       });
 
       it('claims only push receivers with a due delivery, up to the limits', async () => {
@@ -457,7 +457,7 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       });
 
       it('dead: a dead letter is counted apart, no longer delivered nor blocking, and retryDead requeues it', async () => {
-        for (const id of ['push-2', 'push-3']) await store.deleteReceiver(id);
+        for (const id of ['push-2', 'push-3']) await store.deleteReceiver(id, {});
         const [e1, e2] = [await emit(), await emit()];
         await claim('node-a', AT);
         await store.settleDelivery('node-a', 'push-1', e1.id, { kind: 'retry', at: AT, retryAt: AT + 10, error: 'HTTP 500' });
@@ -470,8 +470,8 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         await store.settleDelivery('node-b', 'push-1', e2.id, { kind: 'delivered', at: AT + 40 });
         await store.releaseReceiver('node-b', 'push-1');
         expect(await claim('node-b', AT + HOUR)).toEqual([]);
-        expect(await store.retryDead('push-1', AT + HOUR)).toBe(1);
-        expect(await store.retryDead('push-1', AT + HOUR)).toBe(0);
+        expect(await store.retryDead('push-1', AT + HOUR, {})).toBe(1);
+        expect(await store.retryDead('push-1', AT + HOUR, {})).toBe(0);
         expect(await status('push-1')).toMatchObject({ pending: 1, dead: 0 });
         expect(await claim('node-b', AT + HOUR - 1)).toEqual([]); // due at the time given to retryDead
         const [requeued] = await claim('node-b', AT + HOUR);
@@ -507,8 +507,8 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
 
     describe('poll', () => {
       beforeEach(async () => {
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
-        await store.createReceiver(makePollReceiver('poll-2', 'client-2'));
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
+        await store.createReceiver(makePollReceiver('poll-2', 'client-2'), {});
       });
 
       it('acknowledged events are gone for that receiver only; unknown ids and other receivers’ acks are ignored', async () => {
@@ -533,8 +533,8 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
 
     describe('purgeDeliveredEvents', () => {
       it('deletes, up to the limit, the events no delivery refers to any more', async () => {
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
-        await store.createReceiver(makePushReceiver('push-1'));
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
+        await store.createReceiver(makePushReceiver('push-1'), {});
         const events = [await emit(), await emit(), await emit()];
         expect(await store.ackDeliveries('poll-1', events.map((e) => e.id), AT)).toBe(3);
         expect(await store.purgeDeliveredEvents(100)).toBe(0); // push-1 still has them
@@ -545,7 +545,7 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         expect(await store.purgeDeliveredEvents(1)).toBe(1);
         expect(await store.purgeDeliveredEvents(100)).toBe(1);
         expect(await store.purgeDeliveredEvents(100)).toBe(0); // a dead letter keeps its event
-        expect(await store.retryDead('push-1', AT + 1)).toBe(1);
+        expect(await store.retryDead('push-1', AT + 1, {})).toBe(1);
         expect((await store.pendingDeliveries('push-1', 10)).map((d) => d.events[0]!)).toEqual([events[2]]);
       });
     });
@@ -553,10 +553,10 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
     describe('signing keys', () => {
       it('adds keys as current, retiring the previous one at the new one’s creation, newest first', async () => {
         expect(await store.listSigningKeys()).toEqual([]);
-        expect(await store.addSigningKey(makeKey('k1', T0))).toBe(true);
+        expect(await store.addSigningKey(makeKey('k1', T0), undefined, {})).toBe(true);
         expect(await store.listSigningKeys()).toEqual([makeKey('k1', T0)]);
-        expect(await store.addSigningKey(makeKey('k2', T0 + HOUR))).toBe(true);
-        expect(await store.addSigningKey(makeKey('k3', T0 + 2 * HOUR), undefined)).toBe(true);
+        expect(await store.addSigningKey(makeKey('k2', T0 + HOUR), undefined, {})).toBe(true);
+        expect(await store.addSigningKey(makeKey('k3', T0 + 2 * HOUR), undefined, {})).toBe(true);
         expect(await store.listSigningKeys()).toEqual([
           makeKey('k3', T0 + 2 * HOUR),
           { ...makeKey('k2', T0 + HOUR), retiredAt: T0 + 2 * HOUR },
@@ -565,23 +565,23 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       });
 
       it('with ifCurrent null, adds a key only when there is no current one', async () => {
-        expect(await store.addSigningKey(makeKey('k1', T0), null)).toBe(true);
-        expect(await store.addSigningKey(makeKey('k2', T0 + 1), null)).toBe(false);
+        expect(await store.addSigningKey(makeKey('k1', T0), null, {})).toBe(true);
+        expect(await store.addSigningKey(makeKey('k2', T0 + 1), null, {})).toBe(false);
         expect((await store.listSigningKeys()).map((k) => [k.kid, k.retiredAt])).toEqual([['k1', null]]);
         // Several nodes starting at once: one key wins.
-        const wins = await Promise.all(['a', 'b', 'c'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + 10 + i), null)));
+        const wins = await Promise.all(['a', 'b', 'c'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + 10 + i), null, {})));
         expect(wins).toEqual([false, false, false]);
-        expect(await store.addSigningKey(makeKey('k3', T0 + HOUR))).toBe(true);
+        expect(await store.addSigningKey(makeKey('k3', T0 + HOUR), undefined, {})).toBe(true);
         expect((await store.listSigningKeys()).filter((k) => k.retiredAt === null).map((k) => k.kid)).toEqual(['k3']);
       });
 
       it('with ifCurrent, adds a key only while that kid is the current one; of several at once, one', async () => {
-        expect(await store.addSigningKey(makeKey('k1', T0), 'k0')).toBe(false); // no current key at all
-        await store.addSigningKey(makeKey('k1', T0));
-        expect(await store.addSigningKey(makeKey('k2', T0 + 1), 'k0')).toBe(false);
-        expect(await store.addSigningKey(makeKey('k2', T0 + 1), 'k1')).toBe(true);
+        expect(await store.addSigningKey(makeKey('k1', T0), 'k0', {})).toBe(false); // no current key at all
+        await store.addSigningKey(makeKey('k1', T0), undefined, {});
+        expect(await store.addSigningKey(makeKey('k2', T0 + 1), 'k0', {})).toBe(false);
+        expect(await store.addSigningKey(makeKey('k2', T0 + 1), 'k1', {})).toBe(true);
         // Several nodes rotating the same old key at once: one wins.
-        const wins = await Promise.all(['a', 'b', 'c'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + 10 + i), 'k2')));
+        const wins = await Promise.all(['a', 'b', 'c'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + 10 + i), 'k2', {})));
         expect(wins.filter(Boolean)).toHaveLength(1);
         const keys = await store.listSigningKeys();
         expect(keys.filter((k) => k.retiredAt === null)).toHaveLength(1);
@@ -589,18 +589,18 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       });
 
       it('of several concurrent first keys with ifCurrent null, exactly one is added', async () => {
-        const wins = await Promise.all(['a', 'b', 'c', 'd'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + i), null)));
+        const wins = await Promise.all(['a', 'b', 'c', 'd'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + i), null, {})));
         expect(wins.filter(Boolean).length).toBe(1);
         expect((await store.listSigningKeys()).length).toBe(1);
       });
 
       it('with an audit line: the line is written with the key, and not when the key is not added', async () => {
         const line = (kid: string, at: number) => ({ at, actor: 'serve:n1', action: 'signing_key.rotate', target: `key:${kid}`, count: 1, detail: 'ES256' });
-        await store.addSigningKey(makeKey('k1', T0), null);
-        expect(await store.addSigningKey(makeKey('k2', T0 + HOUR), 'k1', line('k2', T0 + HOUR))).toBe(true);
-        expect(await store.addSigningKey(makeKey('k3', T0 + 2 * HOUR), 'k1', line('k3', T0 + 2 * HOUR))).toBe(false); // k1 is no longer current
+        await store.addSigningKey(makeKey('k1', T0), null, {});
+        expect(await store.addSigningKey(makeKey('k2', T0 + HOUR), 'k1', { audit: line('k2', T0 + HOUR) })).toBe(true);
+        expect(await store.addSigningKey(makeKey('k3', T0 + 2 * HOUR), 'k1', { audit: line('k3', T0 + 2 * HOUR) })).toBe(false); // k1 is no longer current
         // Of several nodes rotating the same key at once, one key and one line.
-        const wins = await Promise.all(['a', 'b', 'c'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + 3 * HOUR + i), 'k2', line(kid, T0 + 3 * HOUR + i))));
+        const wins = await Promise.all(['a', 'b', 'c'].map((kid, i) => store.addSigningKey(makeKey(kid, T0 + 3 * HOUR + i), 'k2', { audit: line(kid, T0 + 3 * HOUR + i) })));
         const winner = ['a', 'b', 'c'][wins.indexOf(true)];
         expect(wins.filter(Boolean)).toHaveLength(1);
         expect((await store.listAudit({})).map((a) => [a.actor, a.action, a.target, a.count, a.detail])).toEqual([
@@ -610,9 +610,9 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       });
 
       it('deletes the keys retired before a time, never the current one', async () => {
-        await store.addSigningKey(makeKey('k1', T0));
-        await store.addSigningKey(makeKey('k2', T0 + HOUR));
-        await store.addSigningKey(makeKey('k3', T0 + 2 * HOUR));
+        await store.addSigningKey(makeKey('k1', T0), undefined, {});
+        await store.addSigningKey(makeKey('k2', T0 + HOUR), undefined, {});
+        await store.addSigningKey(makeKey('k3', T0 + 2 * HOUR), undefined, {});
         expect(await store.deleteRetiredKeys(T0 + HOUR)).toBe(0); // k1 retired at T0 + HOUR: not before
         expect(await store.deleteRetiredKeys(T0 + HOUR + 1)).toBe(1);
         expect(await store.deleteRetiredKeys(T0 + 100 * HOUR)).toBe(1);

@@ -24,7 +24,7 @@ describe('migrate: receivers and signing keys', () => {
     dir = mkdtempSync(join(tmpdir(), 'tokenctl-migrate-events-'));
     source = await SqliteStore.open(join(dir, 'source.db'));
     target = await SqliteStore.open(join(dir, 'target.db'));
-    await source.createClient(makeClient({ id: 'client-1' }));
+    await source.createClient(makeClient({ id: 'client-1' }), {});
   });
   afterEach(async () => {
     await source.close();
@@ -34,12 +34,12 @@ describe('migrate: receivers and signing keys', () => {
 
   /** Two receivers with an event each still undelivered, and three keys (two retired). */
   async function seedEvents(store: TokenStore) {
-    await store.createReceiver(makePushReceiver('push-1', { caPem: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n' }));
-    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+    await store.createReceiver(makePushReceiver('push-1', { caPem: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n' }), {});
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
     const t = makeToken({ clientId: 'client-1' });
     await store.insertTokens([t]);
-    await store.revokeToken(t.jti, T0 + 1, false, undefined, makeEvent({ jti: t.jti }, T0 + 1));
-    for (const [i, kid] of ['k1', 'k2', 'k3'].entries()) await store.addSigningKey(makeKey(kid, T0 + i * HOUR));
+    await store.revokeToken(t.jti, T0 + 1, false, { event: makeEvent({ jti: t.jti }, T0 + 1) });
+    for (const [i, kid] of ['k1', 'k2', 'k3'].entries()) await store.addSigningKey(makeKey(kid, T0 + i * HOUR), undefined, {});
   }
 
   it('copies every receiver and signing key with every field, and counts the deliveries left behind', async () => {
@@ -64,14 +64,14 @@ describe('migrate: receivers and signing keys', () => {
     const t = makeToken({ clientId: 'client-1' });
     await target.insertTokens([t]);
     const event = makeEvent({ jti: t.jti });
-    await target.revokeToken(t.jti, T0 + 5, false, undefined, event);
+    await target.revokeToken(t.jti, T0 + 5, false, { event });
     expect((await target.pendingDeliveries('poll-1', 10)).flatMap((d) => d.events)).toEqual([event]);
   });
 
   it('with merge, leaves the receivers the target has and never adds keys over its own', async () => {
     await seedEvents(source);
-    await target.createReceiver(makePushReceiver('push-1', { endpointUrl: 'https://elsewhere.example.test/events' }));
-    await target.addSigningKey(makeKey('own', T0 + 5 * HOUR));
+    await target.createReceiver(makePushReceiver('push-1', { endpointUrl: 'https://elsewhere.example.test/events' }), {});
+    await target.addSigningKey(makeKey('own', T0 + 5 * HOUR), undefined, {});
     const report = await migrateStore(source, target, { actor: ACTOR, merge: true });
     expect(report.events?.receivers).toEqual({ source: 2, copied: 1, present: 1, differing: 1 });
     expect(report.events?.signingKeys).toEqual({ source: 3, copied: 0, present: 0, differing: 0 });

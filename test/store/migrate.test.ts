@@ -247,12 +247,12 @@ describe.each(TARGETS)('migrating a SQLite store (%#)', (makeTarget) => {
     const into = await openTarget();
     const all = await snapshot(source);
     // What an interruption leaves: the clients, part of the tokens, none of the audit trail.
-    for (const c of all.clients) await into.createClient(c);
+    for (const c of all.clients) await into.createClient(c, {});
     const copiedBefore = all.tokens.filter((t) => t.clientId === 'web-shop');
     await into.insertTokens(copiedBefore);
     // ...and a server on the target revoked one of them since.
     const changed = copiedBefore.find((t) => t.revokedAt === null && t.replacedAt === null && t.expiresAt > seeded.now)!;
-    await into.revokeToken(changed.jti, seeded.now + 1);
+    await into.revokeToken(changed.jti, seeded.now + 1, false, {});
 
     await expect(planMigration(source, into)).rejects.toMatchObject({ code: 'target_not_empty' });
     const report = await migrateStore(source, into, { actor: ACTOR, merge: true, batchSize: 5 });
@@ -286,7 +286,7 @@ describe('migration safeguards (in-memory stores)', () => {
   async function memorySource(): Promise<MemoryStore> {
     const store = new MemoryStore();
     const client = makeClient({ id: 'c1' });
-    await store.createClient(client);
+    await store.createClient(client, {});
     await store.insertTokens(Array.from({ length: 10 }, (_, i) => makeToken({ clientId: 'c1', issuedAt: 1_700_000_000_000 + i })));
     await store.appendAudit({ at: 1, actor: ACTOR, action: 'client.create', target: 'client:c1', count: 1, detail: '' });
     return store;
@@ -317,7 +317,7 @@ describe('migration safeguards (in-memory stores)', () => {
         const rows = await source.scanTokens(after, limit);
         if (!done) {
           done = true;
-          await source.revokeToken(first!.jti, Date.now());
+          await source.revokeToken(first!.jti, Date.now(), false, {});
         }
         return rows;
       },

@@ -45,10 +45,10 @@ for (const mode of ['transaction', 'session'] as PoolMode[]) {
       const schema = testSchemaName();
       const store = await PostgresStore.open(`${bouncer.url}${bouncer.url.includes('?') ? '&' : '?'}schema=${schema}`);
       try {
-        await store.createClient(makeClient({ id: 'client-1' }));
+        await store.createClient(makeClient({ id: 'client-1' }), {});
         const { refresh, access } = makeGrant({ clientId: 'client-1' });
         await store.insertTokens([refresh, access]);
-        expect(await store.revokeToken(refresh.jti, T0 + 1, true)).toBe(true);
+        expect(await store.revokeToken(refresh.jti, T0 + 1, true, {})).toBe(true);
         expect((await store.findTokenByJti(access.jti))?.revokedAt).toBe(T0 + 1);
         expect(await tablesIn(schema)).toEqual([
           'audit', 'clients', 'event_deliveries', 'grants', 'migrations', 'receiver_leases', 'receivers', 'security_events', 'signing_keys', 'tokenctl_meta', 'tokens',
@@ -89,12 +89,12 @@ describe.skipIf(!enabled)('PgBouncer in transaction mode, as tokenctl met it bef
   it('shares few server connections among many store connections without mixing their transactions', async () => {
     const { store, cleanup } = await openTestStore(bouncer.url, { poolSize: 12 });
     try {
-      await store.createClient(makeClient({ id: 'client-1' }));
+      await store.createClient(makeClient({ id: 'client-1' }), {});
       const grants = Array.from({ length: 40 }, (_, i) => makeGrant({ clientId: 'client-1', grantId: `grant-${i}` }));
       await Promise.all(grants.map((g) => store.insertTokens([g.refresh, g.access])));
       // Forty transactions at once (revocation with its grant cascade and audit), on 12 client connections.
       const revoked = await Promise.all(
-        grants.map((g, i) => store.revokeToken(g.refresh.jti, T0 + i, true, { at: T0, actor: 'test', action: 'revoke', target: g.refresh.jti, count: 2, detail: '' })),
+        grants.map((g, i) => store.revokeToken(g.refresh.jti, T0 + i, true, { audit: { at: T0, actor: 'test', action: 'revoke', target: g.refresh.jti, count: 2, detail: '' } })),
       );
       expect(revoked.every(Boolean)).toBe(true);
       for (const g of grants) expect((await store.findTokenByJti(g.access.jti))?.revokedAt).not.toBeNull();

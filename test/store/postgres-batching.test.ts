@@ -29,8 +29,8 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     cleanups.push(() => dropSchema(url, schema));
     const store = await PostgresStore.open(url, { schema, observer });
     cleanups.push(() => store.close());
-    await store.createClient(makeClient({ id: 'client-1' }));
-    await store.createClient(makeClient({ id: 'client-2', name: 'two' }));
+    await store.createClient(makeClient({ id: 'client-1' }), {});
+    await store.createClient(makeClient({ id: 'client-2', name: 'two' }), {});
     return { store, schema };
   };
 
@@ -62,7 +62,7 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     await store.insertTokens([...tokens, already]);
     const query = vi.spyOn(poolOf(store), 'query');
     // Every token twice, and one revoked before: only the first call for each unrevoked jti wins.
-    const calls = [...tokens, ...tokens, already].map((t) => store.revokeToken(t.jti, T0, false, audit(t.jti)));
+    const calls = [...tokens, ...tokens, already].map((t) => store.revokeToken(t.jti, T0, false, { audit: audit(t.jti) }));
     const answers = await Promise.all(calls);
     expect(query).toHaveBeenCalledTimes(1);
     expect(sizes).toEqual([41]);
@@ -76,8 +76,8 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
 
   it('writes the events of the revocations of one turn in their one statement: one per revocation that won, for every receiver', async () => {
     const { store } = await open();
-    await store.createReceiver(makePushReceiver('push-1'));
-    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+    await store.createReceiver(makePushReceiver('push-1'), {});
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
     const tokens = Array.from({ length: 12 }, () => makeToken());
     const already = makeToken({ revokedAt: T0 - 1 });
     await store.insertTokens([...tokens, already]);
@@ -85,7 +85,7 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     const query = vi.spyOn(poolOf(store), 'query');
     // Every token twice (the second call loses, and its event is not written), one revoked before, some with audit lines.
     const calls = [...tokens, ...tokens, already].map((t, k) => ({ t, e: event(t), audit: k % 2 ? audit(t.jti) : undefined }));
-    const answers = await Promise.all(calls.map((c) => store.revokeToken(c.t.jti, T0, false, c.audit, c.e)));
+    const answers = await Promise.all(calls.map((c) => store.revokeToken(c.t.jti, T0, false, { audit: c.audit, event: c.e })));
     expect(query).toHaveBeenCalledTimes(1);
     expect(answers).toEqual([...Array<boolean>(12).fill(true), ...Array<boolean>(13).fill(false)]);
     const written = calls.slice(0, 12).map((c) => c.e.id).sort();
@@ -101,7 +101,7 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     await store.insertTokens(tokens);
     // A count PostgreSQL refuses (not a bigint) fails the batch's statement, and then that call alone.
     const bad = { ...audit(tokens[2]!.jti), count: Number.NaN };
-    const outcomes = await Promise.allSettled(tokens.map((t, k) => store.revokeToken(t.jti, T0, false, k === 2 ? bad : audit(t.jti))));
+    const outcomes = await Promise.allSettled(tokens.map((t, k) => store.revokeToken(t.jti, T0, false, { audit: k === 2 ? bad : audit(t.jti) })));
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
     expect(outcomes.filter((o) => o.status === 'fulfilled').map((o) => o.value)).toEqual([true, true, true, true]);
     expect((await store.findTokenByJti(tokens[2]!.jti))?.revokedAt).toBeNull();
@@ -112,7 +112,7 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     const { store } = await open();
     const grants = Array.from({ length: 6 }, () => makeGrant());
     await store.insertTokens(grants.map((g) => g.refresh));
-    await store.revokeGrant(grants[1]!.refresh.grantId, T0);
+    await store.revokeGrant(grants[1]!.refresh.grantId, T0, {});
     const query = vi.spyOn(poolOf(store), 'query');
     const mint = (k: number, access = makeToken({ grantId: grants[k]!.refresh.grantId })) => store.insertMintedAccess(access, grants[k]!.refresh.jti);
     const outcomes = await Promise.all([mint(0), mint(1), mint(2), store.insertMintedAccess(makeToken({ grantId: grants[3]!.refresh.grantId }), 'no-such-refresh')]);
@@ -172,7 +172,7 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     const g = makeGrant({ clientId: 'client-2' });
     const other = makeGrant({ clientId: 'client-1' });
     await store.insertTokens([g.refresh, g.access, other.refresh]);
-    expect(await store.deleteClient('client-2')).toBe(true);
+    expect(await store.deleteClient('client-2', {})).toBe(true);
     expect(await store.findTokenByJti(g.refresh.jti)).toBeNull();
     expect(await store.findTokenByJti(g.access.jti)).toBeNull();
     expect(await store.findTokenByJti(other.refresh.jti)).not.toBeNull();
@@ -192,7 +192,7 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     expect(await store.countPurgeable(before)).toBe(32);
     const batches: number[] = [];
     for (let n = -1; n !== 0; ) {
-      n = await store.purgeBatch(before, 4);
+      n = await store.purgeBatch(before, 4, {});
       batches.push(n);
     }
     expect(batches.reduce((a, b) => a + b, 0)).toBe(32);
@@ -200,16 +200,16 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     expect(await store.countPurgeable(before)).toBe(0);
     for (const t of live) expect(await store.findTokenByJti(t.jti)).not.toBeNull();
     // Revoked behind the scan's position: found by the scan from the first page, before any 0.
-    await store.revokeToken(live[0]!.jti, T0);
-    expect(await store.purgeBatch(before, 4)).toBe(1);
-    expect(await store.purgeBatch(before, 4)).toBe(0);
+    await store.revokeToken(live[0]!.jti, T0, false, {});
+    expect(await store.purgeBatch(before, 4, {})).toBe(1);
+    expect(await store.purgeBatch(before, 4, {})).toBe(0);
   });
 
   it('revokes a user in steps of at most `limit` rows: tokens, then grants, then tokens again, and finds a grant created meanwhile', async () => {
     const { store } = await open();
     const grants = Array.from({ length: 9 }, (_, k) => makeGrant({ grantId: `g-${k}`, username: 'mass' }));
     await store.insertTokens(grants.flatMap((g) => [g.refresh, g.access]));
-    const first = await store.revokeBulk({ username: 'mass' }, T0, 4);
+    const first = await store.revokeBulk({ username: 'mass' }, T0, 4, undefined, {});
     expect(first).toEqual({ revoked: 4, more: true, resume: expect.any(String) as string });
     // A grant created behind every cursor while the revocation runs.
     const late = makeGrant({ grantId: 'g-0a', username: 'mass' });
@@ -217,7 +217,7 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     const steps = [first.revoked];
     let resume = first.resume;
     for (let more = true, n = 0; more && n < 20; n++) {
-      const batch = await store.revokeBulk({ username: 'mass' }, T0, 4, undefined, resume);
+      const batch = await store.revokeBulk({ username: 'mass' }, T0, 4, resume, {});
       steps.push(batch.revoked);
       more = batch.more;
       resume = batch.resume;

@@ -105,10 +105,10 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       expect(await tablesOf(schema)).toEqual(
         ['audit', 'clients', 'event_deliveries', 'grants', 'migrations', 'receiver_leases', 'receivers', 'security_events', 'signing_keys', META_TABLE, 'tokens'].sort(),
       );
-      await a.createClient(makeClient({ id: 'client-1' }));
+      await a.createClient(makeClient({ id: 'client-1' }), {});
       const { refresh, access } = makeGrant({ clientId: 'client-1' });
       await a.insertTokens([refresh, access]);
-      await a.revokeToken(access.jti, T0 + 1);
+      await a.revokeToken(access.jti, T0 + 1, false, {});
       await a.close();
 
       const b = await node(schema);
@@ -120,7 +120,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
     it('brings a version 1 schema up to date on open, keeping its records (2 drops the unused audit index, 3 adds a grant row per grant)', async () => {
       const schema = freshSchema();
       const a = await node(schema);
-      await a.createClient(makeClient({ id: 'client-1' }));
+      await a.createClient(makeClient({ id: 'client-1' }), {});
       const old = makeGrant({ clientId: 'client-1', username: 'vera' });
       await a.insertTokens([old.refresh, old.access]);
       await a.close();
@@ -136,7 +136,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       // The lock that makes a grant's revocation final exists for the grants of before, too.
       const grants = await withPg(url, schema, async (db) => (await db.query('SELECT grant_id, client_id, username, revoked_at FROM grants')).rows);
       expect(grants).toEqual([{ grant_id: old.refresh.grantId, client_id: 'client-1', username: 'vera', revoked_at: null }]);
-      expect(await b.revokeGrant(old.refresh.grantId, T0 + 1)).toBe(2);
+      expect(await b.revokeGrant(old.refresh.grantId, T0 + 1, {})).toBe(2);
       const late = makeToken({ clientId: 'client-1', grantId: old.refresh.grantId, username: 'vera' });
       expect(await b.insertMintedAccess(late, old.refresh.jti)).toBe('revoked');
       const indexes = await withPg(url, schema, async (db) => (await db.query("SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = 'audit_target'", [schema])).rows);
@@ -148,17 +148,17 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       const store = await node(schema);
       const key = (kid: string, createdAt: number) => ({ kid, alg: 'ES256', privateJwk: '{}', publicJwk: '{}', createdAt, retiredAt: null });
       const line = { at: T0 + HOUR, actor: 'serve:n1', action: 'signing_key.rotate', target: 'key:k2', count: 1, detail: 'ES256' };
-      await store.addSigningKey(key('k1', T0), null);
+      await store.addSigningKey(key('k1', T0), null, {});
       const refuse = (sql: string) => withPg(url, undefined, (db) => db.query(sql));
       await refuse(`CREATE FUNCTION "${schema}".refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$`);
       await refuse(`CREATE TRIGGER audit_refuses BEFORE INSERT ON "${schema}".audit FOR EACH ROW EXECUTE FUNCTION "${schema}".refuse()`);
-      await expect(store.addSigningKey(key('k2', T0 + HOUR), 'k1', line)).rejects.toThrow();
+      await expect(store.addSigningKey(key('k2', T0 + HOUR), 'k1', { audit: line })).rejects.toThrow();
       expect((await store.listSigningKeys()).map((k) => [k.kid, k.retiredAt])).toEqual([['k1', null]]);
       // So does an operator's client: no client without its line.
-      await expect(store.createClient(makeClient({ id: 'client-9' }), { ...line, action: 'client.create', target: 'client:client-9' })).rejects.toThrow();
+      await expect(store.createClient(makeClient({ id: 'client-9' }), { audit: { ...line, action: 'client.create', target: 'client:client-9' } })).rejects.toThrow();
       expect(await store.getClient('client-9')).toBeNull();
       await refuse(`DROP TRIGGER audit_refuses ON "${schema}".audit`);
-      expect(await store.addSigningKey(key('k2', T0 + HOUR), 'k1', line)).toBe(true);
+      expect(await store.addSigningKey(key('k2', T0 + HOUR), 'k1', { audit: line })).toBe(true);
       expect((await store.listSigningKeys()).map((k) => [k.kid, k.retiredAt])).toEqual([['k2', null], ['k1', T0 + HOUR]]);
       expect((await store.listAudit({})).map((a) => a.target)).toEqual(['key:k2']);
     });
@@ -167,7 +167,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       const schema = freshSchema();
       const store = await PostgresStore.open(`${url}${url.includes('?') ? '&' : '?'}schema=${schema}`);
       cleanups.push(() => store.close());
-      await store.createClient(makeClient({ id: 'client-1' }));
+      await store.createClient(makeClient({ id: 'client-1' }), {});
       expect(await tablesOf(schema)).toContain('clients');
       expect(store.location).toContain(`schema=${schema}`);
       await expect(PostgresStore.open(`${url}?schema=${schema}`, { schema: 'another' })).rejects.toThrow(/two schemas/);
@@ -184,7 +184,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
     it('applies the migrations once when four nodes open a fresh schema at the same moment', async () => {
       const schema = freshSchema();
       const stores = await Promise.all([1, 2, 3, 4].map(() => node(schema)));
-      await Promise.all(stores.map((s, i) => s.createClient(makeClient({ id: `c${i}` }))));
+      await Promise.all(stores.map((s, i) => s.createClient(makeClient({ id: `c${i}` }), {})));
       for (const s of stores) {
         expect(await s.schemaVersion()).toBe(LATEST_SCHEMA_VERSION);
         expect((await s.listClients()).map((c) => c.id)).toEqual(['c0', 'c1', 'c2', 'c3']);
@@ -238,7 +238,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       const setup = async () => {
         const schema = freshSchema();
         const [a, b] = [await node(schema), await node(schema)];
-        await a.createClient(makeClient({ id: 'client-1' }));
+        await a.createClient(makeClient({ id: 'client-1' }), {});
         return { a, b };
       };
 
@@ -262,7 +262,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
         const { a, b } = await setup();
         const { refresh, access } = makeGrant({ clientId: 'client-1' });
         await a.insertTokens([refresh, access]);
-        const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).revokeToken(refresh.jti, T0 + i, true)));
+        const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).revokeToken(refresh.jti, T0 + i, true, {})));
         expect(results.filter(Boolean)).toHaveLength(1);
         const at = T0 + results.indexOf(true);
         expect((await a.findTokenByJti(refresh.jti))?.revokedAt).toBe(at);
@@ -292,7 +292,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
         const schema = freshSchema();
         const appName = testSchemaName(); // marks this store's connections in pg_stat_activity
         const store = await node(schema, `${url}${url.includes('?') ? '&' : '?'}application_name=${appName}`);
-        await store.createClient(makeClient({ id: 'client-1' }));
+        await store.createClient(makeClient({ id: 'client-1' }), {});
         const old = makeToken({ clientId: 'client-1', type: 'refresh_token' });
         await store.insertTokens([old]);
         const next = () => {
@@ -321,7 +321,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
         await proxy.start();
         cleanups.push(() => proxy.stop());
         const store = await node(freshSchema(), proxy.rewrite(url));
-        await store.createClient(makeClient({ id: 'client-1' }));
+        await store.createClient(makeClient({ id: 'client-1' }), {});
         const token = makeToken({ clientId: 'client-1' });
         await store.insertTokens([token]);
         await Promise.all(Array.from({ length: 5 }, () => store.ping())); // several idle connections
@@ -331,12 +331,12 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
         // Idle connections learn it through 'error' events, which must not crash the process.
         await vi.waitFor(() => expect(poolOf(store).totalCount).toBe(0), { timeout: 5_000 });
         await expect(store.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
-        await expect(store.revokeToken(token.jti, T0, true)).rejects.toBeInstanceOf(StoreUnavailableError);
+        await expect(store.revokeToken(token.jti, T0, true, {})).rejects.toBeInstanceOf(StoreUnavailableError);
         await expect(store.findTokenByJti(token.jti)).rejects.toThrow(/unavailable/);
 
         await proxy.start();
         await expect(store.ping()).resolves.toBeUndefined();
-        expect(await store.revokeToken(token.jti, T0, true)).toBe(true);
+        expect(await store.revokeToken(token.jti, T0, true, {})).toBe(true);
         expect((await store.findTokenByJti(token.jti))?.revokedAt).toBe(T0);
       });
     });
@@ -344,7 +344,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
     it('revokes 100,000 tokens of one user in bulk, and only those, and a few without scanning them all', async () => {
       const schema = freshSchema();
       const store = await node(schema);
-      await store.createClient(makeClient({ id: 'client-1' }));
+      await store.createClient(makeClient({ id: 'client-1' }), {});
       const prefix = `${randomUUID()}-`;
       expect(await insertGrantSeries(url, schema, { grants: 50_000, clientId: 'client-1', username: 'mass', issuedAt: T0, prefix })).toBe(100_000);
       await insertGrantSeries(url, schema, { grants: 500, clientId: 'client-1', username: 'other', issuedAt: T0, prefix: `other-${prefix}` });

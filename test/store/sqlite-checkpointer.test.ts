@@ -13,7 +13,7 @@ describe('SqliteStore with backgroundCheckpoints', () => {
 
   /** Writes `n` tokens in commits of 100 and says how the database file and its WAL grew. */
   async function written(store: SqliteStore, file: string, n: number): Promise<{ db: number; wal: number }> {
-    await store.createClient(makeClient({ id: 'c' }));
+    await store.createClient(makeClient({ id: 'c' }), {});
     const before = statSync(file).size;
     for (let i = 0; i < n; i += 100) await store.insertTokens(Array.from({ length: 100 }, () => makeToken({ clientId: 'c' })));
     return { db: statSync(file).size - before, wal: statSync(`${file}-wal`).size };

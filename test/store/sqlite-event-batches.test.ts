@@ -33,8 +33,8 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokenctl-event-batches-'));
     file = path.join(dir, 'tokens.db');
     store = await SqliteStore.open(file);
-    await store.createClient(makeClient({ id: 'client-1' }));
-    await store.createClient(makeClient({ id: 'client-2', createdAt: T0 + 1 }));
+    await store.createClient(makeClient({ id: 'client-1' }), {});
+    await store.createClient(makeClient({ id: 'client-2', createdAt: T0 + 1 }), {});
   });
   afterEach(async () => {
     await store.close();
@@ -57,8 +57,8 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
   };
 
   it('revocations of every kind called in one turn: one outbox row, one delivery per receiver, the events in call order', async () => {
-    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
-    await store.createReceiver(makePushReceiver('push-1'));
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
+    await store.createReceiver(makePushReceiver('push-1'), {});
     const [t1, t2] = await tokens(2);
     const g = makeGrant({ clientId: 'client-1', username: 'bob' });
     await store.insertTokens([g.refresh, g.access]);
@@ -71,12 +71,12 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
       makeEvent({ scope: 'client', reason: 'client_deleted', clientId: 'client-2', jti: undefined, tokenType: undefined, grantId: undefined, username: undefined }),
     ];
     const answers = await Promise.all([
-      store.revokeToken(t1!.jti, AT, false, undefined, events[0]),
-      store.revokeGrant(g.refresh.grantId, AT, undefined, events[1]),
-      store.revokeToken('no-such-jti', AT, false, undefined, makeEvent()), // nothing changed: no event
-      store.revokeToken(t2!.jti, AT, false, undefined, events[2]),
-      store.revokeBulk({ username: 'carol' }, AT, 100, undefined, undefined, events[3]),
-      store.deleteClient('client-2', events[4]),
+      store.revokeToken(t1!.jti, AT, false, { event: events[0] }),
+      store.revokeGrant(g.refresh.grantId, AT, { event: events[1] }),
+      store.revokeToken('no-such-jti', AT, false, { event: makeEvent() }), // nothing changed: no event
+      store.revokeToken(t2!.jti, AT, false, { event: events[2] }),
+      store.revokeBulk({ username: 'carol' }, AT, 100, undefined, { event: events[3] }),
+      store.deleteClient('client-2', { event: events[4] }),
     ]);
     expect(answers).toEqual([true, 2, false, true, { revoked: 1, more: false, resume: expect.any(String) }, true]);
     const one = { id: events[0]!.id, events, attempts: 0 };
@@ -93,10 +93,10 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
   });
 
   it('reads the outbox rows earlier builds wrote: one event object, an array of event objects, or an array of event rows', async () => {
-    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
     const [t] = await tokens(1);
     const mine = makeEvent({ jti: t!.jti });
-    await store.revokeToken(t!.jti, AT, false, undefined, mine);
+    await store.revokeToken(t!.jti, AT, false, { event: mine });
     const single = makeEvent({ scope: 'user', username: 'carol', jti: undefined, tokenType: undefined, grantId: undefined });
     const pair = [makeEvent(), makeEvent({ scope: 'grant', grantId: 'g-1' })];
     const rows = [makeEvent(), makeEvent({ scope: 'client', reason: 'client_deleted', jti: undefined, tokenType: undefined, grantId: undefined, username: undefined })];
@@ -124,15 +124,15 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
   });
 
   it('with mergeUpTo, consecutive rows are one delivery FIRST..LAST of up to that many events, acked as one and never past LAST', async () => {
-    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
-    await store.createReceiver(makePollReceiver('poll-2', 'client-2'));
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
+    await store.createReceiver(makePollReceiver('poll-2', 'client-2'), {});
     const list = await tokens(7);
     const events = list.map((t) => makeEvent({ jti: t.jti }));
     // Five commits: [0, 1], [2], [3, 4], [5], [6].
-    await Promise.all([0, 1].map((i) => store.revokeToken(list[i]!.jti, AT, false, undefined, events[i])));
-    await store.revokeToken(list[2]!.jti, AT, false, undefined, events[2]);
-    await Promise.all([3, 4].map((i) => store.revokeToken(list[i]!.jti, AT, false, undefined, events[i])));
-    await store.revokeToken(list[5]!.jti, AT, false, undefined, events[5]);
+    await Promise.all([0, 1].map((i) => store.revokeToken(list[i]!.jti, AT, false, { event: events[i] })));
+    await store.revokeToken(list[2]!.jti, AT, false, { event: events[2] });
+    await Promise.all([3, 4].map((i) => store.revokeToken(list[i]!.jti, AT, false, { event: events[i] })));
+    await store.revokeToken(list[5]!.jti, AT, false, { event: events[5] });
     const merged = await store.pendingDeliveries('poll-1', 10, 4);
     expect(merged).toEqual([
       { receiverId: 'poll-1', id: `${events[0]!.id}..${events[2]!.id}`, events: events.slice(0, 3), attempts: 0 },
@@ -142,7 +142,7 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
     // Without mergeUpTo, one delivery per commit, as before.
     expect((await store.pendingDeliveries('poll-1', 10)).map((d) => d.events.length)).toEqual([2, 1, 2, 1]);
     // A later commit, then the ack of the second merged delivery: the later one stays.
-    await store.revokeToken(list[6]!.jti, AT, false, undefined, events[6]);
+    await store.revokeToken(list[6]!.jti, AT, false, { event: events[6] });
     expect(await store.ackDeliveries('poll-1', [merged[1]!.id], AT + 1)).toBe(2);
     expect((await store.pendingDeliveries('poll-1', 10, 4)).map((d) => d.events)).toEqual([[...events.slice(0, 3), events[6]]]);
     // Acked for one receiver only; a second ack of the same id takes nothing more.
@@ -157,13 +157,13 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
   });
 
   it('a delivery settles, acks and purges as one: every event in it goes at once', async () => {
-    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
-    await store.createReceiver(makePushReceiver('push-1'));
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
+    await store.createReceiver(makePushReceiver('push-1'), {});
     const list = await tokens(4);
     const events = list.map((t) => makeEvent({ jti: t.jti }));
-    await Promise.all(list.map((t, i) => store.revokeToken(t.jti, AT, false, undefined, events[i])));
+    await Promise.all(list.map((t, i) => store.revokeToken(t.jti, AT, false, { event: events[i] })));
     const later = makeEvent({ jti: (await tokens(1))[0]!.jti });
-    await store.revokeToken(later.jti!, AT, false, undefined, later);
+    await store.revokeToken(later.jti!, AT, false, { event: later });
 
     const [claimed] = await store.claimPushReceivers('node-a', AT, 30_000, 10, 10);
     expect(claimed!.deliveries.map((d) => d.events.length)).toEqual([4, 1]);
@@ -181,29 +181,29 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
   });
 
   it('a step that fails after its event leaves nothing of it; the steps beside it keep theirs', async () => {
-    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
     const [t1, t2] = await tokens(2);
     const [e1, e2, lost] = [makeEvent({ jti: t1!.jti }), makeEvent({ jti: t2!.jti }), makeEvent()];
     const internals = store as unknown as Internals;
     const results = await Promise.allSettled([
-      store.revokeToken(t1!.jti, AT, false, undefined, e1),
+      store.revokeToken(t1!.jti, AT, false, { event: e1 }),
       internals.write(() => {
         internals.events.emitIf(true, lost);
         throw new Error('this step fails after its event');
       }),
-      store.revokeToken(t2!.jti, AT, false, undefined, e2),
+      store.revokeToken(t2!.jti, AT, false, { event: e2 }),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(await store.pendingDeliveries('poll-1', 10)).toEqual([{ receiverId: 'poll-1', id: e1.id, events: [e1, e2], attempts: 0 }]);
     // Nor does it linger for the next transaction.
     const [t3] = await tokens(1);
     const e3 = makeEvent({ jti: t3!.jti });
-    await store.revokeToken(t3!.jti, AT, false, undefined, e3);
+    await store.revokeToken(t3!.jti, AT, false, { event: e3 });
     expect((await store.pendingDeliveries('poll-1', 10)).map((d) => d.events)).toEqual([[e1, e2], [e3]]);
   });
 
   it('a batch whose commit fails writes none of its events, and leaves none to the next one', async () => {
-    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
     const [t1, t2] = await tokens(2);
     // Another connection holds the write lock past the store's busy timeout: the commit fails.
     const other = new Database(file);
@@ -214,7 +214,7 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
     internals.db.pragma('busy_timeout = 50');
     try {
       other.prepare('BEGIN IMMEDIATE').run();
-      await expect(store.revokeToken(t1!.jti, AT, false, undefined, e1)).rejects.toThrow();
+      await expect(store.revokeToken(t1!.jti, AT, false, { event: e1 })).rejects.toThrow();
       other.prepare('ROLLBACK').run();
     } finally {
       internals.db.pragma(`busy_timeout = ${timeout}`);
@@ -222,15 +222,15 @@ describe('SqliteStore: the events of one group commit in one delivery', () => {
     }
     expect((await store.findTokenByJti(t1!.jti))?.revokedAt).toBeNull();
     const e2 = makeEvent({ jti: t2!.jti });
-    await store.revokeToken(t2!.jti, AT, false, undefined, e2);
+    await store.revokeToken(t2!.jti, AT, false, { event: e2 });
     expect(await store.pendingDeliveries('poll-1', 10)).toEqual([delivery('poll-1', e2, 0)]);
   });
 
   it('writes nothing for revocations in one turn while no receiver is registered', async () => {
     const list = await tokens(5);
-    await Promise.all(list.map((t) => store.revokeToken(t.jti, AT, false, undefined, makeEvent({ jti: t.jti }))));
+    await Promise.all(list.map((t) => store.revokeToken(t.jti, AT, false, { event: makeEvent({ jti: t.jti }) })));
     expect(payloads()).toEqual([]);
-    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
     expect(await store.pendingDeliveries('poll-1', 10)).toEqual([]);
   });
 });
@@ -262,7 +262,7 @@ describe('SqliteStore: a poll receiver’s cursor (schema 5)', () => {
     const events: RevocationEvent[] = [];
     for (const t of list) {
       const e = makeEvent({ jti: t.jti }, AT + events.length);
-      await store.revokeToken(t.jti, AT, false, undefined, e);
+      await store.revokeToken(t.jti, AT, false, { event: e });
       events.push(e);
     }
     return events;
@@ -271,8 +271,8 @@ describe('SqliteStore: a poll receiver’s cursor (schema 5)', () => {
 
   it('writes no delivery row for a poll receiver; acknowledgements out of order wait as marks until the cursor reaches them', async () => {
     store = await SqliteStore.open(file);
-    await store.createClient(makeClient({ id: 'client-1' }));
-    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+    await store.createClient(makeClient({ id: 'client-1' }), {});
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
     const events = await revokeOneByOne(5);
     expect(raw((db) => db.prepare('SELECT count(*) FROM event_deliveries').pluck().get())).toBe(0);
     // The fourth and second first: marked, the cursor stays before the first.
@@ -294,8 +294,8 @@ describe('SqliteStore: a poll receiver’s cursor (schema 5)', () => {
 
   it('a row written after every row was purged is pending for the receiver: seqs never go back under a cursor', async () => {
     store = await SqliteStore.open(file);
-    await store.createClient(makeClient({ id: 'client-1' }));
-    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+    await store.createClient(makeClient({ id: 'client-1' }), {});
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
     const first = await revokeOneByOne(3);
     expect(await store.ackDeliveries('poll-1', first.map((e) => e.id), AT + 10)).toBe(3);
     expect(await store.purgeDeliveredEvents(100)).toBe(3);
@@ -304,18 +304,18 @@ describe('SqliteStore: a poll receiver’s cursor (schema 5)', () => {
     expect(await pendingIds('poll-1')).toEqual([next!.id]);
     expect(raw((db) => db.prepare('SELECT seq FROM security_events').pluck().get())).toBe(4);
     // A receiver added now starts after it.
-    await store.createReceiver(makePollReceiver('poll-2', 'client-1'));
+    await store.createReceiver(makePollReceiver('poll-2', 'client-1'), {});
     expect(await pendingIds('poll-2')).toEqual([]);
   });
 
   it('keeps strings JSON must escape, and each event’s own time, through the outbox', async () => {
     store = await SqliteStore.open(file);
-    await store.createClient(makeClient({ id: 'client-1' }));
-    await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+    await store.createClient(makeClient({ id: 'client-1' }), {});
+    await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
     const list = [makeToken({ clientId: 'client-1', username: 'zoë "the\\admin"\n' }), makeToken({ clientId: 'client-1', username: '用户' })];
     await store.insertTokens(list);
     const events = list.map((t, i) => makeEvent({ jti: t.jti, username: t.username }, AT + 1000 * i));
-    await Promise.all(list.map((t, i) => store.revokeToken(t.jti, AT, false, undefined, events[i])));
+    await Promise.all(list.map((t, i) => store.revokeToken(t.jti, AT, false, { event: events[i] })));
     expect(await store.pendingDeliveries('poll-1', 10)).toEqual([{ receiverId: 'poll-1', id: events[0]!.id, events, attempts: 0 }]);
     // Merged, the row's claims go into the SET as the bytes the row holds: the same text as the events' claims.
     const [merged] = await store.pendingDeliveries('poll-1', 10, 100);

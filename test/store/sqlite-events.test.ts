@@ -34,13 +34,13 @@ describe('SqliteStore security events across processes', () => {
     const LEASE_MS = 25;
     const RECEIVERS = ['r1', 'r2', 'r3', 'r4', 'r5'];
     const store = await SqliteStore.open(file);
-    await store.createClient(makeClient({ id: 'client-1' }));
-    for (const id of RECEIVERS) await store.createReceiver(makePushReceiver(id));
+    await store.createClient(makeClient({ id: 'client-1' }), {});
+    for (const id of RECEIVERS) await store.createReceiver(makePushReceiver(id), {});
     // Events due long ago, never delivered: every receiver is claimable whenever its lease has ended.
     for (let i = 0; i < 3; i++) {
       const t = makeToken({ clientId: 'client-1' });
       await store.insertTokens([t]);
-      await store.revokeToken(t.jti, T0, false, undefined, makeEvent({ jti: t.jti }, T0));
+      await store.revokeToken(t.jti, T0, false, { event: makeEvent({ jti: t.jti }, T0) });
     }
     await store.close();
     // Each claim is logged with the `now` it was made at: the lease runs from now to now + LEASE_MS.
@@ -97,8 +97,8 @@ describe('SqliteStore security events across processes', () => {
   for (const mode of ['a CLI', 'a server (commits synced off the event loop)']) {
     it(`the events are in the file once the revocations have returned, even if ${mode} is killed right after`, { timeout: 60_000 }, async () => {
       const store = await SqliteStore.open(file);
-      await store.createClient(makeClient({ id: 'client-1' }));
-      await store.createReceiver(makePollReceiver('poll-1', 'client-1'));
+      await store.createClient(makeClient({ id: 'client-1' }), {});
+      await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
       const tokens = [makeToken({ clientId: 'client-1' }), makeToken({ clientId: 'client-1' }), makeToken({ clientId: 'client-1' })];
       await store.insertTokens(tokens);
       await store.close();
@@ -107,7 +107,7 @@ describe('SqliteStore security events across processes', () => {
       const script = `
         const { SqliteStore } = await import(process.env.STORE_MODULE);
         const store = await SqliteStore.open(process.env.DB, { backgroundCheckpoints: process.env.SERVER === '1' });
-        const revoked = await Promise.all(JSON.parse(process.env.EVENTS).map((e) => store.revokeToken(e.jti, ${T0 + 1}, false, undefined, e)));
+        const revoked = await Promise.all(JSON.parse(process.env.EVENTS).map((e) => store.revokeToken(e.jti, ${T0 + 1}, false, { event: e })));
         process.stdout.write(revoked.every(Boolean) ? 'revoked\\n' : 'not revoked\\n');
         setInterval(() => {}, 1000); // and stays, until killed`;
       const child = spawnNode(script, { DB: file, EVENTS: JSON.stringify(events), SERVER: mode.startsWith('a server') ? '1' : '0' });
@@ -142,7 +142,7 @@ describe('SqliteStore security events across processes', () => {
     const engine = new Engine({ store });
     try {
       const { client, client_secret } = await engine.createClient({ name: 'events', id: 'events-client' }, 'test');
-      await store.createReceiver(makePollReceiver('poll-1', client.client_id));
+      await store.createReceiver(makePollReceiver('poll-1', client.client_id), {});
       const [g1, g2] = [await engine.issue({ clientId: client.client_id, username: 'ann' }), await engine.issue({ clientId: client.client_id, username: 'bob' })];
       const serve = await startServe(['--db', file, '--workers', '2', '--log-level', 'warn']);
       try {

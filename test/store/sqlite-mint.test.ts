@@ -21,7 +21,7 @@ describe('SqliteStore mint without a savepoint', () => {
     file = path.join(dir, 'tokens.db');
     commits = [];
     store = await SqliteStore.open(file, { observer: { commitBatch: (size: number) => commits.push(size) } });
-    await store.createClient(makeClient({ id: 'client-1' }));
+    await store.createClient(makeClient({ id: 'client-1' }), {});
   });
   afterEach(async () => {
     await store.close();
@@ -40,7 +40,7 @@ describe('SqliteStore mint without a savepoint', () => {
     const outcomes = await Promise.allSettled([
       store.insertMintedAccess(first, g.refresh.jti, { since: T0 - MINUTE, max: 10 }),
       store.insertMintedAccess(duplicate, g.refresh.jti, { since: T0 - MINUTE, max: 10 }),
-      store.revokeToken(other.refresh.jti, T0 + 4),
+      store.revokeToken(other.refresh.jti, T0 + 4, false, {}),
       store.insertMintedAccess(third, other.refresh.jti),
     ]);
     expect(commits).toEqual([4]);

@@ -62,18 +62,18 @@ describe('SqliteStore on disk', () => {
     try {
       const key = (kid: string, createdAt: number) => ({ kid, alg: 'ES256', privateJwk: '{}', publicJwk: '{}', createdAt, retiredAt: null });
       const line = { at: T0 + HOUR, actor: 'serve:n1', action: 'signing_key.rotate', target: 'key:k2', count: 1, detail: 'ES256' };
-      await store.addSigningKey(key('k1', T0), null);
+      await store.addSigningKey(key('k1', T0), null, {});
       // Another connection makes the audit table refuse every line.
       const other = new Database(file);
       other.exec("CREATE TRIGGER audit_refuses BEFORE INSERT ON audit BEGIN SELECT RAISE(ABORT, 'audit refused'); END");
-      await expect(store.addSigningKey(key('k2', T0 + HOUR), 'k1', line)).rejects.toThrow(/audit refused/);
+      await expect(store.addSigningKey(key('k2', T0 + HOUR), 'k1', { audit: line })).rejects.toThrow(/audit refused/);
       expect((await store.listSigningKeys()).map((k) => [k.kid, k.retiredAt])).toEqual([['k1', null]]);
       // So does an operator's client: no client without its line.
-      await expect(store.createClient(makeClient({ id: 'client-9' }), { ...line, action: 'client.create', target: 'client:client-9' })).rejects.toThrow(/audit refused/);
+      await expect(store.createClient(makeClient({ id: 'client-9' }), { audit: { ...line, action: 'client.create', target: 'client:client-9' } })).rejects.toThrow(/audit refused/);
       expect(await store.getClient('client-9')).toBeNull();
       other.exec('DROP TRIGGER audit_refuses');
       other.close();
-      expect(await store.addSigningKey(key('k2', T0 + HOUR), 'k1', line)).toBe(true);
+      expect(await store.addSigningKey(key('k2', T0 + HOUR), 'k1', { audit: line })).toBe(true);
       expect((await store.listSigningKeys()).map((k) => [k.kid, k.retiredAt])).toEqual([['k2', null], ['k1', T0 + HOUR]]);
       expect((await store.listAudit({})).map((a) => a.target)).toEqual(['key:k2']);
     } finally {
@@ -83,7 +83,7 @@ describe('SqliteStore on disk', () => {
 
   it('creates the file and its -wal and -shm files readable by the owner only', async () => {
     const store = await SqliteStore.open(file);
-    await store.createClient(makeClient({ id: 'client-1' })); // a write, so the WAL is in use
+    await store.createClient(makeClient({ id: 'client-1' }), {}); // a write, so the WAL is in use
     try {
       expect(mode(file)).toBe(0o600);
       expect(mode(`${file}-wal`)).toBe(0o600);
@@ -111,7 +111,7 @@ describe('SqliteStore on disk', () => {
     const store = await SqliteStore.open(file, { syncOffLoop: true });
     const syncs = vi.spyOn(fs, 'fdatasync');
     try {
-      await store.createClient(makeClient({ id: 'client-1' }));
+      await store.createClient(makeClient({ id: 'client-1' }), {});
       const grants = Array.from({ length: 20 }, () => makeGrant({ clientId: 'client-1' }));
       await Promise.all(grants.map((g) => store.insertTokens([g.refresh, g.access])));
       expect(syncs.mock.calls.length).toBeGreaterThanOrEqual(2);
@@ -122,7 +122,7 @@ describe('SqliteStore on disk', () => {
       } finally {
         other.close();
       }
-      const pending = store.revokeToken(grants[0]!.access.jti, T0 + MINUTE);
+      const pending = store.revokeToken(grants[0]!.access.jti, T0 + MINUTE, false, {});
       await store.close(); // commits and syncs what was queued before it
       expect(await pending).toBe(true);
     } finally {
@@ -151,9 +151,9 @@ describe('SqliteStore on disk', () => {
     }
     expect(store.location).toBe(absolute);
     const { refresh, access } = makeGrant({ clientId: 'client-1' });
-    await store.createClient(makeClient({ id: 'client-1' }));
+    await store.createClient(makeClient({ id: 'client-1' }), {});
     await store.insertTokens([refresh, access]);
-    await store.revokeToken(access.jti, T0 + 1);
+    await store.revokeToken(access.jti, T0 + 1, false, {});
     await store.close();
 
     const again = await SqliteStore.open(file, { create: false });
@@ -170,7 +170,7 @@ describe('SqliteStore on disk', () => {
 
   it('brings a version 1 store up to date on open, keeping its records (2 drops the unused audit index)', async () => {
     const store = await SqliteStore.open(file);
-    await store.createClient(makeClient({ id: 'client-1' }));
+    await store.createClient(makeClient({ id: 'client-1' }), {});
     const t = makeToken({ clientId: 'client-1' });
     await store.insertTokens([t]);
     await store.appendAudit({ at: 1, actor: 'a', action: 'x', target: 't', count: 1, detail: '' });
@@ -274,32 +274,32 @@ describe('SqliteStore on disk', () => {
 
   it('turns a lock held past the busy timeout into StoreUnavailableError', async () => {
     const store = await SqliteStore.open(file);
-    await store.createClient(makeClient({ id: 'client-1' }));
+    await store.createClient(makeClient({ id: 'client-1' }), {});
     const token = makeToken({ clientId: 'client-1' });
     await store.insertTokens([token]);
     connectionOf(store).pragma('busy_timeout = 50'); // keep the test short
     const other = new Database(file);
     other.exec('BEGIN IMMEDIATE');
     try {
-      await expect(store.revokeToken(token.jti, T0)).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.revokeToken(token.jti, T0, false, {})).rejects.toBeInstanceOf(StoreUnavailableError);
     } finally {
       other.exec('ROLLBACK');
       other.close();
     }
-    expect(await store.revokeToken(token.jti, T0)).toBe(true);
+    expect(await store.revokeToken(token.jti, T0, false, {})).toBe(true);
     await store.close();
   });
 
   it('lets two instances on one file interleave writes', async () => {
     const a = await SqliteStore.open(file);
     const b = await SqliteStore.open(file);
-    await a.createClient(makeClient({ id: 'client-1' }));
+    await a.createClient(makeClient({ id: 'client-1' }), {});
     const tokens = Array.from({ length: 200 }, () => makeToken({ clientId: 'client-1' }));
     await Promise.all(
       tokens.map(async (t, i) => {
         const [writer, reviser] = i % 2 === 0 ? [a, b] : [b, a];
         await writer.insertTokens([t]);
-        expect(await reviser.revokeToken(t.jti, T0 + i)).toBe(true);
+        expect(await reviser.revokeToken(t.jti, T0 + i, false, {})).toBe(true);
       }),
     );
     expect((await a.stats(T0)).tokens.access_token.revoked).toBe(200);
@@ -310,7 +310,7 @@ describe('SqliteStore on disk', () => {
 
   it('lets separate processes write one file at the same time', async () => {
     const main = await SqliteStore.open(file);
-    await main.createClient(makeClient({ id: 'client-1' }));
+    await main.createClient(makeClient({ id: 'client-1' }), {});
     // Each child inserts 150 tokens of its own user; p2 and p3 revoke every second one as they go,
     // while this process keeps revoking p1's in bulk.
     const script = `
@@ -322,7 +322,7 @@ describe('SqliteStore on disk', () => {
         await store.insertTokens([{ jti, digest: jti, type: 'access_token', grantId: jti, clientId: 'client-1',
           username: process.env.WHO, sub: 's', scope: '', audience: '', orgId: '', node: '', issuedAt: 1, notBefore: 1,
           expiresAt: 9e12, revokedAt: null, replacedAt: null, replacedBy: null }]);
-        if (process.env.WHO !== 'p1' && i % 2 === 0 && !(await store.revokeToken(jti, 2, true))) throw new Error('lost a revocation');
+        if (process.env.WHO !== 'p1' && i % 2 === 0 && !(await store.revokeToken(jti, 2, true, {}))) throw new Error('lost a revocation');
       }
       await store.close();`;
     const children = ['p1', 'p2', 'p3'].map((who) => runNode(script, { DB: file, WHO: who }));
@@ -344,7 +344,7 @@ describe('SqliteStore on disk', () => {
       const { SqliteStore } = await import(process.env.STORE_MODULE);
       const store = await SqliteStore.open(process.env.DB);
       await store.createClient({ id: process.env.WHO, name: 'n', secretHash: null, scope: '', orgId: '', audience: '',
-        accessTtlMs: null, refreshTtlMs: null, createdAt: 1, secretUpdatedAt: 1 });
+        accessTtlMs: null, refreshTtlMs: null, createdAt: 1, secretUpdatedAt: 1 }, {});
       await store.close();`;
     // Several rounds on fresh files: two processes switching a new file to WAL at once used to
     // deadlock until the busy timeout ("locked by another process"), depending on timing.
@@ -363,7 +363,7 @@ describe('SqliteStore on disk', () => {
 
   it('revokes 100,000 tokens of one user in bulk, and only those', async () => {
     const store = await SqliteStore.open(file);
-    await store.createClient(makeClient({ id: 'client-1' }));
+    await store.createClient(makeClient({ id: 'client-1' }), {});
     const mass: TokenRecord[] = [];
     for (let i = 0; i < 50_000; i++) {
       const g = makeGrant({ clientId: 'client-1', username: 'mass' });
@@ -409,7 +409,7 @@ describe('SqliteStore group commit', () => {
     told = { rowCache: [], commitBatch: [] };
     const observer = { rowCache: (hit: boolean) => told.rowCache.push(hit), commitBatch: (size: number) => told.commitBatch.push(size) };
     store = await SqliteStore.open(path.join(dir, 'tokens.db'), { observer });
-    await store.createClient(makeClient({ id: 'client-1' }));
+    await store.createClient(makeClient({ id: 'client-1' }), {});
   });
   afterEach(async () => {
     await store.close();
@@ -423,11 +423,11 @@ describe('SqliteStore group commit', () => {
         const before = (await read('client-1'))!.secretHash;
         expect(await read('client-1')).toMatchObject({ secretHash: before }); // kept
         const next = `hash-${Math.random()}`;
-        await other.updateClientSecret('client-1', next, 2);
+        await other.updateClientSecret('client-1', next, 2, {});
         expect(await read('client-1')).toMatchObject({ secretHash: next });
-        await other.deleteClient('client-1');
+        await other.deleteClient('client-1', {});
         expect(await read('client-1')).toBeNull();
-        await other.createClient(makeClient({ id: 'client-1' }));
+        await other.createClient(makeClient({ id: 'client-1' }), {});
       }
     } finally {
       await other.close();
@@ -480,18 +480,18 @@ describe('SqliteStore group commit', () => {
       expect((await find(a))!.scope).toBe(a.scope);
 
       // Another process's revocation: seen by the next read.
-      await other.revokeToken(a.jti, T0 + MINUTE);
+      await other.revokeToken(a.jti, T0 + MINUTE, false, {});
       expect((await find(a))!.revokedAt).toBe(T0 + MINUTE);
       // This connection's own writes (its commits do not move data_version): seen too.
       expect(await keptRead(b)).toEqual(b);
-      await store.revokeToken(b.jti, T0 + MINUTE);
+      await store.revokeToken(b.jti, T0 + MINUTE, false, {});
       expect((await find(b))!.revokedAt).toBe(T0 + MINUTE);
       expect(await keptRead(c)).toEqual(c);
       await revokeAllBulk(store, { username: 'ann' }, T0 + 2 * MINUTE);
       expect((await find(c))!.revokedAt).toBe(T0 + 2 * MINUTE);
       // Deleted by another process (its client deleted with its tokens): gone.
       expect(await keptRead(d)).toEqual({ ...d, revokedAt: T0 + 2 * MINUTE });
-      await other.deleteClient('client-1');
+      await other.deleteClient('client-1', {});
       expect(await find(d)).toBeNull();
     } finally {
       vi.restoreAllMocks();
@@ -504,8 +504,8 @@ describe('SqliteStore group commit', () => {
     await store.insertTokens(grants.flatMap((g) => [g.refresh, g.access]));
     const other = await SqliteStore.open(path.join(dir, 'tokens.db'));
     try {
-      await other.revokeToken(grants[7]!.access.jti, T0 + MINUTE);
-      await other.updateClientSecret('client-1', 'hash-rotated', T0 + MINUTE);
+      await other.revokeToken(grants[7]!.access.jti, T0 + MINUTE, false, {});
+      await other.updateClientSecret('client-1', 'hash-rotated', T0 + MINUTE, {});
       const answers = await Promise.all(grants.map((g) => store.findClientAndToken('client-1', g.access.digest)));
       // The client row was read once for the twenty (one transaction: the other's commits seen once).
       expect(told.rowCache.filter((hit, i) => i % 2 === 0 && !hit).length).toBe(1);
@@ -535,11 +535,11 @@ describe('SqliteStore group commit', () => {
     checkpoint();
     const walSize = () => fs.statSync(`${file}-wal`).size;
     // 50 revocations one after another: a commit each, at least one WAL frame (a page) each.
-    for (const g of grants.slice(0, 50)) await store.revokeToken(g.access.jti, T0 + HOUR);
+    for (const g of grants.slice(0, 50)) await store.revokeToken(g.access.jti, T0 + HOUR, false, {});
     const sequential = walSize();
     checkpoint();
     // 50 revocations arriving together: one commit.
-    const results = await Promise.all(grants.slice(50).map((g) => store.revokeToken(g.access.jti, T0 + HOUR)));
+    const results = await Promise.all(grants.slice(50).map((g) => store.revokeToken(g.access.jti, T0 + HOUR, false, {})));
     const grouped = walSize();
     expect(results.every(Boolean)).toBe(true);
     expect(told.commitBatch.slice(-51)).toEqual([...Array<number>(50).fill(1), 50]); // the observer was told

@@ -22,7 +22,7 @@ export function healthRoute(app: FastifyInstance, { engine, storeFaults }: Handl
     handler: async (_request, reply) => {
       try {
         await engine.store.ping();
-        await engine.store.revokeGrant(NO_GRANT, Date.now());
+        await engine.store.revokeGrant(NO_GRANT, Date.now(), {});
       } catch (err) {
         throw new ServiceUnavailableError('The token store cannot be read or written; try again shortly', { cause: err });
       }

@@ -1,3 +1,4 @@
+import type { Trail } from '../trail.js';
 import type { EventStore } from '../store.js';
 import {
   DuplicateReceiverError,
@@ -53,7 +54,9 @@ export class MemoryEvents implements EventStore {
     }
   }
 
-  async createReceiver(receiver: ReceiverRecord, audit?: AuditEntry): Promise<void> {
+  async createReceiver(receiver: ReceiverRecord, trail: Trail): Promise<void> {
+
+    const { audit } = trail;
     if (this.receivers.has(receiver.id)) throw new DuplicateReceiverError(receiver.id);
     this.receivers.set(receiver.id, { record: { ...receiver }, leaseOwner: null, leaseUntil: 0, lastError: null, lastDeliveredAt: null });
     if (audit) this.appendAudit(audit);
@@ -87,7 +90,9 @@ export class MemoryEvents implements EventStore {
       });
   }
 
-  async deleteReceiver(id: string, audit?: AuditEntry): Promise<boolean> {
+  async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
+
+    const { audit } = trail;
     if (!this.receivers.delete(id)) return false;
     this.deliveries = this.deliveries.filter((d) => d.receiverId !== id);
     if (audit) this.appendAudit(audit);
@@ -136,7 +141,9 @@ export class MemoryEvents implements EventStore {
     }
   }
 
-  async retryDead(receiverId: string, now: number, audit?: AuditEntry): Promise<number> {
+  async retryDead(receiverId: string, now: number, trail: Trail): Promise<number> {
+
+    const { audit } = trail;
     let n = 0;
     for (const d of this.deliveries) {
       if (d.receiverId === receiverId && d.state === 'dead') {
@@ -183,7 +190,9 @@ export class MemoryEvents implements EventStore {
     return [...this.keys].sort((a, b) => b.createdAt - a.createdAt).map((k) => ({ ...k }));
   }
 
-  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null, audit?: AuditEntry): Promise<boolean> {
+  async addSigningKey(key: SigningKeyRecord, ifCurrent: string | null | undefined, trail: Trail): Promise<boolean> {
+
+    const { audit } = trail;
     const current = this.keys.find((k) => k.retiredAt === null);
     if (ifCurrent !== undefined && (current?.kid ?? null) !== ifCurrent) return false;
     if (audit) this.appendAudit(audit); // first: when it throws, the key is not added either

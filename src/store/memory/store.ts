@@ -1,3 +1,4 @@
+import type { Trail } from '../trail.js';
 import {
   DuplicateClientError,
   TOKEN_TYPES,
@@ -16,7 +17,6 @@ import {
   type TokenRecord,
   type TokenStore,
 } from '../store.js';
-import type { RevocationEvent } from '../events.js';
 import type { EventStore } from '../store.js';
 import { ForwardsEventStore } from '../forward-events.js';
 import { MemoryEvents } from './events.js';
@@ -44,7 +44,9 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     return MEMORY_SCHEMA_VERSION;
   }
 
-  async createClient(client: ClientRecord, audit?: AuditEntry): Promise<void> {
+  async createClient(client: ClientRecord, trail: Trail): Promise<void> {
+
+    const { audit } = trail;
     this.check();
     if (this.clients.has(client.id)) throw new DuplicateClientError(client.id);
     this.clients.set(client.id, { ...client });
@@ -62,7 +64,9 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     return [...this.clients.values()].sort((a, b) => a.createdAt - b.createdAt || compare(a.id, b.id)).map((c) => ({ ...c }));
   }
 
-  async deleteClient(id: string, event?: RevocationEvent, audit?: AuditEntry): Promise<boolean> {
+  async deleteClient(id: string, trail: Trail): Promise<boolean> {
+
+    const { audit, event } = trail;
     this.check();
     if (!this.clients.delete(id)) return false;
     for (const t of [...this.tokens.values()]) if (t.clientId === id) this.remove(t);
@@ -71,7 +75,9 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     return true;
   }
 
-  async updateClientSecret(id: string, secretHash: string, at: number, audit?: AuditEntry): Promise<boolean> {
+  async updateClientSecret(id: string, secretHash: string, at: number, trail: Trail): Promise<boolean> {
+
+    const { audit } = trail;
     this.check();
     const c = this.clients.get(id);
     if (!c) return false;
@@ -138,7 +144,9 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     return this.revocable(selector, now).length;
   }
 
-  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry, event?: RevocationEvent): Promise<boolean> {
+  async revokeToken(jti: string, at: number, cascadeGrant: boolean, trail: Trail): Promise<boolean> {
+
+    const { audit, event } = trail;
     this.check();
     const t = this.tokens.get(jti);
     if (!t || t.revokedAt !== null) return false;
@@ -163,7 +171,9 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     return 'inserted';
   }
 
-  async revokeGrant(grantId: string, at: number, audit?: AuditEntry, event?: RevocationEvent): Promise<number> {
+  async revokeGrant(grantId: string, at: number, trail: Trail): Promise<number> {
+
+    const { audit, event } = trail;
     this.check();
     const n = this.revokeGrantSync(grantId, at);
     if (n > 0 && audit) this.auditLog.push({ ...audit, count: n, id: this.auditLog.length + 1 });
@@ -171,7 +181,9 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     return n;
   }
 
-  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string, event?: RevocationEvent): Promise<BulkBatch> {
+  async revokeBulk(selector: BulkSelector, at: number, limit: number, resume: string | undefined, trail: Trail): Promise<BulkBatch> {
+
+    const { audit, event } = trail;
     this.check();
     const revocable = this.revocable(selector, at);
     // A jti names one token or one grant: done in one step. Users and clients go in batches.
@@ -210,7 +222,9 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     return 'rotated';
   }
 
-  async purgeBatch(before: number, batchSize: number, audit?: AuditEntry): Promise<number> {
+  async purgeBatch(before: number, batchSize: number, trail: Trail): Promise<number> {
+
+    const { audit } = trail;
     this.check();
     const victims = [...this.tokens.values()].filter((t) => this.purgeable(t, before)).slice(0, batchSize);
     for (const t of victims) this.remove(t);

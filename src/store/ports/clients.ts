@@ -1,5 +1,4 @@
-import type { AuditEntry } from '../audit.js';
-import type { RevocationEvent } from '../events.js';
+import type { Trail } from '../trail.js';
 import type { ClientRecord } from '../records.js';
 
 /**
@@ -9,19 +8,19 @@ import type { ClientRecord } from '../records.js';
 export interface ClientStore {
 
   /**
-   * Inserts a client. Rejects with {@link DuplicateClientError} if the id exists. With `audit`,
+   * Inserts a client. Rejects with {@link DuplicateClientError} if the id exists. With the trail's `audit`,
    * that line is written in the same transaction: an operator's change and its audit line commit
    * together or not at all (so do deleteClient's, updateClientSecret's and the receivers').
    */
-  createClient(client: ClientRecord, audit?: AuditEntry): Promise<void>;
+  createClient(client: ClientRecord, trail: Trail): Promise<void>;
   getClient(id: string): Promise<ClientRecord | null>;
   listClients(): Promise<ClientRecord[]>;
   /**
-   * Deletes a client and every token issued to it. Returns false if there was none. With `event`,
+   * Deletes a client and every token issued to it. Returns false if there was none. With the trail's `event`,
    * and only if it deleted the client, the event is written in the same transaction (see
    * TokenWrites.revokeToken); so is `audit`.
    */
-  deleteClient(id: string, event?: RevocationEvent, audit?: AuditEntry): Promise<boolean>;
-  /** Replaces a client's secret hash (with `audit`, and that line when it did). Returns false if there is no such client. */
-  updateClientSecret(id: string, secretHash: string, at: number, audit?: AuditEntry): Promise<boolean>;
+  deleteClient(id: string, trail: Trail): Promise<boolean>;
+  /** Replaces a client's secret hash (and the trail's `audit` line when it did). Returns false if there is no such client. */
+  updateClientSecret(id: string, secretHash: string, at: number, trail: Trail): Promise<boolean>;
 }

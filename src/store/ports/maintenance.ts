@@ -1,4 +1,4 @@
-import type { AuditEntry } from '../audit.js';
+import type { Trail } from '../trail.js';
 import type { StoreStats } from '../records.js';
 
 /** Purging what can no longer be used, and the counts `tokenctl status` shows. */
@@ -7,11 +7,11 @@ export interface MaintenanceStore {
    * Deletes up to `batchSize` tokens that expired, or were revoked, before `before`. A replaced
    * refresh token stays until it expires or is revoked, so that its reuse is still detected.
    * Returns how many were deleted; the caller repeats until 0, so that one call never holds
-   * the store for long. With `audit`, and when it deleted any, the entry is appended in the same
+   * the store for long. With the trail's `audit`, and when it deleted any, the entry is appended in the same
    * transaction with `count` set to how many: the trail holds exactly what was deleted, however
    * the purge ends.
    */
-  purgeBatch(before: number, batchSize: number, audit?: AuditEntry): Promise<number>;
+  purgeBatch(before: number, batchSize: number, trail: Trail): Promise<number>;
 
   /** How many tokens {@link purgeBatch} would delete in all for this `before`. */
   countPurgeable(before: number): Promise<number>;

@@ -1,10 +1,10 @@
-import type { AuditEntry } from '../audit.js';
+import type { Trail } from '../trail.js';
 import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus } from '../events.js';
 
 /**
  * The outbox of security events and its receivers: push (RFC 8935) and poll (RFC 8936). Safe to
  * use from several processes and nodes at once: a push receiver is leased to one deliverer at a
- * time. Events are written by the revocations themselves (their `event` argument), never by a
+ * time. Events are written by the revocations themselves (the event of their {@link Trail}), never by a
  * separate call: the event commits with the revocation or not at all (docs/events.md).
  */
 export interface OutboxStore {
@@ -13,14 +13,14 @@ export interface OutboxStore {
    * `audit` (here, in deleteReceiver and in retryDead), that line is written in the same
    * transaction, when the call changed something (retryDead: always, its count how many).
    */
-  createReceiver(receiver: ReceiverRecord, audit?: AuditEntry): Promise<void>;
+  createReceiver(receiver: ReceiverRecord, trail: Trail): Promise<void>;
   getReceiver(id: string): Promise<ReceiverRecord | null>;
   /** The poll receiver that client `clientId` polls as, or null (at most one per client). */
   findPollReceiver(clientId: string): Promise<ReceiverRecord | null>;
   /** Every receiver with its delivery counts, by id. */
   listReceivers(): Promise<ReceiverStatus[]>;
   /** Removes a receiver and its pending and dead deliveries. False if there was none. */
-  deleteReceiver(id: string, audit?: AuditEntry): Promise<boolean>;
+  deleteReceiver(id: string, trail: Trail): Promise<boolean>;
 
   /**
    * Push: leases up to `limit` push receivers whose oldest pending delivery is due at `now` and
@@ -34,7 +34,7 @@ export interface OutboxStore {
   /** Ends `owner`'s lease of a receiver early, so that its next due delivery goes out at once. */
   releaseReceiver(owner: string, receiverId: string): Promise<void>;
   /** Requeues a receiver's dead letters, due at `now`, attempts reset. Returns how many. */
-  retryDead(receiverId: string, now: number, audit?: AuditEntry): Promise<number>;
+  retryDead(receiverId: string, now: number, trail: Trail): Promise<number>;
 
   /**
    * Poll (RFC 8936): the receiver's pending deliveries, oldest first, at most `limit`. With

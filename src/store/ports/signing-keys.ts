@@ -1,4 +1,4 @@
-import type { AuditEntry } from '../audit.js';
+import type { Trail } from '../trail.js';
 import type { SigningKeyRecord } from '../events.js';
 
 /**
@@ -12,11 +12,11 @@ export interface SigningKeyStore {
    * Adds `key` as the current key and retires the previous current one at `key.createdAt`, in one
    * transaction. With `ifCurrent`, only when the current key is that kid (a rotation because it is
    * old, by several nodes at once: one wins), or with null only when there is none (start-up of
-   * several nodes at once: one key wins). With `audit`, that line is appended in the same
+   * several nodes at once: one key wins). With the trail's `audit`, that line is appended in the same
    * transaction when the key is added: a rotation and its audit line commit together or not at
    * all. Returns false when it did nothing.
    */
-  addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null, audit?: AuditEntry): Promise<boolean>;
+  addSigningKey(key: SigningKeyRecord, ifCurrent: string | null | undefined, trail: Trail): Promise<boolean>;
   /** Deletes keys retired before `before` (they are out of the JWKS). Returns how many. */
   deleteRetiredKeys(before: number): Promise<number>;
 }

@@ -1,5 +1,4 @@
-import type { AuditEntry } from '../audit.js';
-import type { RevocationEvent } from '../events.js';
+import type { Trail } from '../trail.js';
 import type { BulkBatch, BulkSelector, MintLimit, MintOutcome, RotateOutcome, TokenRecord } from '../records.js';
 
 /**
@@ -15,14 +14,14 @@ export interface TokenWrites {
    * (RFC 7009 §2.2: the first revocation wins, later ones are no-ops). With `cascadeGrant`, and
    * only if this call revoked it, the whole grant is revoked in the same transaction, exactly as
    * {@link revokeGrant} does (RFC 7009 §2.1: revoking a refresh token ends its access tokens).
-   * With `audit`, and only if this call revoked it, the entry is appended in the same
+   * With the trail's `audit`, and only if this call revoked it, the entry is appended in the same
    * transaction too: one durable commit for the revocation and its trail.
    *
-   * With `event`, and only if this call revoked it, the security event is written to the outbox
+   * With the trail's `event`, and only if this call revoked it, the security event is written to the outbox
    * in the same transaction, with one delivery per registered receiver (events.ts); with no
-   * receiver registered, nothing is written. The same holds for every `event` argument below.
+   * receiver registered, nothing is written. The same holds for every trail's `event` below.
    */
-  revokeToken(jti: string, at: number, cascadeGrant?: boolean, audit?: AuditEntry, event?: RevocationEvent): Promise<boolean>;
+  revokeToken(jti: string, at: number, cascadeGrant: boolean, trail: Trail): Promise<boolean>;
 
   /**
    * Inserts `access`, an access token minted from the refresh token `refreshJti` on the strength
@@ -40,12 +39,12 @@ export interface TokenWrites {
    * Revokes a grant, atomically: every not-yet-revoked token of it, and the grant itself, so that
    * no token can be minted from it once this has returned, by any process or node. A mint or
    * rotation of the grant that committed before this call is revoked by it; one that has not
-   * committed yet is refused. Revoking a grant twice is harmless. With `audit`, the entry is
+   * committed yet is refused. Revoking a grant twice is harmless. With the trail's `audit`, the entry is
    * appended in the same transaction when any token changed, its `count` set to how many.
-   * Returns how many tokens changed. With `event`, written as {@link revokeToken} says when any
+   * Returns how many tokens changed. With the trail's `event`, written as {@link revokeToken} says when any
    * token changed.
    */
-  revokeGrant(grantId: string, at: number, audit?: AuditEntry, event?: RevocationEvent): Promise<number>;
+  revokeGrant(grantId: string, at: number, trail: Trail): Promise<number>;
 
   /**
    * One batch of a bulk revocation, as one atomic step that holds the store briefly: revokes
@@ -53,7 +52,7 @@ export interface TokenWrites {
    * grants as {@link revokeGrant} does (a user's or a client's grants; for a `jti`, the token, or
    * its grant when it is a refresh token), at most about `limit` of them in this call. A replaced
    * refresh token that is not yet revoked counts as revocable; tokens already expired are left as
-   * they are. With `audit`, the entry is appended in the same transaction when any token changed,
+   * they are. With the trail's `audit`, the entry is appended in the same transaction when any token changed,
    * its `count` set to how many.
    *
    * The caller repeats while `more` is true, passing the `resume` of the last answer (a store may
@@ -62,19 +61,12 @@ export interface TokenWrites {
    * selector named when that call ran is revoked, and so stays (see revokeGrant): tokens minted
    * between two batches are revoked by a later one.
    *
-   * With `event` (the caller passes the same one to every batch): one event for the whole bulk
+   * With the trail's `event` (the caller passes the same trail to every batch): one event for the whole bulk
    * revocation, not one per batch nor per token. It is written in the transaction of the call that
    * answers `more: false`, when that call revoked any token or `resume` was given (earlier batches
    * ran): once the event is out, everything it names is revoked.
    */
-  revokeBulk(
-    selector: BulkSelector,
-    at: number,
-    limit: number,
-    audit?: AuditEntry,
-    resume?: string,
-    event?: RevocationEvent,
-  ): Promise<BulkBatch>;
+  revokeBulk(selector: BulkSelector, at: number, limit: number, resume: string | undefined, trail: Trail): Promise<BulkBatch>;
 
   /**
    * Refresh token rotation (contract 3, RFC 9700 §4.14.2), as one atomic conditional update:

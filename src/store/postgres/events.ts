@@ -1,10 +1,10 @@
+import type { Trail } from '../trail.js';
 import type { EventStore } from '../store.js';
 import { DuplicateReceiverError, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type ReceiverRecord, type ReceiverStatus, type RevocationEvent, type SigningKeyRecord } from '../events.js';
 import { Rollback, type Database } from './database.js';
 import { isUniqueViolation } from './errors.js';
 import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './outbox.js';
 import { auditParams, INSERT_AUDIT } from './statements.js';
-import type { AuditEntry } from '../audit.js';
 
 /** A receiver's columns under the record's names, of the table or its alias `t`. */
 function receiverColumns(t = 'receivers'): string {
@@ -88,7 +88,9 @@ type PendingRow = { receiverId: string; event: RevocationEvent; attempts: number
 export class PostgresEvents implements EventStore {
   constructor(private readonly db: Database) {}
 
-  async createReceiver(r: ReceiverRecord, audit?: AuditEntry): Promise<void> {
+  async createReceiver(r: ReceiverRecord, trail: Trail): Promise<void> {
+
+    const { audit } = trail;
     try {
       await this.db.transaction(
         async (tx) => {
@@ -122,7 +124,9 @@ export class PostgresEvents implements EventStore {
     return (await this.db.query<ReceiverStatus>(STATUS)).rows;
   }
 
-  async deleteReceiver(id: string, audit?: AuditEntry): Promise<boolean> {
+  async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
+
+    const { audit } = trail;
     return this.db.transaction(
       async (tx) => {
         const sql = `WITH d AS (DELETE FROM event_deliveries WHERE receiver_id = $1), l AS (DELETE FROM receiver_leases WHERE receiver_id = $1)
@@ -164,7 +168,9 @@ export class PostgresEvents implements EventStore {
     await this.db.query('UPDATE receiver_leases SET lease_owner = NULL, lease_until = 0 WHERE receiver_id = $1 AND lease_owner = $2', [receiverId, owner]);
   }
 
-  async retryDead(receiverId: string, now: number, audit?: AuditEntry): Promise<number> {
+  async retryDead(receiverId: string, now: number, trail: Trail): Promise<number> {
+
+    const { audit } = trail;
     // With its audit line ($3–$7, its count how many; $8 false for none), in the same statement.
     const sql = `WITH r AS (UPDATE event_deliveries SET state = 'pending', attempts = 0, next_attempt_at = $2 WHERE receiver_id = $1 AND state = 'dead' RETURNING 1),
         n AS (SELECT count(*)::int AS n FROM r),
@@ -193,7 +199,9 @@ export class PostgresEvents implements EventStore {
     return (await this.db.query<SigningKeyRecord>(`SELECT ${KEY_COLUMNS} FROM signing_keys ORDER BY created_at DESC, kid COLLATE "C" DESC`)).rows;
   }
 
-  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null, audit?: AuditEntry): Promise<boolean> {
+  async addSigningKey(key: SigningKeyRecord, ifCurrent: string | null | undefined, trail: Trail): Promise<boolean> {
+
+    const { audit } = trail;
     return this.db.transaction(
       async (tx) => {
         // Under the lock, with a snapshot taken after it, every key added before is seen.

@@ -1,3 +1,4 @@
+import type { Trail } from '../trail.js';
 import type { PoolClient } from 'pg';
 import {
   DuplicateClientError,
@@ -21,7 +22,6 @@ import {
   type TokenStore,
   type TokenType,
 } from '../store.js';
-import type { RevocationEvent } from '../events.js';
 import type { EventStore } from '../store.js';
 import { ForwardsEventStore } from '../forward-events.js';
 import { Batcher, insertMints, MAX_BATCH, MAX_MINT_BATCH, readClientsAndTokens, revokeTokens, type Mint, type Revocation } from './batching.js';
@@ -153,7 +153,9 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
 
   // ---- clients --------------------------------------------------------------------------
 
-  async createClient(c: ClientRecord, audit?: AuditEntry): Promise<void> {
+  async createClient(c: ClientRecord, trail: Trail): Promise<void> {
+
+    const { audit } = trail;
     try {
       // With its audit line ($11–$17, optionalAudit) in the same statement.
       await this.db.query(
@@ -177,7 +179,9 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
     return (await this.db.query<ClientRecord>(`SELECT ${CLIENT_COLUMNS} FROM clients ORDER BY created_at, id COLLATE "C"`)).rows;
   }
 
-  async deleteClient(id: string, event?: RevocationEvent, audit?: AuditEntry): Promise<boolean> {
+  async deleteClient(id: string, trail: Trail): Promise<boolean> {
+
+    const { audit, event } = trail;
     return this.db.transaction(
       async (db) => {
         // Its grants' locks first, as every grant revocation takes them: a mint under way commits
@@ -198,7 +202,9 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
     );
   }
 
-  async updateClientSecret(id: string, secretHash: string, at: number, audit?: AuditEntry): Promise<boolean> {
+  async updateClientSecret(id: string, secretHash: string, at: number, trail: Trail): Promise<boolean> {
+
+    const { audit } = trail;
     // With its audit line ($4–$10, optionalAudit) when it changed the client, in the same statement.
     const sql = `WITH u AS (UPDATE clients SET secret_hash = $1, secret_updated_at = $2 WHERE id = $3 RETURNING 1),
         a AS (INSERT INTO audit (at, actor, action, target, count, detail) SELECT $4, $5, $6, $7, $8, $9 FROM u WHERE $10::bool)
@@ -258,7 +264,9 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
     return (await this.db.query<{ n: number }>(`${sql} SELECT count(*) AS n FROM tokens WHERE ${condition}`, params)).rows[0]?.n ?? 0;
   }
 
-  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry, event?: RevocationEvent): Promise<boolean> {
+  async revokeToken(jti: string, at: number, cascadeGrant: boolean, trail: Trail): Promise<boolean> {
+
+    const { audit, event } = trail;
     if (cascadeGrant) return revokeWithGrant(this.db, jti, at, audit, event);
     return this.revocations.add({ jti, at, audit, event });
   }
@@ -267,11 +275,15 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
     return this.mints.add({ access, refreshJti, limit });
   }
 
-  async revokeGrant(grantId: string, at: number, audit?: AuditEntry, event?: RevocationEvent): Promise<number> {
+  async revokeGrant(grantId: string, at: number, trail: Trail): Promise<number> {
+
+    const { audit, event } = trail;
     return revokeGrant(this.db, grantId, at, audit, event);
   }
 
-  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string, event?: RevocationEvent): Promise<BulkBatch> {
+  async revokeBulk(selector: BulkSelector, at: number, limit: number, resume: string | undefined, trail: Trail): Promise<BulkBatch> {
+
+    const { audit, event } = trail;
     return revokeBulk(this.db, selector, at, limit, audit, resume, event);
   }
 
@@ -279,7 +291,9 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
     return rotateRefreshToken(this.db, oldJti, issued, at, revokeJti);
   }
 
-  async purgeBatch(before: number, batchSize: number, audit?: AuditEntry): Promise<number> {
+  async purgeBatch(before: number, batchSize: number, trail: Trail): Promise<number> {
+
+    const { audit } = trail;
     return purgeBatch(this.db, this.purgeScan, before, batchSize, audit);
   }
 

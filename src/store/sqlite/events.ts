@@ -1,3 +1,4 @@
+import type { Trail } from '../trail.js';
 import type { EventStore } from '../store.js';
 import type Database from 'better-sqlite3';
 import {
@@ -213,7 +214,9 @@ export class SqliteEvents implements EventStore {
     },
   };
 
-  async createReceiver(receiver: ReceiverRecord, audit?: AuditEntry): Promise<void> {
+  async createReceiver(receiver: ReceiverRecord, trail: Trail): Promise<void> {
+
+    const { audit } = trail;
     await this.write(() => {
       insertUnique(() => this.st.insertReceiver.run(receiver), () => new DuplicateReceiverError(receiver.id));
       if (audit) this.appendAudit(audit);
@@ -232,7 +235,9 @@ export class SqliteEvents implements EventStore {
     return this.read(() => this.st.listReceivers.all() as ReceiverStatus[]);
   }
 
-  async deleteReceiver(id: string, audit?: AuditEntry): Promise<boolean> {
+  async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
+
+    const { audit } = trail;
     return this.write(() => {
       const deleted = this.st.deleteReceiver.run(id).changes === 1;
       if (deleted && audit) this.appendAudit(audit);
@@ -272,7 +277,9 @@ export class SqliteEvents implements EventStore {
     await this.write(() => this.st.release.run(receiverId, owner));
   }
 
-  async retryDead(receiverId: string, now: number, audit?: AuditEntry): Promise<number> {
+  async retryDead(receiverId: string, now: number, trail: Trail): Promise<number> {
+
+    const { audit } = trail;
     return this.write(() => {
       const n = this.st.retryDead.run(now, receiverId).changes;
       if (audit) this.appendAudit({ ...audit, count: n });
@@ -376,7 +383,9 @@ export class SqliteEvents implements EventStore {
     return this.read(() => this.st.listKeys.all() as SigningKeyRecord[]);
   }
 
-  async addSigningKey(key: SigningKeyRecord, ifCurrent?: string | null, audit?: AuditEntry): Promise<boolean> {
+  async addSigningKey(key: SigningKeyRecord, ifCurrent: string | null | undefined, trail: Trail): Promise<boolean> {
+
+    const { audit } = trail;
     return this.write(() => {
       if (ifCurrent !== undefined && ((this.st.currentKid.get() as string | undefined) ?? null) !== ifCurrent) return false;
       this.st.retireCurrentKey.run(key.createdAt);

@@ -1,3 +1,4 @@
+import type { Trail } from '../trail.js';
 import Database from 'better-sqlite3';
 import {
   DuplicateClientError,
@@ -15,7 +16,6 @@ import {
   type TokenRecord,
   type TokenStore,
 } from '../store.js';
-import type { RevocationEvent } from '../events.js';
 import type { EventStore } from '../store.js';
 import { ForwardsEventStore } from '../forward-events.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
@@ -108,7 +108,9 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     return this.run(() => this.db.pragma('user_version', { simple: true }) as number);
   }
 
-  async createClient(client: ClientRecord, audit?: AuditEntry): Promise<void> {
+  async createClient(client: ClientRecord, trail: Trail): Promise<void> {
+
+    const { audit } = trail;
     await this.write(() => {
       this.cache.forgetClients();
       insertUnique(() => this.st.insertClient.run(client), () => new DuplicateClientError(client.id));
@@ -142,7 +144,9 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     return this.run(() => this.st.listClients.all() as ClientRecord[]);
   }
 
-  async deleteClient(id: string, event?: RevocationEvent, audit?: AuditEntry): Promise<boolean> {
+  async deleteClient(id: string, trail: Trail): Promise<boolean> {
+
+    const { audit, event } = trail;
     return this.write(() => {
       this.cache.forgetClients();
       const deleted = this.events.emitIf(this.st.deleteClient.run(id).changes === 1, event);
@@ -151,7 +155,9 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     });
   }
 
-  async updateClientSecret(id: string, secretHash: string, at: number, audit?: AuditEntry): Promise<boolean> {
+  async updateClientSecret(id: string, secretHash: string, at: number, trail: Trail): Promise<boolean> {
+
+    const { audit } = trail;
     return this.write(() => {
       this.cache.forgetClients();
       const updated = this.st.updateSecret.run(secretHash, at, id).changes === 1;
@@ -197,7 +203,8 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   }
 
   /** The event, when there is one to write, commits with the revocation, in its transaction's outbox row (events.ts emitIf). */
-  async revokeToken(jti: string, at: number, cascadeGrant = false, audit?: AuditEntry, event?: RevocationEvent): Promise<boolean> {
+  async revokeToken(jti: string, at: number, cascadeGrant: boolean, trail: Trail): Promise<boolean> {
+    const { audit, event } = trail;
     return this.write(() => this.events.emitIf(this.tx.revoke(jti, at, cascadeGrant, audit), event));
   }
 
@@ -210,12 +217,14 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
    * Writers take turns on the file (every write is BEGIN IMMEDIATE), so a mint that commits after
    * this finds its refresh token revoked, and one that committed before is revoked here.
    */
-  async revokeGrant(grantId: string, at: number, audit?: AuditEntry, event?: RevocationEvent): Promise<number> {
+  async revokeGrant(grantId: string, at: number, trail: Trail): Promise<number> {
+    const { audit, event } = trail;
     return this.write(() => this.events.emitIf(this.tx.withAudit(this.st.revokeGrant.run(at, grantId).changes, audit), event));
   }
 
   /** One event for the whole bulk revocation, in the batch that ends it (store.ts). */
-  async revokeBulk(selector: BulkSelector, at: number, limit: number, audit?: AuditEntry, resume?: string, event?: RevocationEvent): Promise<BulkBatch> {
+  async revokeBulk(selector: BulkSelector, at: number, limit: number, resume: string | undefined, trail: Trail): Promise<BulkBatch> {
+    const { audit, event } = trail;
     return this.write(() => {
       const batch = this.tx.revokeBulk(selector, at, limit, audit, resume);
       this.events.emitIf(!batch.more && (batch.revoked > 0 || resume !== undefined), event);
@@ -227,7 +236,9 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     return this.write(() => this.tx.rotate(oldJti, issued, at, revokeJti));
   }
 
-  async purgeBatch(before: number, batchSize: number, audit?: AuditEntry): Promise<number> {
+  async purgeBatch(before: number, batchSize: number, trail: Trail): Promise<number> {
+
+    const { audit } = trail;
     return this.write(() => this.tx.withAudit(this.st.purge.run({ before, limit: batchSize }).changes, audit));
   }
 
