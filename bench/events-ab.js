@@ -1,15 +1,15 @@
 #!/usr/bin/env node
 /**
- * Where events_cost_ratio goes (issue 18): revocation throughput in three modes, alternated
+ * Where events_cost_ratio goes (bench/events.js): revocation throughput in three modes, alternated
  * round by round on fresh copies of the pool store, pinned like bench/events.js:
  *   off     no receiver;
  *   outbox  a poll receiver registered, nobody polling (the outbox writes alone);
  *   poll    a poll receiver registered and polling (bench/events.js's "with");
  *   spin    no receiver, but a process beside the load generator spinning 1.8 ms every 45 ms
  *           (bench/lib/spinner.js, ~5 % of that core): what work on that core, such as the
- *           receiver's, costs the server on its own (bench/archive/PERF-LOG.md 44).
+ *           receiver's, costs the server on its own.
  * A mode may carry a tag, `MODE#TAG`, to run it twice under two names: `--modes off,off#again` is
- * an A/A comparison, what two runs of one configuration differ by on this machine (bench/archive/PERF-LOG.md 45).
+ * an A/A comparison, what two runs of one configuration differ by on this machine.
  * --gc: `serve` runs with V8's --trace-gc-nvp, and each run's line adds its scavenges over the
  * measured seconds: their time and the bytes that survived them and were promoted, per revocation.
  * Usage: node bench/events-ab.js [--rounds 3] [--seconds 5] [--warmup 2] [--modes off,outbox,poll] [--gc]

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * What security events cost a revocation, in instructions (issue 18's events_cost_ratio, counted
- * instead of timed): on this shared machine two timed runs of one build differ by up to 15 %, more
- * than the changes being compared; callgrind's count moves by well under 1 %.
+ * What security events cost a revocation, in instructions (bench/events.js's events_cost_ratio,
+ * counted instead of timed): on this shared machine two timed runs of one build differ by up to
+ * 15 %, more than the changes being compared; callgrind's count moves by well under 1 %.
  *
  * `tokenctl serve` (the build under --root) runs under callgrind on a fresh copy of the bench's
  * pool store, in these modes:

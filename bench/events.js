@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Security events (issue 18) in the benchmark: what they cost the server, and what they buy a
+ * Security events (docs/events.md) in the benchmark: what they cost the server, and what they buy a
  * resource server using `tokenctl/resource-server` (the built dist/resource-server).
  *
  * - `events_cost_ratio`: revocation throughput (fresh tokens, 50 connections, as `revocation_rps`)
@@ -234,7 +234,7 @@ export async function runEventsBench(o) {
     polled_sets: reps.map((r) => r.sets),
     polled_revocations: reps.map((r) => r.revocations),
     revocations_per_set: round(median(reps.map((r) => (r.sets > 0 ? r.revocations / r.sets : undefined))), 2),
-    // The figure is their median: its spread shows how far one run's verdict can be trusted (bench/archive/PERF-LOG.md 45, 47).
+    // The figure is their median: its spread shows how far one run's verdict can be trusted.
     events_cost_ratio_per_rep: reps.map((r) => (r.cost === undefined ? null : round(r.cost, 3))),
     receiver: 'cost: a bare RFC 8936 loop acknowledging every SET; refusal: tokenctl/resource-server polling, 10-minute cache',
   };

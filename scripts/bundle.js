@@ -7,7 +7,7 @@
  * for scripts only, not for ES modules. What only some commands need (the HTTP server,
  * PostgreSQL, prompts) is in the file but runs only when imported; with the code cache, V8 does
  * not even parse it then. Native and optional modules stay outside. (Stand-ins for modules oclif
- * loads but no command uses saved nothing measurable with the cache: removed, bench/archive/PERF-LOG.md 21.)
+ * loads but no command uses saved nothing measurable with the cache: removed.)
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';

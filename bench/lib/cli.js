@@ -88,8 +88,8 @@ export async function bulkRevoke(o) {
  *   no_root_plugin   oclif's own plugin loading (a hook entry in package.json makes the root
  *                    plugin step aside, as it does for any package it does not cover)
  *   no_bundle        the ES modules tsc wrote, imported one by one
- * (Stand-ins for modules oclif loads were measured the same way and removed: within the noise,
- * bench/archive/PERF-LOG.md 21.)
+ * (Stand-ins for modules oclif loads were measured the same way and removed: what they saved was
+ * within the noise.)
  * Each copy runs `tokenctl --help` and `tokenctl introspect TOKEN --json`, all interleaved and
  * the order flipped every round; medians of wall time and of the process's CPU time (user +
  * system, bench/lib/cpu-at-exit.cjs), in ms.

@@ -7,8 +7,8 @@
  * While polling it does what every receiver must (read the answer, parse it, acknowledge its
  * SETs) and no more: the SETs are kept as they came (tens of MB in a run) and decoded only once
  * stopped, to count their revocations: work on the load generator's core can delay the load
- * generator and so cost the server throughput (bench/archive/PERF-LOG.md 44: 0–7 % for a process using
- * 4–5 % of that core); decoding while polling took this receiver from 3.0 to 3.8 % of it.
+ * generator and so cost the server throughput (0–7 % for a process using 4–5 % of that core);
+ * decoding while polling took this receiver from 3.0 to 3.8 % of it.
  */
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';

@@ -17,7 +17,7 @@ export function median(xs) {
 const ratio = (a, b) => (typeof a === 'number' && typeof b === 'number' && b > 0 ? a / b : null);
 
 /**
- * The figures the issue names, in its order, with their targets (null: a reference figure).
+ * The figures of the report, in its order, with their targets (null: a reference figure).
  * `ok(v)` says whether v meets the target.
  * @type {Array<{ key: string, label: string, target: string|null, ok?: (v: number) => boolean, unit?: string }>}
  */

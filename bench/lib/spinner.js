@@ -3,7 +3,7 @@
  * `node bench/lib/spinner.js [PERIOD_MS] [BUSY_MS]`: a stand-in for a receiver's work and nothing
  * else: every PERIOD_MS (45) it spins for BUSY_MS (1.8), touching no memory, no file, no socket.
  * bench/events-ab.js's `spin` mode runs it beside the load generator, to see what work on that
- * core costs the server on the other one (bench/archive/PERF-LOG.md 44). Runs until killed.
+ * core costs the server on the other one. Runs until killed.
  */
 import { performance } from 'node:perf_hooks';
 import { setInterval } from 'node:timers';

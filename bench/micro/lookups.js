@@ -3,7 +3,7 @@
  * CPU per token lookup by digest, as `serve` does it (the same SELECT, raw rows), below the HTTP
  * layer. Usage: node bench/micro/lookups.js STORE.db TOKENS.txt [CACHE_KIB]
  * (the bench's template stores and token files are in $TMPDIR/tokenctl-bench-cache/<hash>/).
- * See bench/archive/PERF-LOG.md, entry 9. Opens the store read-only; changes nothing.
+ * Opens the store read-only; changes nothing.
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';

@@ -4,7 +4,6 @@
  * refresh token replaced), 30 refreshes per transaction like a busy group commit, with the
  * server's pragmas, on a COPY of a store. Usage: node bench/micro/refresh-writes.js STORE.db [ROUNDS]
  * SYNC=OFF and CKPT=0 (no automatic checkpoint) show what durability and checkpoints cost.
- * See bench/archive/PERF-LOG.md, entry 9.
  */
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 /**
- * What security events (issue 18) cost a revocation in the SQLite store, below the HTTP layer:
+ * What security events (docs/events.md) cost a revocation in the SQLite store, below the HTTP layer:
  * CPU and wall time per revokeToken through the store's own API (dist/, so `npm run build`
  * first), 30 revocations arriving together as the server's group commit sees them, with the
  * server's commit mode (synced off the event loop). Three modes, alternated round by round on
  * one file:
- *   off        no event argument (as before issue 18);
+ *   off        no event argument (a store without security events);
  *   none       an event, no receiver registered (what every store pays: one lookup);
  *   receivers  an event and two receivers (one push, one poll): the event and two deliveries written.
  * Usage: [MODES=off,none,receivers] node bench/micro/revoke-events.js [ROUNDS] [TOKENS_PER_ROUND]

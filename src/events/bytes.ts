@@ -3,7 +3,7 @@
  * without a string or buffer of the answer's size for each step (claims JSON, its UTF-8, its
  * base64url, the signing input, the SET, the answer's JSON, its bytes). Under load an answer is
  * a few hundred kilobytes, and every transient string or buffer of that size is fresh memory:
- * page faults, zeroed pages and garbage (bench/PERF-LOG.md 36). A writer kept from one use to the
+ * page faults, zeroed pages and garbage. A writer kept from one use to the
  * next (see {@link ByteWriter.reset}) reuses its memory.
  */
 export class ByteWriter {

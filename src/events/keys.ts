@@ -17,9 +17,9 @@ export interface SigningKey {
 export type PublicJwk = JWK & { kid: string; alg: string; use: 'sig' };
 
 /**
- * The keys SETs are signed with (issue 18), kept in the store so that every node signs with the
- * same current key and publishes the same JWKS. Rotation adds a new current key; the retired one
- * stays in the JWKS for {@link RETIRED_KEY_PUBLISHED_MS}, then is deleted.
+ * The keys SETs are signed with (docs/events.md), kept in the store so that every node signs with
+ * the same current key and publishes the same JWKS. Rotation adds a new current key; the retired
+ * one stays in the JWKS for {@link RETIRED_KEY_PUBLISHED_MS}, then is deleted.
  */
 export class SigningKeys {
   private cached: { at: number; key: SigningKey } | undefined;

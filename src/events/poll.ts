@@ -151,7 +151,7 @@ export interface PollAnswer {
 /**
  * The memory of answers sent, for the next ones: a new buffer of a few hundred kilobytes per
  * answer is memory outside V8's heap, and twenty of them a second made V8 run a full garbage
- * collection every second or so (bench/PERF-LOG.md 36). At most this many are kept.
+ * collection every second or so. At most this many are kept.
  */
 const idleWriters: ByteWriter[] = [];
 const IDLE_WRITERS = 4;

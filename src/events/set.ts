@@ -124,7 +124,7 @@ const setScratch = new ByteWriter();
  * Appends the SET of a delivery, a compact JWS (RFC 7515 §7.1: base64url parts and dots, ASCII),
  * to `out`: its claims' JSON and their base64url are written into memory kept from SET to SET,
  * and the signature is over `out`'s own bytes, so that a SET of a thousand revocations (~250 kB)
- * makes no string or buffer of its size (bench/PERF-LOG.md 36). Signed with node:crypto: ES256's
+ * makes no string or buffer of its size. Signed with node:crypto: ES256's
  * signature is r || s (ieee-p1363), not DER. jose's WebCrypto path costs four times as much per
  * SET, and a busy server signs hundreds a second; the tests verify these SETs with jose against
  * the JWKS.

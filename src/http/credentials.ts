@@ -11,7 +11,7 @@ type CredentialSources = Pick<EndpointRequest, 'headers' | 'form'>;
  * Client authentication at POST /oauth/token (spec part 5, contract 3), in this order:
  * the `Authorization: Basic` header (spec scenario I, scenario II, or RFC 6749 §2.3.1, all read
  * by {@link parseBasicAuthorization}); else the form parameters `client_id` and `client_secret`
- * (RFC 6749 §2.3.1 `client_secret_post`, contract 3 revised 2026-11: the default, or only, mode of
+ * (RFC 6749 §2.3.1 `client_secret_post`, contract 3: the default, or only, mode of
  * many client libraries); else a public client's `client_id` alone.
  * RFC 6749 §2.3: one method per request, so a form `client_secret` beside the header, or a
  * form `client_id` naming another client, is refused (400 invalid_request).

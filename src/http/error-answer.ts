@@ -35,8 +35,8 @@ interface EngineErrorAnswer<E> {
   /** The RFC 6749 §5.2 code answered; default the error's own `code`. */
   code?: string;
   /**
-   * RFC 6749 §5.2: a 401 for failed client authentication names the Basic scheme. Contract 3
-   * (revised 2026-11): only when the request carried an Authorization header; a client that sent
+   * RFC 6749 §5.2: a 401 for failed client authentication names the Basic scheme. Contract 3:
+   * only when the request carried an Authorization header; a client that sent
    * its credentials in the form gets none, because strict clients (oauth4webapi, openid-client)
    * read a challenge as "retry with Basic" and never show the body.
    */

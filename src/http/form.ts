@@ -96,7 +96,7 @@ export function formOf(request: FastifyRequest): Form {
 }
 
 /**
- * Spec 4.2/4.3 `token_type_hint`, optional at the server (contract 3, revised 2026-11; RFC 7009
+ * Spec 4.2/4.3 `token_type_hint`, optional at the server (contract 3; RFC 7009
  * §2.1, RFC 7662 §2.1): most client libraries and resource servers omit it, and the token is
  * found whatever its type anyway. Missing or empty: undefined. A value other than the two token
  * types is RFC 7009 §2.2.1 `unsupported_token_type` (contract 3: 400).

@@ -7,7 +7,7 @@
  *   bin/worker.js   a worker of `serve --workers N`: the same bundle, `startWorkerProcess`
  *   bin/dev.js      development: `run` from the TypeScript sources, no build
  *
- * The start-up devices, each measured alone by `node bench/startup.js` (bench/PERF-LOG.md 21):
+ * The start-up devices, each kept because `node bench/startup.js` shows it saves CPU at start:
  * - the bundle (scripts/bundle.js): one file instead of ~500 modules resolved one by one;
  * - its V8 code cache (bin/load-bundle.cjs, made by scripts/code-cache.js at build time);
  * - the root plugin (main/root-plugin.ts): oclif's configuration from what the bundle holds.

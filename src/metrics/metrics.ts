@@ -22,7 +22,7 @@ export interface TokenctlMetrics {
   storeErrors: FastCounter<'operation' | 'kind'>;
   commitBatchSize: FastHistogram;
   rowCache: FastCounter<'result'>;
-  /** Security events (issue 18): push deliveries settled by this process. */
+  /** Security events (docs/events.md): push deliveries settled by this process. */
   eventDeliveries: FastCounter<'outcome'>;
 }
 

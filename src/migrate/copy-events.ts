@@ -2,11 +2,11 @@ import { DuplicateReceiverError, type ReceiverRecord, type ReceiverStatus, type 
 import { MAX_LISTED, noCounts, type CopyCounts, type Verifier } from './verify.js';
 
 /*
- * The security events part of a migration (issue 18): the receivers and the signing keys, so that
- * the receivers go on getting events from the new store, signed by keys whose JWKS they may have
- * cached. Not the outbox: events not yet delivered (pending, and dead letters) stay in the source,
- * and are counted in the report, so that an operator drains them first (push receivers caught
- * up, poll receivers' acknowledgements in) or tells the receivers.
+ * The security events part of a migration (docs/events.md): the receivers and the signing keys, so
+ * that the receivers go on getting events from the new store, signed by keys whose JWKS they may
+ * have cached. Not the outbox: events not yet delivered (pending, and dead letters) stay in the
+ * source, and are counted in the report, so that an operator drains them first (push receivers
+ * caught up, poll receivers' acknowledgements in) or tells the receivers.
  */
 
 /** What a migration did with the security events part of the source. */

@@ -44,8 +44,8 @@ export interface MigrationReport {
   differences: string[];
   elapsedMs: number;
   /**
-   * Security events (issue 18): receivers and signing keys copied, deliveries not (copy-events.ts).
-   * Absent from an interrupted run's report (they are copied after the tokens).
+   * Security events (docs/events.md): receivers and signing keys copied, deliveries not
+   * (copy-events.ts). Absent from an interrupted run's report (they are copied after the tokens).
    */
   events?: EventsCopy;
   /** Stopped by the signal at a batch boundary: `tokens.source` of the source's tokens were handled. */

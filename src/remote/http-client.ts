@@ -60,8 +60,8 @@ export async function remoteIntrospect(opts: RemoteOptions, token: string, hint?
 }
 
 /**
- * Spec 4.2/4.3 parameters. token_type_hint only when the user gave one (contract 3, revised
- * 2026-11: servers look the token up whatever its type, and a guessed hint could be wrong).
+ * Spec 4.2/4.3 parameters. token_type_hint only when the user gave one (contract 3:
+ * servers look the token up whatever its type, and a guessed hint could be wrong).
  */
 function credentialForm(opts: RemoteOptions, token: string, hint?: string): Record<string, string> {
   const form: Record<string, string> = { token };

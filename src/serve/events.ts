@@ -11,9 +11,9 @@ export interface EventDelivery {
 }
 
 /**
- * Starts the push deliverer of this process (issue 18). Every serving process runs one, workers
- * too: the store's leases decide which process sends to which receiver. Makes sure there is a
- * current signing key first (of several nodes starting at once, one key wins); a store that
+ * Starts the push deliverer of this process (docs/events.md). Every serving process runs one,
+ * workers too: the store's leases decide which process sends to which receiver. Makes sure there is
+ * a current signing key first (of several nodes starting at once, one key wins); a store that
  * refuses (unreachable at that moment) does not stop serve: the deliverer tries again.
  */
 export async function startEventDelivery(engine: Engine, log: FastifyBaseLogger, metrics?: TokenctlMetrics): Promise<EventDelivery> {

@@ -65,7 +65,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
   if (metrics) out.note(`metrics on ${metrics.url}`);
   const metricsWarning = metricsListenerWarning(settings.observability?.settings.metrics);
   if (metricsWarning) out.warn(metricsWarning);
-  // A store file deleted or replaced under the server: stop, with the reason (issue 19).
+  // A store file deleted or replaced under the server: stop, with the reason (see SECURITY.md).
   const storeWatch = watchStoreFile(settings.storeLocation ?? engine.store.location);
 
   // Before anything is printed: whoever reads "listening on" may signal at once.

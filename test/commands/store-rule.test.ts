@@ -7,7 +7,7 @@ import { BIN, createClient, issue, tempStore, tokenctl, type TempStore } from '.
 import { dropSchema, PG_SKIP_MESSAGE, PG_URL, testSchemaName, withPg } from '../helpers/pg.js';
 
 /**
- * Contract 4 (2026-11): only serve, client create and migrate --to create a store. Every other
+ * Contract 4: only serve, client create and migrate --to create a store. Every other
  * command refuses a store that does not exist, naming where it looked and the default store,
  * with exit code 6, and creates nothing.
  */

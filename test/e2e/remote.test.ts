@@ -35,7 +35,7 @@ describe('--url: the CLI against a server', () => {
     store.cleanup();
   });
 
-  // The CLI sends token_type_hint only when given (contract 3, revised 2026-11); this branch's
+  // The CLI sends token_type_hint only when given (contract 3); this branch's
   // server still requires it, so introspect and revoke give it here.
   const hint = (args: string[]) =>
     (args[0] === 'introspect' || args[0] === 'revoke') && /^tc[ar]_/.test(args[1] ?? '') ? ['--hint', args[1]!.startsWith('tca_') ? 'access_token' : 'refresh_token'] : [];

@@ -8,9 +8,9 @@ import { BIN } from '../helpers/cli.js';
 import { killAllChildren, startServe, SystemTimeClock, tempDir } from '../helpers/load.js';
 
 /**
- * Issue 19, item 7: `serve` and its store file. It refuses a store it cannot write, and stops with
- * a clear error when the file is deleted or replaced under it (the CLI would act on the new file
- * and the server on the old one).
+ * Hardening item 7 of SECURITY.md: `serve` and its store file. It refuses a store it cannot write,
+ * and stops with a clear error when the file is deleted or replaced under it (the CLI would act on
+ * the new file and the server on the old one).
  */
 describe('serve and its store file', { timeout: 60_000 }, () => {
   const tmp = tempDir('tokenctl-store-file-');

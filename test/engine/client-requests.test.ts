@@ -38,7 +38,7 @@ describe('one engine call per client-facing endpoint', () => {
       jti: issued.jti,
       done: { kind: 'introspected', active: true },
     });
-    // A public client sees only its own tokens (contract 3, revised 2026-11).
+    // A public client sees only its own tokens (contract 3).
     expect(await engine.introspectAsClient({ credentials: pub, token: issued.access_token })).toEqual({
       result: { active: false },
       clientId: 'pub',

@@ -138,7 +138,7 @@ class Run {
     if (caller !== t.client) expected = 'token_invalid';
     else if (t.revoked || t.replaced) {
       expected = 'token_already_revoked';
-      // A replaced refresh token: its revocation ends the grant all the same (contract 3, revised 2026-11).
+      // A replaced refresh token: its revocation ends the grant all the same (contract 3).
       if (t.replaced && t.type === 'refresh_token') this.revokeGrant(t.grant);
     }
     else if (t.expiresAt <= this.now()) expected = 'token_invalid';

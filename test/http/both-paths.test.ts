@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, formAuth, issue, postForm, rfcBasic, specBasic, startTestServer, type Client, type TestServer } from '../helpers/server.js';
 
 /**
- * Contract 3 as revised 2026-11, asked of both doors of the server: a socket (the fast path of
+ * Contract 3, asked of both doors of the server: a socket (the fast path of
  * fast-path.ts takes every POST with a form body of a declared length) and fastify's router
  * (`app.inject`, which never reaches the fast path). Each request must get the same status, the
  * same WWW-Authenticate header (or none) and the same body from both.

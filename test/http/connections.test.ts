@@ -5,8 +5,9 @@ import { selfSignedCertificate } from '../../src/serve/tls.js';
 import { createClient, issue, startTestServer, type Client, type TestServer } from '../helpers/server.js';
 
 /**
- * Issue 19, item 5: no connection is held without limit. Real sockets against the real server,
- * with short limits so that the test does not wait for the production ones (SECURITY.md).
+ * Hardening item 5 of SECURITY.md: no connection is held without limit. Real sockets against the
+ * real server, with short limits so that the test does not wait for the production ones
+ * (SECURITY.md).
  */
 
 const LIMITS = { handshakeTimeoutMs: 500, headersTimeoutMs: 500, requestTimeoutMs: 1000, keepAliveTimeoutMs: 500, maxConnections: 6 };

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, DOORS, issue, specBasic, startTestServer, type TestServer } from '../helpers/server.js';
 
-/** Issue 19: one refresh token cannot mint access tokens without bound (serve --max-refreshes-per-minute). */
+/** One refresh token cannot mint access tokens without bound (serve --max-refreshes-per-minute; SECURITY.md). */
 describe.each(DOORS)('refreshes of one refresh token per minute, through the %s', (door) => {
   let s: TestServer | undefined;
   afterEach(async () => {

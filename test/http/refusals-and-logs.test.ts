@@ -5,8 +5,9 @@ import { captureLog, createClient, startTestServer, type Client, type TestServer
 import { until } from '../helpers/load.js';
 
 /**
- * Issue 19, item 7 (the lesser ones): Node's own refusals in the endpoints' record, an aborted
- * request body not logged as an unexpected error, and client passwords masked in logged paths.
+ * Hardening item 7 of SECURITY.md (the lesser ones): Node's own refusals in the endpoints' record,
+ * an aborted request body not logged as an unexpected error, and client passwords masked in logged
+ * paths.
  */
 describe('refusals Node would write itself, and what the log says', () => {
   const log = captureLog();

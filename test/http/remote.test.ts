@@ -50,7 +50,7 @@ describe('remote client over HTTPS with a self-signed certificate', () => {
     expect((await remoteRefresh(opts(spa), issued.refresh_token, 'read')).scope).toBe('read');
   });
 
-  // The hint is sent only when the caller gives one (contract 3, revised 2026-11); this branch's
+  // The hint is sent only when the caller gives one (contract 3); this branch's
   // server still requires it, so these calls give it.
   it('introspect and revoke with form credentials and the hint given', async () => {
     const issued = await issue(s.engine, web);

@@ -5,10 +5,10 @@ import { tempDir } from '../helpers/load.js';
 import { createClient, formAuth, issue, postForm, specBasic, startTestServer, type Client, type TestServer } from '../helpers/server.js';
 
 /**
- * Issue 19, item 7: a storage fault is a 503 with Retry-After (never a 500), and /healthz says so.
- * Real SQLite faults on a real store file: `PRAGMA query_only` makes every write fail with
- * SQLITE_READONLY, as a read-only file or mount does; `PRAGMA max_page_count` makes a write that
- * needs a new page fail with SQLITE_FULL, as a full disk does.
+ * Hardening item 7 of SECURITY.md: a storage fault is a 503 with Retry-After (never a 500), and
+ * /healthz says so. Real SQLite faults on a real store file: `PRAGMA query_only` makes every write
+ * fail with SQLITE_READONLY, as a read-only file or mount does; `PRAGMA max_page_count` makes a
+ * write that needs a new page fail with SQLITE_FULL, as a full disk does.
  */
 
 describe('storage faults on an SQLite store', () => {

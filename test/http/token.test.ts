@@ -155,7 +155,7 @@ describe.each(DOORS)('POST /oauth/token through the %s', (door) => {
   });
 
   describe('client authentication failures: 401 invalid_client, WWW-Authenticate only after an Authorization header', () => {
-    /** Contract 3 (revised 2026-11): the Basic challenge goes only with a request that carried `Authorization`. */
+    /** Contract 3: the Basic challenge goes only with a request that carried `Authorization`. */
     const expectInvalidClient = (r: Awaited<ReturnType<typeof refresh>>, challenged = true) => {
       expect(r.status, r.text).toBe(401);
       expect(r.json.error).toBe('invalid_client');

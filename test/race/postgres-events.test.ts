@@ -13,9 +13,10 @@ import { roundsOf } from './cluster.js';
 import { opTokens, type ClaimLog, type OpLog, type SettleLog } from './pg-events-plan.js';
 
 /*
- * The PostgreSQL outbox raced by real processes (issue 18): push deliverers on several processes
- * claiming the same receivers, and revocations on several processes while receivers are being
- * registered. Each race counts what the EventStore contract forbids and asserts there is none:
+ * The PostgreSQL outbox raced by real processes (docs/events.md): push deliverers on several
+ * processes claiming the same receivers, and revocations on several processes while receivers are
+ * being registered. Each race counts what the EventStore contract forbids and asserts there is
+ * none:
  * - a receiver leased to an owner while another owner's lease on it was live;
  * - an event handed out by a claim made after its holder's 'delivered' (within its lease) returned;
  * - a revocation that committed after a receiver was registered without a delivery to it (and

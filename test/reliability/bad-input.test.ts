@@ -171,7 +171,7 @@ const MALFORMED: Case[] = [
   { name: 'the same parameter twice, once empty', request: (e) => ({ body: `${e.other[0]}=&` + e.form() }), want: { status: 400, says: /more than once/ } },
   { name: 'the token parameter missing', request: (e) => ({ body: e.form({ [e.tokenParam]: null }) }), want: { status: 400, says: /missing/ } },
   { name: 'the token parameter empty', request: (e) => ({ body: e.form({ [e.tokenParam]: '' }) }), want: { status: 400, says: /missing/ } },
-  // token_type_hint is optional (contract 3, revised 2026-11): at revocation and introspection the other required parameter is client_id.
+  // token_type_hint is optional (contract 3): at revocation and introspection the other required parameter is client_id.
   {
     name: 'the second required parameter missing',
     request: (e) => ({ body: e.form({ [e.ep === 'token' ? e.other[0] : 'client_id']: null }) }),
@@ -362,7 +362,7 @@ function expectRefusal(e: EpInfo, r: RawAnswer, want: Refusal, path: string, met
   expect(r.status, r.body).toBe(want.status);
   expect(r.headers['cache-control']).toBe('no-store');
   if (want.status === 405) expect(r.headers.allow).toBe('POST');
-  // Contract 3 (revised 2026-11): the Basic challenge goes with a 401 invalid_client only after an Authorization header.
+  // Contract 3: the Basic challenge goes with a 401 invalid_client only after an Authorization header.
   if (want.status === 401 && want.code === 'invalid_client') {
     expect(r.headers['www-authenticate']).toBe(authorized ? 'Basic realm="tokenctl"' : undefined);
   }

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveOneClient, type ServeProcess } from '../helpers/load.js';
 
 /**
- * Issue 19, item 1: brute force of one client's password does not lock its owner out.
+ * Hardening item 1 of SECURITY.md: brute force of one client's password does not lock its owner out.
  *
  * A fresh `serve` process (it has never verified the owner's password, as after a restart or a
  * `rotate-secret`) is flooded with wrong passwords for the client's id, each one new, from 16

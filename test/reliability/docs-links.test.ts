@@ -13,7 +13,7 @@ const PAGES = [
   'bench/README.md',
 ];
 
-/** The README is a page, not a scroll (issue 16: at most ~15 KB; the rest lives in docs/). */
+/** The README is a page, not a scroll (at most ~15 KB; the rest lives in docs/). */
 const README_MAX_BYTES = 16 * 1024;
 
 /** A page's lines outside fenced code blocks, with inline code spans blanked to `code`. */

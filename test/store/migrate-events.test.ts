@@ -10,8 +10,8 @@ import { HOUR, T0, makeClient, makeToken } from '../helpers/records.js';
 import { makeEvent, makeKey, makePollReceiver, makePushReceiver } from './events-contract.js';
 
 /*
- * `tokenctl migrate` and security events (issue 18): receivers and signing keys are copied, with
- * every field (a key's retirement time too); undelivered events are not, and are counted.
+ * `tokenctl migrate` and security events (docs/events.md): receivers and signing keys are copied,
+ * with every field (a key's retirement time too); undelivered events are not, and are counted.
  */
 
 const ACTOR = 'cli:test';

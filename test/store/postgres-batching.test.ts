@@ -8,9 +8,9 @@ import { HOUR, T0, makeClient, makeGrant, makeToken } from '../helpers/records.j
 import { makePollReceiver, makePushReceiver } from './events-contract.js';
 
 /*
- * What the PostgreSQL store does for speed (issue 15), beyond the contract suite: calls of one
- * event-loop turn share a statement, revocations are HOT updates (no index on revoked_at), purge
- * and bulk revocation resume where they stopped.
+ * What the PostgreSQL store does for speed (docs/scale-out.md), beyond the contract suite: calls of
+ * one event-loop turn share a statement, revocations are HOT updates (no index on revoked_at),
+ * purge and bulk revocation resume where they stopped.
  */
 
 /** The store's own pool, to count its statements. */

@@ -6,7 +6,7 @@ import { BackgroundCheckpointer } from '../../src/store/sqlite/checkpointer.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { makeClient, makeToken, T0 } from '../helpers/records.js';
 
-/** WAL checkpoints on a thread of their own (serve): bench/PERF-LOG.md 19. */
+/** WAL checkpoints on a thread of their own (serve): no request waits behind one on the event loop. */
 describe('SqliteStore with backgroundCheckpoints', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tokenctl-checkpoint-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

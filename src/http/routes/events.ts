@@ -101,9 +101,9 @@ async function pollReceiver(deps: HandlerDeps, request: FastifyRequest): Promise
 }
 
 /**
- * The security event routes (issue 18), on fastify only: POST /events/poll (RFC 8936), the JWKS,
- * the SSF transmitter metadata and the read-only stream configuration. In a plugin of their own,
- * so that JSON bodies are parsed here only (every other endpoint takes forms, contract 3).
+ * The security event routes (docs/events.md), on fastify only: POST /events/poll (RFC 8936), the
+ * JWKS, the SSF transmitter metadata and the read-only stream configuration. In a plugin of their
+ * own, so that JSON bodies are parsed here only (every other endpoint takes forms, contract 3).
  */
 export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
   const keys = new SigningKeys(deps.engine.store);
