@@ -181,7 +181,7 @@ export class Engine {
     return listAudit(this.ctx, filter);
   }
 
-  // ---- security event receivers (issue 18) ------------------------------------------------------
+  // ---- security event receivers (docs/events.md) ------------------------------------------------
   addReceiver(input: receivers.AddReceiverInput, actor: string): Promise<receivers.ReceiverView> {
     return receivers.addReceiver(this.ctx, input, actor);
   }

@@ -2,7 +2,7 @@ import type { BulkSelector, RevocationEvent, RevocationReason, TokenRecord } fro
 import { newJti } from './tokens.js';
 
 /**
- * The security event of a revocation (issue 18), handed to the store with the revocation itself
+ * The security event of a revocation (docs/events.md), handed to the store with the revocation itself
  * so that both commit together. Stores write it only when the revocation changed something and a
  * receiver is registered; signing and delivery are `src/events/`'s.
  */

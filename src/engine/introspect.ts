@@ -18,7 +18,7 @@ const INACTIVE: IntrospectionResult = Object.freeze({ active: false });
  * Spec 4.3 for the authenticated `client`, `token` being the presented token's record, read with
  * the client (null: none). A confidential client may introspect any token (a resource server
  * checks tokens issued to others); a public client, which proves nothing but its id, only its
- * own: any other token is inactive to it (contract 3, revised 2026-11).
+ * own: any other token is inactive to it (contract 3).
  */
 export function introspectForClient(ctx: EngineContext<Ports>, client: ClientRecord, token: TokenRecord | null): ClientOutcome<IntrospectionResult> {
   const visible = client.secretHash !== null || token?.clientId === client.id;

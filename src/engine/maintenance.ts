@@ -76,7 +76,7 @@ export async function listTokens(ctx: EngineContext<Ports>, filter: Omit<TokenFi
   return records.map((r) => tokenView(r, now));
 }
 
-/** `tokenctl status` (issue 7): where the store is and what it holds. */
+/** `tokenctl status`: where the store is and what it holds. */
 export interface StatusReport {
   store: string;
   schema_version: number;
@@ -88,7 +88,7 @@ export interface StatusReport {
 }
 
 /**
- * The security events' receivers and what waits for them, over every receiver (issue 18): the
+ * The security events' receivers and what waits for them, over every receiver (docs/events.md): the
  * outbox keeps each event until the slowest receiver has it, so a receiver that stopped polling
  * or a push endpoint that is gone shows here first (`tokenctl receiver list` has the detail).
  */

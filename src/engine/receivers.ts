@@ -9,7 +9,7 @@ import type { ClientStore, OutboxStore } from '../store/store.js';
 type Ports = ClientStore & OutboxStore;
 
 /**
- * Receivers of security events (issue 18): the resource servers told of every revocation, by
+ * Receivers of security events (docs/events.md): the resource servers told of every revocation, by
  * push (RFC 8935: tokenctl POSTs each SET to their endpoint) or poll (RFC 8936: they POST to
  * tokenctl's poll endpoint as a registered client). Registered by the operator with the CLI.
  */

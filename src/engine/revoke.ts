@@ -51,7 +51,7 @@ async function revokeRecord(ctx: EngineContext<Ports>, token: TokenRecord, actor
   const line = auditLine(ctx, actor, 'token.revoke', `${token.jti} client:${token.clientId}`, 1, token.type, now);
   if (token.type === 'refresh_token' && token.replacedAt !== null) {
     // Replaced by rotation (or superseded in a grace period): the answer is token_already_revoked,
-    // but its grant ends all the same (contract 3, revised 2026-11): whoever
+    // but its grant ends all the same (contract 3): whoever
     // still presents a replaced refresh token, the session is compromised. Harmless when done.
     const revoked = await ctx.store.revokeGrant(token.grantId, now, { audit: auditLine(ctx, actor, 'token.revoke_grant', `${token.jti} grant:${token.grantId} client:${token.clientId}`, 1, token.type, now), event: tokenEvent(token, now, 'revoked', true) });
     return alreadyRevoked(token, revoked > 0 ? { kind: 'revoked', grant: true } : { kind: 'revoke_noop' });

@@ -67,7 +67,7 @@ function takeRandom(n: number): number {
 
 /**
  * A new token or grant id: a UUID version 7 (RFC 9562 §5.7): 48 bits of Unix milliseconds, then
- * 74 random bits. Time-ordered (contract 2, revised 2026-11), so that new tokens append to the
+ * 74 random bits. Time-ordered (contract 2), so that new tokens append to the
  * jti index instead of dirtying a random page of it on every insert; still unguessable and unique.
  */
 export function newJti(now: number = Date.now()): string {

@@ -33,7 +33,7 @@ export interface ClientRecord {
 
 /** One issued token. The token string itself is never stored, only its digest. */
 export interface TokenRecord {
-  /** Unique token ID in UUID form, v7 (time-ordered) since 2026-11, v4 before (spec 2.1 / 2.3 `jti`). */
+  /** Unique token ID in UUID form: v7 (time-ordered); stores written by older builds hold v4 too (spec 2.1 / 2.3 `jti`). */
   jti: string;
   /** base64url SHA-256 digest of the token string. */
   digest: string;

@@ -12,8 +12,8 @@ import type { RevocationEvent, RevocationReason } from './events.js';
  * less what goes without saying (docs/events.md "The SET"): `reason` only when it is not
  * `revoked`, and `token_type` only when `scope` does not say it (a `token` event is always of an
  * access token: a refresh token's revocation ends its grant). A SET under load carries a thousand
- * of these, and every byte of them is written to the outbox, read back, encoded, hashed and sent
- * (bench/PERF-LOG.md 37). Here, beside the event, so that a store can keep events in this form
+ * of these, and every byte of them is written to the outbox, read back, encoded, hashed and sent.
+ * Here, beside the event, so that a store can keep events in this form
  * (see PreparedRevocations).
  */
 export interface RevocationClaim {
@@ -59,8 +59,8 @@ export const jsonString = (s: string): string => (VERBATIM.test(s) ? `"${s}"` : 
 /**
  * `JSON.stringify(revocationClaim(event))`, the same text, written directly: the one writer of a
  * revocation's JSON, for the SQLite store (one per revocation inside its commit) and for the SET
- * writer (events/set.ts). It costs half of what building the object and stringifying it does
- * (bench/PERF-LOG.md 37); a test holds the two to the same text.
+ * writer (events/set.ts). It costs half of what building the object and stringifying it does;
+ * a test holds the two to the same text.
  */
 export function revocationClaimJson(event: RevocationEvent): string {
   let json = `{"scope":${jsonString(event.scope)}`;
@@ -104,7 +104,7 @@ export interface PreparedRevocations {
    * The revocations' claims, JSON objects separated by commas, oldest first, in pieces (a store's
    * rows): joined by commas, the pieces are the list. Kept apart, a SET's writer copies each piece
    * where it goes, with no string of them all. As UTF-8 bytes, as the store read them: no string
-   * of a row is made (bench/PERF-LOG.md 43).
+   * of a row is made.
    */
   parts: readonly Uint8Array[];
   /** How many. */

@@ -55,7 +55,6 @@ export class MemoryEvents implements EventStore {
   }
 
   async createReceiver(receiver: ReceiverRecord, trail: Trail): Promise<void> {
-
     const { audit } = trail;
     if (this.receivers.has(receiver.id)) throw new DuplicateReceiverError(receiver.id);
     this.receivers.set(receiver.id, { record: { ...receiver }, leaseOwner: null, leaseUntil: 0, lastError: null, lastDeliveredAt: null });
@@ -91,7 +90,6 @@ export class MemoryEvents implements EventStore {
   }
 
   async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
-
     const { audit } = trail;
     if (!this.receivers.delete(id)) return false;
     this.deliveries = this.deliveries.filter((d) => d.receiverId !== id);
@@ -142,7 +140,6 @@ export class MemoryEvents implements EventStore {
   }
 
   async retryDead(receiverId: string, now: number, trail: Trail): Promise<number> {
-
     const { audit } = trail;
     let n = 0;
     for (const d of this.deliveries) {
@@ -191,7 +188,6 @@ export class MemoryEvents implements EventStore {
   }
 
   async addSigningKey(key: SigningKeyRecord, ifCurrent: string | null | undefined, trail: Trail): Promise<boolean> {
-
     const { audit } = trail;
     const current = this.keys.find((k) => k.retiredAt === null);
     if (ifCurrent !== undefined && (current?.kid ?? null) !== ifCurrent) return false;

@@ -45,7 +45,6 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
   }
 
   async createClient(client: ClientRecord, trail: Trail): Promise<void> {
-
     const { audit } = trail;
     this.check();
     if (this.clients.has(client.id)) throw new DuplicateClientError(client.id);
@@ -65,7 +64,6 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
   }
 
   async deleteClient(id: string, trail: Trail): Promise<boolean> {
-
     const { audit, event } = trail;
     this.check();
     if (!this.clients.delete(id)) return false;
@@ -76,7 +74,6 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
   }
 
   async updateClientSecret(id: string, secretHash: string, at: number, trail: Trail): Promise<boolean> {
-
     const { audit } = trail;
     this.check();
     const c = this.clients.get(id);
@@ -145,7 +142,6 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
   }
 
   async revokeToken(jti: string, at: number, cascadeGrant: boolean, trail: Trail): Promise<boolean> {
-
     const { audit, event } = trail;
     this.check();
     const t = this.tokens.get(jti);
@@ -172,7 +168,6 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
   }
 
   async revokeGrant(grantId: string, at: number, trail: Trail): Promise<number> {
-
     const { audit, event } = trail;
     this.check();
     const n = this.revokeGrantSync(grantId, at);
@@ -182,7 +177,6 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
   }
 
   async revokeBulk(selector: BulkSelector, at: number, limit: number, resume: string | undefined, trail: Trail): Promise<BulkBatch> {
-
     const { audit, event } = trail;
     this.check();
     const revocable = this.revocable(selector, at);
@@ -223,7 +217,6 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
   }
 
   async purgeBatch(before: number, batchSize: number, trail: Trail): Promise<number> {
-
     const { audit } = trail;
     this.check();
     const victims = [...this.tokens.values()].filter((t) => this.purgeable(t, before)).slice(0, batchSize);

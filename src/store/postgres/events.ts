@@ -4,7 +4,7 @@ import { DuplicateReceiverError, type ClaimedReceiver, type Delivery, type Deliv
 import { Rollback, type Database } from './database.js';
 import { isUniqueViolation } from './errors.js';
 import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './outbox.js';
-import { auditParams, INSERT_AUDIT } from './statements.js';
+import { auditParams, countedAuditAt, countedAuditParams, INSERT_AUDIT, insertAudit } from './statements.js';
 
 /** A receiver's columns under the record's names, of the table or its alias `t`. */
 function receiverColumns(t = 'receivers'): string {
@@ -89,7 +89,6 @@ export class PostgresEvents implements EventStore {
   constructor(private readonly db: Database) {}
 
   async createReceiver(r: ReceiverRecord, trail: Trail): Promise<void> {
-
     const { audit } = trail;
     try {
       await this.db.transaction(
@@ -125,7 +124,6 @@ export class PostgresEvents implements EventStore {
   }
 
   async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
-
     const { audit } = trail;
     return this.db.transaction(
       async (tx) => {
@@ -169,15 +167,13 @@ export class PostgresEvents implements EventStore {
   }
 
   async retryDead(receiverId: string, now: number, trail: Trail): Promise<number> {
-
     const { audit } = trail;
     // With its audit line ($3–$7, its count how many; $8 false for none), in the same statement.
     const sql = `WITH r AS (UPDATE event_deliveries SET state = 'pending', attempts = 0, next_attempt_at = $2 WHERE receiver_id = $1 AND state = 'dead' RETURNING 1),
         n AS (SELECT count(*)::int AS n FROM r),
-        a AS (INSERT INTO audit (at, actor, action, target, count, detail) SELECT $3, $4, $5, $6, n.n, $7 FROM n WHERE $8::bool)
+        a AS (${insertAudit(countedAuditAt(3, 'n.n'), 'FROM n WHERE $8::bool')})
       SELECT n FROM n`;
-    const line = audit ? [audit.at, audit.actor, audit.action, audit.target, audit.detail, true] : [0, '', '', '', '', false];
-    return (await this.db.query<{ n: number }>(sql, [receiverId, now, ...line])).rows[0]?.n ?? 0;
+    return (await this.db.query<{ n: number }>(sql, [receiverId, now, ...countedAuditParams(audit)])).rows[0]?.n ?? 0;
   }
 
   async pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]> {
@@ -200,7 +196,6 @@ export class PostgresEvents implements EventStore {
   }
 
   async addSigningKey(key: SigningKeyRecord, ifCurrent: string | null | undefined, trail: Trail): Promise<boolean> {
-
     const { audit } = trail;
     return this.db.transaction(
       async (tx) => {

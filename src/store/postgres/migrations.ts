@@ -148,7 +148,7 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
-    // Security events (issue 18): the outbox every revocation writes to in its own transaction
+    // Security events (docs/events.md): the outbox every revocation writes to in its own transaction
     // (events.ts, outbox.ts), the receivers it is delivered to, and the keys SETs are signed with.
     // No foreign keys between the outbox tables: a check per delivery would lock the receiver's row
     // in every revocation (a multixact under load); deleteReceiver and the revocations exclude
@@ -220,7 +220,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // that each of them rewrote. Tokens live and die with their grant, which keeps its foreign key
     // to the client (checked once per login); deleteClient deletes the client's tokens itself, in
     // the statement that deletes the client, after taking its grants' locks, which every mint
-    // and rotation of those grants holds while it inserts (issue 15).
+    // and rotation of those grants holds while it inserts (docs/scale-out.md).
     version: 6,
     name: "tokens without a foreign key to clients: no lock on the client's row per token inserted",
     sql: `ALTER TABLE tokens DROP CONSTRAINT IF EXISTS tokens_client_id_fkey;`,

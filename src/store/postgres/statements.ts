@@ -119,8 +119,7 @@ export const PURGE_BATCH = `WITH e AS (SELECT jti FROM tokens WHERE expires_at <
   r AS (SELECT jti, ctid FROM tokens WHERE ctid > $3::tid AND revoked_at < $1 AND expires_at >= $1
     LIMIT (SELECT n FROM want) FOR UPDATE SKIP LOCKED),
   d AS (DELETE FROM tokens WHERE jti IN (SELECT jti FROM e UNION ALL SELECT jti FROM r) RETURNING 1),
-  logged AS (INSERT INTO audit (at, actor, action, target, count, detail)
-    SELECT $5, $6, $7, $8, count(*), $9 FROM d WHERE $4 HAVING count(*) > 0)
+  logged AS (${insertAudit(countedAuditAt(5, 'count(*)'), 'FROM d WHERE $4 HAVING count(*) > 0')})
   SELECT (SELECT count(*) FROM d)::int AS n, (SELECT n FROM want)::int AS wanted, (SELECT count(*) FROM r)::int AS found,
     (SELECT max(ctid) FROM r)::text AS last`;
 
@@ -136,8 +135,7 @@ export const FIRST_TUPLE = '(0,0)';
  */
 export const REVOKE_GRANT = `WITH g AS (UPDATE tokens SET revoked_at = $1 WHERE grant_id = $2 AND revoked_at IS NULL RETURNING 1),
   changed AS (SELECT count(*) AS n FROM g),
-  a AS (INSERT INTO audit (at, actor, action, target, count, detail)
-    SELECT $3, $4, $5, $6, CASE WHEN $10::bool THEN $7::bigint ELSE changed.n END, $8 FROM changed WHERE $9::bool AND ($10::bool OR changed.n > 0)),
+  a AS (${insertAudit(auditAt(3, 'CASE WHEN $10::bool THEN $7::bigint ELSE changed.n END'), 'FROM changed WHERE $9::bool AND ($10::bool OR changed.n > 0)')}),
   ${oneEventCtes(11, '$10::bool OR (SELECT n FROM changed) > 0')}
   SELECT n::int AS n FROM changed`;
 
@@ -189,10 +187,9 @@ export function bulkSweep(selector: Exclude<BulkSelector, { jti: string }>, at: 
   return {
     sql: `WITH s AS (SELECT ctid FROM tokens WHERE ${scan} LIMIT $${k + 1}),
       u AS (UPDATE tokens SET revoked_at = $1 WHERE ctid = ANY (ARRAY(SELECT ctid FROM s)) AND ${live} RETURNING 1),
-      a AS (INSERT INTO audit (at, actor, action, target, count, detail)
-        SELECT $${k + 3}, $${k + 4}, $${k + 5}, $${k + 6}, count(*), $${k + 7} FROM u WHERE $${k + 8}::bool HAVING count(*) > 0)
+      a AS (${insertAudit(countedAuditAt(k + 3, 'count(*)'), `FROM u WHERE $${k + 8}::bool HAVING count(*) > 0`)})
       SELECT (SELECT count(*) FROM s)::int AS found, (SELECT max(ctid) FROM s)::text AS last, (SELECT count(*) FROM u)::int AS n`,
-    params: [...where.params, limit, after, ...(audit === undefined ? [0, '', '', '', '', false] : [audit.at, audit.actor, audit.action, audit.target, audit.detail, true])],
+    params: [...where.params, limit, after, ...countedAuditParams(audit)],
   };
 }
 
@@ -335,8 +332,44 @@ export function listTokensQuery(filter: TokenFilter): Where {
   };
 }
 
+/** One audit line's values in SQL: parameters, or expressions over the statement's own rows. */
+export interface AuditValues {
+  at: string;
+  actor: string;
+  action: string;
+  target: string;
+  count: string;
+  detail: string;
+}
+
+/** The values of {@link auditParams} (or {@link optionalAudit}) from $n; `count` replaces $n+4's. */
+export function auditAt(n: number, count = `$${n + 4}`): AuditValues {
+  return { at: `$${n}`, actor: `$${n + 1}`, action: `$${n + 2}`, target: `$${n + 3}`, count, detail: `$${n + 5}` };
+}
+
+/** Five parameters from $n (at, actor, action, target, detail: {@link countedAuditParams}), the count an expression of the statement's. */
+export function countedAuditAt(n: number, count: string): AuditValues {
+  return { at: `$${n}`, actor: `$${n + 1}`, action: `$${n + 2}`, target: `$${n + 3}`, count, detail: `$${n + 4}` };
+}
+
+/**
+ * The one spelling of an audit line's INSERT, written inside the statement of the change it tells
+ * of (the change and its line commit together): its values, then what follows them (FROM, WHERE,
+ * HAVING, ORDER BY: when, and for which rows, it is written).
+ */
+export function insertAudit(values: AuditValues, rest = ''): string {
+  const v = values;
+  // The column list is here, not in a constant: statements above this function are built with it as the module loads.
+  return `INSERT INTO audit (at, actor, action, target, count, detail) SELECT ${v.at}, ${v.actor}, ${v.action}, ${v.target}, ${v.count}, ${v.detail}${rest === '' ? '' : ` ${rest}`}`;
+}
+
+/** {@link countedAuditAt}'s five parameters and whether to write the line (its sixth): placeholders for none. */
+export function countedAuditParams(audit: AuditEntry | undefined): unknown[] {
+  return audit === undefined ? [0, '', '', '', '', false] : [audit.at, audit.actor, audit.action, audit.target, audit.detail, true];
+}
+
 /** One audit line, $1–$6 from {@link auditParams}. */
-export const INSERT_AUDIT = 'INSERT INTO audit (at, actor, action, target, count, detail) VALUES ($1, $2, $3, $4, $5, $6)';
+export const INSERT_AUDIT = insertAudit(auditAt(1));
 
 /** The parameters of {@link INSERT_AUDIT}. */
 export function auditParams(e: AuditEntry): unknown[] {
@@ -351,7 +384,7 @@ export const REVOKE_ONE = 'UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND 
  * and its event ($10–$12, outbox.ts) only then. Answers whether it revoked it.
  */
 export const REVOKE_ONE_LOGGED = `WITH r AS (UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL RETURNING 1),
-  a AS (INSERT INTO audit (at, actor, action, target, count, detail) SELECT $3, $4, $5, $6, $7, $8 WHERE $9::bool AND EXISTS (SELECT 1 FROM r)),
+  a AS (${insertAudit(auditAt(3), 'WHERE $9::bool AND EXISTS (SELECT 1 FROM r)')}),
   ${oneEventCtes(10, 'EXISTS (SELECT 1 FROM r)')}
   SELECT EXISTS (SELECT 1 FROM r) AS revoked`;
 
@@ -367,8 +400,10 @@ export const REVOKE_TOKENS = `WITH q AS (
         $10::text[], $11::bigint[], $12::text[])
       WITH ORDINALITY AS x (jti, at, audit_at, actor, action, target, count, detail, logged, event_id, event_at, payload, i)),
   r AS (UPDATE tokens t SET revoked_at = q.at FROM q WHERE t.jti = q.jti AND t.revoked_at IS NULL RETURNING t.jti),
-  a AS (INSERT INTO audit (at, actor, action, target, count, detail)
-    SELECT q.audit_at, q.actor, q.action, q.target, q.count, q.detail FROM q JOIN r ON r.jti = q.jti WHERE q.logged ORDER BY q.i),
+  a AS (${insertAudit(
+    { at: 'q.audit_at', actor: 'q.actor', action: 'q.action', target: 'q.target', count: 'q.count', detail: 'q.detail' },
+    'FROM q JOIN r ON r.jti = q.jti WHERE q.logged ORDER BY q.i',
+  )}),
   ${outboxCtes('SELECT q.event_id, q.event_at, q.payload FROM q JOIN r ON r.jti = q.jti ORDER BY q.i')}
   SELECT jti FROM r`;
 

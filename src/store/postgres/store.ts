@@ -32,7 +32,9 @@ import { identify, META_TABLE, migrate } from './migrations.js';
 import { eventParams, oneEventCtes, OUTBOX_LOCK } from './outbox.js';
 import { DEFAULT_POOL_SIZE, checkSchemaName, createPool, schemaFromUrl } from './pool.js';
 import {
+  auditAt,
   auditParams,
+  insertAudit,
   CLIENT_COLUMNS,
   countTokensQuery,
   INSERT_AUDIT,
@@ -154,14 +156,13 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
   // ---- clients --------------------------------------------------------------------------
 
   async createClient(c: ClientRecord, trail: Trail): Promise<void> {
-
     const { audit } = trail;
     try {
       // With its audit line ($11–$17, optionalAudit) in the same statement.
       await this.db.query(
         `WITH c AS (INSERT INTO clients (id, name, secret_hash, scope, org_id, audience, access_ttl_ms, refresh_ttl_ms, created_at, secret_updated_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING 1)
-          INSERT INTO audit (at, actor, action, target, count, detail) SELECT $11, $12, $13, $14, $15, $16 FROM c WHERE $17::bool`,
+          ${insertAudit(auditAt(11), 'FROM c WHERE $17::bool')}`,
         [c.id, c.name, c.secretHash, c.scope, c.orgId, c.audience, c.accessTtlMs, c.refreshTtlMs, c.createdAt, c.secretUpdatedAt, ...optionalAudit(audit)],
       );
     } catch (error) {
@@ -180,7 +181,6 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
   }
 
   async deleteClient(id: string, trail: Trail): Promise<boolean> {
-
     const { audit, event } = trail;
     return this.db.transaction(
       async (db) => {
@@ -203,11 +203,10 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
   }
 
   async updateClientSecret(id: string, secretHash: string, at: number, trail: Trail): Promise<boolean> {
-
     const { audit } = trail;
     // With its audit line ($4–$10, optionalAudit) when it changed the client, in the same statement.
     const sql = `WITH u AS (UPDATE clients SET secret_hash = $1, secret_updated_at = $2 WHERE id = $3 RETURNING 1),
-        a AS (INSERT INTO audit (at, actor, action, target, count, detail) SELECT $4, $5, $6, $7, $8, $9 FROM u WHERE $10::bool)
+        a AS (${insertAudit(auditAt(4), 'FROM u WHERE $10::bool')})
       SELECT count(*)::int AS n FROM u`;
     const result = await this.db.query<{ n: number }>(sql, [secretHash, at, id, ...optionalAudit(audit)]);
     return result.rows[0]?.n === 1;
@@ -265,7 +264,6 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
   }
 
   async revokeToken(jti: string, at: number, cascadeGrant: boolean, trail: Trail): Promise<boolean> {
-
     const { audit, event } = trail;
     if (cascadeGrant) return revokeWithGrant(this.db, jti, at, audit, event);
     return this.revocations.add({ jti, at, audit, event });
@@ -276,13 +274,11 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
   }
 
   async revokeGrant(grantId: string, at: number, trail: Trail): Promise<number> {
-
     const { audit, event } = trail;
     return revokeGrant(this.db, grantId, at, audit, event);
   }
 
   async revokeBulk(selector: BulkSelector, at: number, limit: number, resume: string | undefined, trail: Trail): Promise<BulkBatch> {
-
     const { audit, event } = trail;
     return revokeBulk(this.db, selector, at, limit, audit, resume, event);
   }
@@ -292,7 +288,6 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
   }
 
   async purgeBatch(before: number, batchSize: number, trail: Trail): Promise<number> {
-
     const { audit } = trail;
     return purgeBatch(this.db, this.purgeScan, before, batchSize, audit);
   }

@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
  * WAL's pages into the database file and syncs it; run by SQLite inside a commit (automatic
  * checkpoints), it blocks the event loop for tens of milliseconds every few thousand pages, and
  * every request waiting meanwhile waits that much longer: measured, it made refresh's p99 72 ms
- * where it is 21 ms without it (bench/PERF-LOG.md 18). Here a worker thread, with a connection of
+ * where it is 21 ms without it. Here a worker thread, with a connection of
  * its own, runs a PASSIVE checkpoint whenever the WAL holds `frames` pages (what SQLite's automatic
  * checkpoint waits for) or `maxIntervalMs` has passed: it never waits for the server's writer or
  * readers, copies what they no longer need, and the server's next commit restarts the WAL from
@@ -22,7 +22,7 @@ const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.module);
 // The lowest priority (Linux: a thread is a task of its own, /proc/thread-self names it): on a
 // busy server, and on one pinned to one core, the checkpoint then runs while the event loop
-// waits instead of in its stead (refresh p99 19 → 14 ms, bench/PERF-LOG.md 31). Should it fall
+// waits instead of in its stead (it took 5 ms off refresh's p99). Should it fall
 // behind, the server's own commits checkpoint (store.ts checkpointInBackground). Elsewhere: as is.
 try {
   const tid = Number(fs.readlinkSync('/proc/thread-self').split('/').pop());

@@ -215,7 +215,6 @@ export class SqliteEvents implements EventStore {
   };
 
   async createReceiver(receiver: ReceiverRecord, trail: Trail): Promise<void> {
-
     const { audit } = trail;
     await this.write(() => {
       insertUnique(() => this.st.insertReceiver.run(receiver), () => new DuplicateReceiverError(receiver.id));
@@ -236,7 +235,6 @@ export class SqliteEvents implements EventStore {
   }
 
   async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
-
     const { audit } = trail;
     return this.write(() => {
       const deleted = this.st.deleteReceiver.run(id).changes === 1;
@@ -278,7 +276,6 @@ export class SqliteEvents implements EventStore {
   }
 
   async retryDead(receiverId: string, now: number, trail: Trail): Promise<number> {
-
     const { audit } = trail;
     return this.write(() => {
       const n = this.st.retryDead.run(now, receiverId).changes;
@@ -384,7 +381,6 @@ export class SqliteEvents implements EventStore {
   }
 
   async addSigningKey(key: SigningKeyRecord, ifCurrent: string | null | undefined, trail: Trail): Promise<boolean> {
-
     const { audit } = trail;
     return this.write(() => {
       if (ifCurrent !== undefined && ((this.st.currentKid.get() as string | undefined) ?? null) !== ifCurrent) return false;
@@ -484,7 +480,7 @@ const ROW_PREFIX = '3\n';
  *   `3` / `COUNT LATEST_AT` / the events' ids, a JSON array / their RevocationClaims as JSON, comma-separated
  * so that a poll answer puts the revocations into its SET as they are (store/events.ts
  * PreparedRevocations): reading rows back into events and writing them out again as claims was
- * most of what a poll cost (bench/PERF-LOG.md 35). The events themselves are read back from the
+ * most of what a poll cost. The events themselves are read back from the
  * ids and claims only when asked for (deliveryOf).
  */
 export function outboxPayload(events: readonly RevocationEvent[]): string {
@@ -503,7 +499,7 @@ const NEWLINE = 0x0a;
 
 /**
  * An outbox row's content from its bytes (read as a BLOB: the row's claims, most of its size, go
- * into a SET as they are, and as bytes they are no string on V8's heap; bench/PERF-LOG.md 43).
+ * into a SET as they are, and as bytes they are no string on V8's heap).
  */
 function contentOf(payload: Buffer): RowContent {
   // Compared in place: no view of the row is made to look at its first line.

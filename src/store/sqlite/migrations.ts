@@ -97,7 +97,7 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: 'DROP INDEX IF EXISTS tokens_grant; CREATE INDEX tokens_grant ON tokens (grant_id, issued_at);',
   },
   {
-    // Security events (issue 18, store/events.ts): the receivers, the outbox a revocation writes in
+    // Security events (docs/events.md, store/events.ts): the receivers, the outbox a revocation writes in
     // its own transaction (one event, one delivery per receiver, nothing without receivers), and
     // the keys the events are signed with. IF NOT EXISTS, as 2 and 3 are: applying it twice is harmless.
     version: 4,
@@ -160,7 +160,7 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
-    // What an outbox row costs a commit (issue 18's events_cost_ratio, bench/PERF-LOG.md 35): every
+    // What an outbox row costs a commit (the bench's events_cost_ratio): every
     // page a commit changes is one more WAL frame to write, sync and checkpoint.
     // - A poll receiver gets a cursor (acked_through: every outbox row up to it acknowledged) and
     //   poll_acks (rows after it acknowledged out of order) instead of a delivery row per commit.

@@ -109,7 +109,6 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   }
 
   async createClient(client: ClientRecord, trail: Trail): Promise<void> {
-
     const { audit } = trail;
     await this.write(() => {
       this.cache.forgetClients();
@@ -145,7 +144,6 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   }
 
   async deleteClient(id: string, trail: Trail): Promise<boolean> {
-
     const { audit, event } = trail;
     return this.write(() => {
       this.cache.forgetClients();
@@ -156,7 +154,6 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   }
 
   async updateClientSecret(id: string, secretHash: string, at: number, trail: Trail): Promise<boolean> {
-
     const { audit } = trail;
     return this.write(() => {
       this.cache.forgetClients();
@@ -237,7 +234,6 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   }
 
   async purgeBatch(before: number, batchSize: number, trail: Trail): Promise<number> {
-
     const { audit } = trail;
     return this.write(() => this.tx.withAudit(this.st.purge.run({ before, limit: batchSize }).changes, audit));
   }
@@ -284,7 +280,7 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
    * only once all of it was copied when a write begins; without this bound it grew by ~100 MB a
    * second under the bench's refresh load (3 GB in 30 s). A commit that checkpoints copies what the
    * thread has not yet (little, as a rule), with no writer beside it, so the next write restarts the
-   * WAL (bench/PERF-LOG.md 31).
+   * WAL.
    */
   private checkpointInBackground(pages = WAL_AUTOCHECKPOINT_PAGES): void {
     this.db.pragma(`wal_autocheckpoint = ${WAL_HIGH_WATER_FACTOR * pages}`);
