@@ -1,4 +1,4 @@
-import { clientDeletedEvent } from './events.js';
+import { clientDeletedEvent } from './revocation-events.js';
 import { randomBytes } from 'node:crypto';
 import { DuplicateClientError, type ClientRecord } from '../store/store.js';
 import { isRegistrableClientId } from './client-auth.js';

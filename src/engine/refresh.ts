@@ -1,4 +1,4 @@
-import { tokenEvent } from './events.js';
+import { tokenEvent } from './revocation-events.js';
 import type { ClientRecord, ClientStore, TokenReads, TokenRecord, TokenWrites } from '../store/store.js';
 import { auditLine } from './audit.js';
 import { findPresentedToken, type EngineContext, type Located } from './context.js';

@@ -1,6 +1,6 @@
 import { tokenState, type BulkSelector, type ClientRecord, type TokenRecord } from '../store/store.js';
 import { audit, auditLine } from './audit.js';
-import { bulkEvent, tokenEvent } from './events.js';
+import { bulkEvent, tokenEvent } from './revocation-events.js';
 import { findPresentedToken, type EngineContext, type Located } from './context.js';
 import { InvalidInputError, NotFoundError, PartialBulkRevocationError } from './errors.js';
 import type { ClientAction, Revocation, RevocationResult } from './results.js';

@@ -5,7 +5,7 @@ export const INTROSPECTION_PATH = '/oauth/introspection';
 /** RFC 8414 §3. */
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 export const HEALTH_PATH = '/healthz';
-/** Security events (routes/events.ts). RFC 8936 poll endpoint. */
+/** Security events (routes/security-events.ts). RFC 8936 poll endpoint. */
 export const POLL_PATH = '/events/poll';
 /** RFC 7517 key set of the SET signing keys. */
 export const JWKS_PATH = '/.well-known/jwks.json';

@@ -11,7 +11,7 @@ import { createFastPath } from './fast-path.js';
 import { BODY_LIMIT, FORM_MEDIA_TYPE, formBodyParser } from './form.js';
 import type { AnswerObserver } from './observer.js';
 import { createParserRefusals, createRefusal } from './parser-refusals.js';
-import { eventsRoutes } from './routes/events.js';
+import { eventsRoutes } from './routes/security-events.js';
 import { healthRoute } from './routes/health.js';
 import { metadataRoute } from './routes/metadata.js';
 import { StoreFaults } from './store-faults.js';

@@ -7,7 +7,7 @@
 export { ResourceServer, IntrospectionUnavailable, type ResourceServerOptions, type ResourceServerStats } from './resource-server.js';
 export { bearerToken, refusal, writeRefusal, type Check, type Principal, type Refusal } from './adapters.js';
 export { covers, type IntrospectionAnswer, type RevokedTokens } from './cache.js';
-export { TOKENS_REVOKED } from './events.js';
+export { TOKENS_REVOKED } from './set-receiver.js';
 
 import { ResourceServer, type ResourceServerOptions } from './resource-server.js';
 

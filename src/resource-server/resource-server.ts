@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { bearerToken, expressMiddleware, fastifyHook, refusal, writeRefusal, type Check, type HeadersLike, type Principal } from './adapters.js';
 import { AnswerCache, covers, type IntrospectionAnswer, type RevokedTokens } from './cache.js';
-import { EventPoller, SetRejected, SetVerifier, type VerifiedSet } from './events.js';
+import { EventPoller, SetRejected, SetVerifier, type VerifiedSet } from './set-receiver.js';
 import { basicAuthorization, replyJson, Transport } from './transport.js';
 
 export interface ResourceServerOptions {

@@ -2,7 +2,7 @@ import { ServeError } from './errors.js';
 import type { Engine, EngineOptions } from '../engine/engine.js';
 import type { EngineConfig } from '../engine/settings.js';
 import { startWorkers } from './cluster.js';
-import { startEventDelivery } from './events.js';
+import { startEventDelivery } from './event-delivery.js';
 import { demoInstructions, prepareDemo } from './demo.js';
 import { waitForShutdownSignal } from './shutdown.js';
 import { startServer } from './listen.js';

@@ -1,7 +1,7 @@
 import { Engine, type EngineOptions } from '../engine/engine.js';
 import type { ObservabilitySettings } from '../metrics/observability.js';
 import { openStore, type OpenStoreOptions } from '../store/open-store.js';
-import { startEventDelivery } from './events.js';
+import { startEventDelivery } from './event-delivery.js';
 import { startServer } from './listen.js';
 import type { TlsMaterial } from './tls.js';
 

@@ -7,7 +7,7 @@ import type {
   ReceiverRecord,
   ReceiverStatus,
   SigningKeyRecord,
-} from './events.js';
+} from './event-records.js';
 
 /**
  * The {@link EventStore} half of a {@link TokenStore}, forwarded to the store's own events object

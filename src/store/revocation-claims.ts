@@ -5,7 +5,7 @@
  * of the store contract (store.ts, ports/): a store that keeps events as objects needs none of it.
  */
 
-import type { RevocationEvent, RevocationReason } from './events.js';
+import type { RevocationEvent, RevocationReason } from './event-records.js';
 
 /**
  * One revocation as a SET tells it (events/set.ts): an event's members but its id, snake_case,

@@ -23,12 +23,12 @@ import type { PoolState } from './records.js';
 
 // The contract's records, errors and ports, so that one import names them all.
 export type * from './records.js';
-export type * from './events.js';
+export type * from './event-records.js';
 export type * from './audit.js';
 export type { AuditStore, ClientStore, MaintenanceStore, OutboxStore, SigningKeyStore, TokenReads, TokenWrites };
 export { tokenState, TOKEN_TYPES } from './records.js';
 export * from './errors.js';
-export { DuplicateReceiverError } from './events.js';
+export { DuplicateReceiverError } from './event-records.js';
 
 /**
  * The security events' part of a store (the outbox, its receivers, the signing keys): what the

@@ -1,5 +1,5 @@
 import type { AuditEntry } from './audit.js';
-import type { RevocationEvent } from './events.js';
+import type { RevocationEvent } from './event-records.js';
 
 /**
  * What a change writes beside itself, in its own transaction: its audit line, and, for a change

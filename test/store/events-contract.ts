@@ -71,7 +71,7 @@ export function makeKey(kid: string, createdAt: number): SigningKeyRecord {
 }
 
 /**
- * The {@link EventStore} half of the store contract (src/store/events.ts), and the `event`
+ * The {@link EventStore} half of the store contract (src/store/ports/outbox.ts, src/store/event-records.ts), and the `event`
  * argument of the revocation methods: every store runs it beside `describeStoreContract`, with
  * the same factory. MemoryStore is the reference. Each test gets a fresh store holding two
  * clients, `client-1` and `client-2`, and no receiver.

@@ -60,7 +60,7 @@ describe('qualifyTables', () => {
     expect(qualified(bulkGrantBatch({ username: 'alice' }, 1, 10, null).sql)).toBe(2);
     expect(q(ROTATE)).toContain('SELECT 1 FROM g'); // a CTE's name stays as it is
     expect(qualified(PURGE_BATCH)).toBe(4);
-    // The tokens, the audit line, and the event: security_events, event_deliveries, receivers twice (outbox.ts).
+    // The tokens, the audit line, and the event: security_events, event_deliveries, receivers twice (event-writes.ts).
     expect(qualified(REVOKE_GRANT)).toBe(6);
     expect(q(REVOKE_GRANT)).toContain('CROSS JOIN "ts".receivers rc');
     expect(qualified(STATS)).toBe(3);

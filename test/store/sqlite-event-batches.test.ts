@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RevocationEvent } from '../../src/store/events.js';
+import type { RevocationEvent } from '../../src/store/event-records.js';
 import { setClaims, setClaimsJson } from '../../src/events/set.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { APPLICATION_ID, LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/sqlite/migrations.js';

@@ -19,7 +19,7 @@ import {
 } from '../store.js';
 import type { EventStore } from '../store.js';
 import { ForwardsEventStore } from '../forward-events.js';
-import { MemoryEvents } from './events.js';
+import { MemoryEvents } from './outbox-store.js';
 
 export const MEMORY_SCHEMA_VERSION = 1;
 
@@ -311,7 +311,7 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     return live.filter((t) => named(t) || grants.has(t.grantId));
   }
 
-  // ---- security events (events.ts): the methods forward to this (forward-events.ts) ----
+  // ---- security events (outbox-store.ts): the methods forward to this (forward-events.ts) ----
 
   protected _eventStore(): EventStore {
     this.check();

@@ -1,5 +1,5 @@
 import type { Trail } from '../trail.js';
-import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus } from '../events.js';
+import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus } from '../event-records.js';
 
 /**
  * The outbox of security events and its receivers: push (RFC 8935) and poll (RFC 8936). Safe to

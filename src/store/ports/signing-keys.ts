@@ -1,5 +1,5 @@
 import type { Trail } from '../trail.js';
-import type { SigningKeyRecord } from '../events.js';
+import type { SigningKeyRecord } from '../event-records.js';
 
 /**
  * The keys Security Event Tokens are signed with (RFC 8417 §5, RFC 7515), kept in the store so

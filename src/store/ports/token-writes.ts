@@ -18,7 +18,7 @@ export interface TokenWrites {
    * transaction too: one durable commit for the revocation and its trail.
    *
    * With the trail's `event`, and only if this call revoked it, the security event is written to the outbox
-   * in the same transaction, with one delivery per registered receiver (events.ts); with no
+   * in the same transaction, with one delivery per registered receiver (outbox.ts); with no
    * receiver registered, nothing is written. The same holds for every trail's `event` below.
    */
   revokeToken(jti: string, at: number, cascadeGrant: boolean, trail: Trail): Promise<boolean>;

@@ -1,6 +1,6 @@
 import { StoreUnavailableError, type AuditEntry, type ClientAndToken, type MintLimit, type MintOutcome, type RevocationEvent, type TokenRecord } from '../store.js';
 import type { Database } from './database.js';
-import { eventParams } from './outbox.js';
+import { eventParams } from './event-writes.js';
 import { FIND_CLIENTS_AND_TOKENS, optionalAudit, type ClientsAndTokensRow, REVOKE_ONE, REVOKE_ONE_LOGGED, REVOKE_TOKENS } from './statements.js';
 import { mintOutcomes } from './writes.js';
 
@@ -99,7 +99,7 @@ export interface Revocation {
   jti: string;
   at: number;
   audit?: AuditEntry;
-  /** Written with the revocation, in the same statement (outbox.ts). */
+  /** Written with the revocation, in the same statement (event-writes.ts). */
   event?: RevocationEvent;
 }
 

@@ -149,10 +149,10 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     // Security events (docs/events.md): the outbox every revocation writes to in its own transaction
-    // (events.ts, outbox.ts), the receivers it is delivered to, and the keys SETs are signed with.
+    // (outbox-store.ts, event-writes.ts), the receivers it is delivered to, and the keys SETs are signed with.
     // No foreign keys between the outbox tables: a check per delivery would lock the receiver's row
     // in every revocation (a multixact under load); deleteReceiver and the revocations exclude
-    // each other by a table lock instead (outbox.ts), so no delivery is left without its receiver.
+    // each other by a table lock instead (event-writes.ts), so no delivery is left without its receiver.
     version: 5,
     name: 'security events: receivers and their leases, the outbox and its deliveries, signing keys',
     sql: `

@@ -1,5 +1,5 @@
 import type { AuditEntry, BulkSelector, ClientRecord, RevocationEvent, TokenFilter, TokenRecord, TokenState } from '../store.js';
-import { eventParams, oneEventCtes, outboxCtes } from './outbox.js';
+import { eventParams, oneEventCtes, outboxCtes } from './event-writes.js';
 
 /*
  * The PostgreSQL store's SQL, beside the SQLite store's same statements. Rows come back under the
@@ -128,7 +128,7 @@ export const FIRST_TUPLE = '(0,0)';
 
 /**
  * Every unrevoked token of the grant $2 at $1 (after {@link LOCK_REVOKED_GRANT}), with its audit
- * line ($3–$8 from {@link auditParams}; $9 false for none) and its event ($11–$13, outbox.ts) in
+ * line ($3–$8 from {@link auditParams}; $9 false for none) and its event ($11–$13, event-writes.ts) in
  * the same statement: both when a token changed, their count then being how many; or, with $10,
  * always, the count as given (the grant's token was revoked first, in the same transaction).
  * Answers how many tokens changed (n).
@@ -152,7 +152,7 @@ export function optionalAudit(audit: AuditEntry | undefined): unknown[] {
 /**
  * The last look of a bulk revocation, once a batch from the first grant found the last ones:
  * whether any grant the selector names is still unrevoked (`more`: one came in meanwhile), in a
- * snapshot of its own; if none is, the revocation's event is written (outbox.ts).
+ * snapshot of its own; if none is, the revocation's event is written (event-writes.ts).
  */
 export function bulkRemainder(selector: Exclude<BulkSelector, { jti: string }>, event: RevocationEvent | undefined): Where {
   const where = selectorWhere(selector, []);
@@ -381,7 +381,7 @@ export const REVOKE_ONE = 'UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND 
 
 /**
  * One token ($2) revoked at $1 if it is not yet, with its audit line ($3–$9, {@link optionalAudit})
- * and its event ($10–$12, outbox.ts) only then. Answers whether it revoked it.
+ * and its event ($10–$12, event-writes.ts) only then. Answers whether it revoked it.
  */
 export const REVOKE_ONE_LOGGED = `WITH r AS (UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL RETURNING 1),
   a AS (${insertAudit(auditAt(3), 'WHERE $9::bool AND EXISTS (SELECT 1 FROM r)')}),

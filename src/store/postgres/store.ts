@@ -26,10 +26,10 @@ import type { EventStore } from '../store.js';
 import { ForwardsEventStore } from '../forward-events.js';
 import { Batcher, insertMints, MAX_BATCH, MAX_MINT_BATCH, readClientsAndTokens, revokeTokens, type Mint, type Revocation } from './batching.js';
 import { Database, withClient } from './database.js';
-import { PostgresEvents } from './events.js';
+import { PostgresEvents } from './outbox-store.js';
 import { isUniqueViolation, mapPgError, redactUrl } from './errors.js';
 import { identify, META_TABLE, migrate } from './migrations.js';
-import { eventParams, oneEventCtes, OUTBOX_LOCK } from './outbox.js';
+import { eventParams, oneEventCtes, OUTBOX_LOCK } from './event-writes.js';
 import { DEFAULT_POOL_SIZE, checkSchemaName, createPool, schemaFromUrl } from './pool.js';
 import {
   auditAt,
@@ -327,7 +327,7 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
     return this.db.poolState();
   }
 
-  // ---- security events (events.ts): the methods forward to this (forward-events.ts) ----
+  // ---- security events (outbox-store.ts): the methods forward to this (forward-events.ts) ----
 
   protected _eventStore(): EventStore {
     return this.events;

@@ -1,6 +1,6 @@
 import type { AuditEntry, BulkBatch, BulkSelector, MintLimit, MintOutcome, RevocationEvent, RotateOutcome, TokenRecord } from '../store.js';
 import { Rollback, type Database, type TransactionClient } from './database.js';
-import { eventParams, oneEventCtes, OUTBOX_LOCK } from './outbox.js';
+import { eventParams, oneEventCtes, OUTBOX_LOCK } from './event-writes.js';
 import {
   auditParams,
   bulkGrantBatch,
@@ -31,7 +31,7 @@ import {
 
 /**
  * A transaction that revokes, and so may write a security event: the outbox's lock is taken with
- * its BEGIN, before its snapshot (outbox.ts).
+ * its BEGIN, before its snapshot (event-writes.ts).
  */
 function revoking<T>(db: Database, work: (tx: TransactionClient) => Promise<T | Rollback<T>>, settings?: string): Promise<T> {
   return db.transaction(work, { lock: OUTBOX_LOCK, settings });

@@ -15,7 +15,7 @@ interface Step {
 type Pending = Queued<Step, unknown>;
 
 /**
- * What a transaction collects beside its steps and writes once, at its end (events.ts: the
+ * What a transaction collects beside its steps and writes once, at its end (outbox-store.ts: the
  * revocations' security events, one outbox row per transaction). Called inside the transaction.
  */
 export interface TransactionTail {

@@ -97,7 +97,7 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: 'DROP INDEX IF EXISTS tokens_grant; CREATE INDEX tokens_grant ON tokens (grant_id, issued_at);',
   },
   {
-    // Security events (docs/events.md, store/events.ts): the receivers, the outbox a revocation writes in
+    // Security events (docs/events.md, store/event-records.ts): the receivers, the outbox a revocation writes in
     // its own transaction (one event, one delivery per receiver, nothing without receivers), and
     // the keys the events are signed with. IF NOT EXISTS, as 2 and 3 are: applying it twice is harmless.
     version: 4,
@@ -166,7 +166,7 @@ export const MIGRATIONS: readonly Migration[] = [
     //   poll_acks (rows after it acknowledged out of order) instead of a delivery row per commit.
     //   Its pending rows become marks; a row nobody had is marked acknowledged.
     // - No index by id: an acknowledgement's rows are looked for after the receiver's cursor, a
-    //   settlement's among the push receiver's pending deliveries (sqlite/events.ts).
+    //   settlement's among the push receiver's pending deliveries (sqlite/outbox-store.ts).
     // - No count of deliveries per row (refs, kept by a trigger that rewrote the row's page at every
     //   acknowledgement): the purge goes by the receivers' cursors and oldest pending deliveries.
     version: 5,

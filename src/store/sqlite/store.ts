@@ -20,7 +20,7 @@ import type { EventStore } from '../store.js';
 import { ForwardsEventStore } from '../forward-events.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { insertUnique, mapError } from './errors.js';
-import { SqliteEvents } from './events.js';
+import { SqliteEvents } from './outbox-store.js';
 import { GroupCommit } from './group-commit.js';
 import { Listing } from './listing.js';
 import { openFile, WAL_AUTOCHECKPOINT_PAGES, WAL_HIGH_WATER_FACTOR, type SqliteOpenOptions } from './open.js';
@@ -54,7 +54,7 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   private readonly st: ReturnType<typeof prepareStatements>;
   private readonly tx: ReturnType<typeof prepareTransactions>;
   private readonly listing: Listing;
-  /** Security events (events.ts): receivers, the outbox the revocations write to, signing keys. */
+  /** Security events (outbox-store.ts): receivers, the outbox the revocations write to, signing keys. */
   private readonly events: SqliteEvents;
   /** The rows handed out without reading them again while nobody commits. */
   private readonly cache: RowCache;
@@ -81,7 +81,7 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     this.cache = new RowCache({ observer: options.observer });
     if (options.syncOffLoop) this.walSync = new WalSync(location); // the connection commits with NORMAL (open.ts)
     this.events = new SqliteEvents(db, (step) => this.write(step), (step) => this.run(step), (entry) => this.st.insertAudit.run(entry));
-    // The revocations' events of one transaction are written at its end, as one outbox row (events.ts tail).
+    // The revocations' events of one transaction are written at its end, as one outbox row (outbox-store.ts tail).
     this.writes = new GroupCommit(db, (error) => mapError(error, location), options.observer, this.walSync?.sync, this.events.tail);
     const readAll = db.transaction((batch: ClientAndTokenQuery[]) => {
       this.cache.sync(this.st.dataVersion.get() as number); // the first read: the snapshot starts here
@@ -199,7 +199,7 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     return this.run(() => (this.st.bulk[selectorKind(selector)].count.get({ ...selector, at: now }) as { n: number }).n);
   }
 
-  /** The event, when there is one to write, commits with the revocation, in its transaction's outbox row (events.ts emitIf). */
+  /** The event, when there is one to write, commits with the revocation, in its transaction's outbox row (outbox-store.ts emitIf). */
   async revokeToken(jti: string, at: number, cascadeGrant: boolean, trail: Trail): Promise<boolean> {
     const { audit, event } = trail;
     return this.write(() => this.events.emitIf(this.tx.revoke(jti, at, cascadeGrant, audit), event));
@@ -317,7 +317,7 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     }
   }
 
-  // ---- security events (events.ts): the methods forward to this (forward-events.ts) ----
+  // ---- security events (outbox-store.ts): the methods forward to this (forward-events.ts) ----
 
   protected _eventStore(): EventStore {
     return this.events;

@@ -1,7 +1,7 @@
-import type { RevocationEvent } from '../events.js';
+import type { RevocationEvent } from '../event-records.js';
 
 /*
- * How a revocation writes its security event (docs/events.md, store/events.ts): inside the revocation's own
+ * How a revocation writes its security event (docs/events.md, store/event-records.ts): inside the revocation's own
  * statement, as two more common table expressions, so that the event commits with the revocation
  * or not at all, at no extra round trip. With no receiver registered they write nothing, and cost
  * one look at the empty `receivers` table.

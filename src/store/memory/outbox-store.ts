@@ -9,7 +9,7 @@ import {
   type ReceiverStatus,
   type RevocationEvent,
   type SigningKeyRecord,
-} from '../events.js';
+} from '../event-records.js';
 import type { AuditEntry } from '../audit.js';
 
 interface MemoryDelivery {

@@ -1,9 +1,9 @@
 import type { Trail } from '../trail.js';
 import type { EventStore } from '../store.js';
-import { DuplicateReceiverError, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type ReceiverRecord, type ReceiverStatus, type RevocationEvent, type SigningKeyRecord } from '../events.js';
+import { DuplicateReceiverError, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type ReceiverRecord, type ReceiverStatus, type RevocationEvent, type SigningKeyRecord } from '../event-records.js';
 import { Rollback, type Database } from './database.js';
 import { isUniqueViolation } from './errors.js';
-import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './outbox.js';
+import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './event-writes.js';
 import { auditParams, countedAuditAt, countedAuditParams, INSERT_AUDIT, insertAudit } from './statements.js';
 
 /** A receiver's columns under the record's names, of the table or its alias `t`. */

@@ -10,7 +10,7 @@ import {
   type ReceiverStatus,
   type RevocationEvent,
   type SigningKeyRecord,
-} from '../events.js';
+} from '../event-records.js';
 import type { AuditEntry } from '../audit.js';
 import { eventOfClaim, jsonString, latestAtOf, revocationClaimJson, withPreparedRevocations, type RevocationClaim } from '../revocation-claims.js';
 import { insertUnique } from './errors.js';

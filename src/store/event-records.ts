@@ -42,7 +42,7 @@ export interface RevocationEvent {
   scope: RevocationScope;
   /** The token presented or named (`token`, and `grant` when a token led to it). */
   jti?: string;
-  /** The type of `jti`: `access_token` or `refresh_token` (store.ts TokenType; not imported, to keep events.ts a leaf). */
+  /** The type of `jti`: `access_token` or `refresh_token` (store.ts TokenType; not imported, to keep event-records.ts a leaf). */
   tokenType?: 'access_token' | 'refresh_token';
   /** Set for `token` and `grant`. */
   grantId?: string;
