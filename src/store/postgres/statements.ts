@@ -1,5 +1,6 @@
 import type { AuditEntry, BulkSelector, ClientRecord, RevocationEvent, TokenFilter, TokenRecord, TokenState } from '../store.js';
 import { eventParams, oneEventCtes, outboxCtes } from './event-writes.js';
+import { auditAt, countedAuditAt, countedAuditParams, insertAudit, optionalAudit } from './audit-statements.js';
 
 /*
  * The PostgreSQL store's SQL, beside the SQLite store's same statements. Rows come back under the
@@ -142,11 +143,6 @@ export const REVOKE_GRANT = `WITH g AS (UPDATE tokens SET revoked_at = $1 WHERE 
 /** The parameters of {@link REVOKE_GRANT}. */
 export function revokeGrantParams(at: number, grantId: string, audit: AuditEntry | undefined, always: boolean, event: RevocationEvent | undefined): unknown[] {
   return [at, grantId, ...optionalAudit(audit), always, ...eventParams(event)];
-}
-
-/** {@link auditParams} and whether to write it ($n+6): all placeholders for none. */
-export function optionalAudit(audit: AuditEntry | undefined): unknown[] {
-  return audit === undefined ? [0, '', '', '', 0, '', false] : [...auditParams(audit), true];
 }
 
 /**
@@ -332,50 +328,6 @@ export function listTokensQuery(filter: TokenFilter): Where {
   };
 }
 
-/** One audit line's values in SQL: parameters, or expressions over the statement's own rows. */
-export interface AuditValues {
-  at: string;
-  actor: string;
-  action: string;
-  target: string;
-  count: string;
-  detail: string;
-}
-
-/** The values of {@link auditParams} (or {@link optionalAudit}) from $n; `count` replaces $n+4's. */
-export function auditAt(n: number, count = `$${n + 4}`): AuditValues {
-  return { at: `$${n}`, actor: `$${n + 1}`, action: `$${n + 2}`, target: `$${n + 3}`, count, detail: `$${n + 5}` };
-}
-
-/** Five parameters from $n (at, actor, action, target, detail: {@link countedAuditParams}), the count an expression of the statement's. */
-export function countedAuditAt(n: number, count: string): AuditValues {
-  return { at: `$${n}`, actor: `$${n + 1}`, action: `$${n + 2}`, target: `$${n + 3}`, count, detail: `$${n + 4}` };
-}
-
-/**
- * The one spelling of an audit line's INSERT, written inside the statement of the change it tells
- * of (the change and its line commit together): its values, then what follows them (FROM, WHERE,
- * HAVING, ORDER BY: when, and for which rows, it is written).
- */
-export function insertAudit(values: AuditValues, rest = ''): string {
-  const v = values;
-  // The column list is here, not in a constant: statements above this function are built with it as the module loads.
-  return `INSERT INTO audit (at, actor, action, target, count, detail) SELECT ${v.at}, ${v.actor}, ${v.action}, ${v.target}, ${v.count}, ${v.detail}${rest === '' ? '' : ` ${rest}`}`;
-}
-
-/** {@link countedAuditAt}'s five parameters and whether to write the line (its sixth): placeholders for none. */
-export function countedAuditParams(audit: AuditEntry | undefined): unknown[] {
-  return audit === undefined ? [0, '', '', '', '', false] : [audit.at, audit.actor, audit.action, audit.target, audit.detail, true];
-}
-
-/** One audit line, $1–$6 from {@link auditParams}. */
-export const INSERT_AUDIT = insertAudit(auditAt(1));
-
-/** The parameters of {@link INSERT_AUDIT}. */
-export function auditParams(e: AuditEntry): unknown[] {
-  return [e.at, e.actor, e.action, e.target, e.count, e.detail];
-}
-
 /** One token ($2) revoked at $1 if it is not yet. */
 export const REVOKE_ONE = 'UPDATE tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL';
 
@@ -422,3 +374,6 @@ export interface ClientsAndTokensRow {
   clients: Record<string, ClientRecord> | null;
   tokens: (TokenRecord | null)[] | null;
 }
+
+/** The audit line's statements (audit-statements.ts), beside the rest of the store's SQL. */
+export { auditAt, auditParams, countedAuditAt, countedAuditParams, INSERT_AUDIT, insertAudit, optionalAudit, type AuditValues } from './audit-statements.js';
