@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -45,6 +46,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // Two files at once at least: most wait (on child processes, sockets, PostgreSQL, timeouts)
+    // more than they compute, and vitest's default (cores - 1) runs them one by one on two cores.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: INTEGRATION } },
       { extends: true, test: { name: 'integration', include: INTEGRATION } },
