@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { systemClock, type Clock } from '../engine/clock.js';
 import type { ClaimedReceiver, DeliveryOutcome, EventStore } from '../store/store.js';
 import { KEY_ROTATION_REFUSED, KeyRotationError, type SigningKeys } from './keys.js';
 import { pushSet, PUSH_TIMEOUT_MS, type PushResult } from './push.js';
@@ -43,6 +44,19 @@ export function failureOutcome(result: Exclude<PushResult, { kind: 'accepted' }>
   return { kind: 'retry', at: now, retryAt: now + Math.round(retryDelay(failures) * jitter), error: result.error };
 }
 
+/** How the deliverer schedules its rounds; tests pass timers that fire when their clock is advanced. */
+export interface Timers {
+  /** Calls `fn` after `ms`; a round's promise is what `fn` returns, for timers that wait on it. */
+  setTimeout(fn: () => unknown, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/** Node's timers, unref'd: the deliverer alone never keeps a process alive. */
+export const systemTimers: Timers = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms).unref(),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
 export interface DelivererOptions {
   store: EventStore;
   keys: SigningKeys;
@@ -50,7 +64,10 @@ export interface DelivererOptions {
   issuer: () => string;
   /** Who holds leases: unique per process (default: random). */
   owner?: string;
-  now?: () => number;
+  /** Time for leases, retries, housekeeping and SETs' `iat`, as the engine takes it (default: the system's). */
+  clock?: Clock;
+  /** Where rounds are scheduled (default: Node's timers). */
+  timers?: Timers;
   /** Told of what happened, for the server's log; never a SET or an Authorization value. */
   log?: (level: 'info' | 'warn' | 'error', fields: Record<string, unknown>, message: string) => void;
   intervalMs?: number;
@@ -81,7 +98,8 @@ export class PushDeliverer {
   private readonly intervalMs: number;
   private readonly leaseMs: number;
   private readonly pushTimeoutMs: number;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly timers: Timers;
+  private timer: unknown;
   private running: Promise<void> | undefined;
   /** Not started, or stopped: no round is scheduled. */
   private stopped = true;
@@ -95,7 +113,9 @@ export class PushDeliverer {
 
   constructor(private readonly options: DelivererOptions) {
     this.owner = options.owner ?? `deliverer-${process.pid}-${randomBytes(6).toString('hex')}`;
-    this.now = options.now ?? Date.now;
+    const clock = options.clock ?? systemClock;
+    this.now = () => clock.now();
+    this.timers = options.timers ?? systemTimers;
     this.intervalMs = options.intervalMs ?? CLAIM_INTERVAL_MS;
     this.leaseMs = options.leaseMs ?? LEASE_MS;
     this.pushTimeoutMs = options.pushTimeoutMs ?? PUSH_TIMEOUT_MS;
@@ -118,7 +138,7 @@ export class PushDeliverer {
   async stop(): Promise<void> {
     this.stopped = true;
     this.stopping = true;
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
     this.timer = undefined;
     await this.running;
   }
@@ -140,22 +160,23 @@ export class PushDeliverer {
 
   private schedule(delay: number): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.tick()
-        .catch((err: unknown) => {
-          // The store unreachable fails every round: say so once a minute, not ten times a second.
-          const now = this.now();
-          if (now - this.lastFailureLogged >= HOUSEKEEPING_MS) {
-            this.lastFailureLogged = now;
-            this.options.log?.('error', { err }, 'event delivery failed; trying again');
-          }
-        })
-        .finally(() => {
-          this.running = undefined;
-          this.schedule(this.intervalMs);
-        });
-    }, delay);
-    this.timer.unref();
+    this.timer = this.timers.setTimeout(
+      () =>
+        (this.running = this.tick()
+          .catch((err: unknown) => {
+            // The store unreachable fails every round: say so once a minute, not ten times a second.
+            const now = this.now();
+            if (now - this.lastFailureLogged >= HOUSEKEEPING_MS) {
+              this.lastFailureLogged = now;
+              this.options.log?.('error', { err }, 'event delivery failed; trying again');
+            }
+          })
+          .finally(() => {
+            this.running = undefined;
+            this.schedule(this.intervalMs);
+          })),
+      delay,
+    );
   }
 
   /** One receiver's deliveries, in order, while the lease lasts; its lease is released after. */

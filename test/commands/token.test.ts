@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, issue, sleep, tempStore, type IssuedTokens, type TempStore } from '../helpers/cli.js';
+import { createClient, issue, issueInThePast, tempStore, type IssuedTokens, type TempStore } from '../helpers/cli.js';
 
 const TOKEN_RESPONSE_KEYS = ['access_token', 'expires_in', 'jti', 'node', 'org_id', 'refresh_token', 'scope', 'stime', 'token_type'];
 const TOKEN_VIEW_KEYS = ['aud', 'client_id', 'expires_at', 'grant_id', 'issued_at', 'jti', 'node', 'not_before', 'replaced_at', 'revoked_at', 'scope', 'state', 'sub', 'type', 'username'];
@@ -9,15 +9,18 @@ describe('token issue, token list, refresh', () => {
   let web: { id: string; secret: string | null };
   let other: { id: string; secret: string | null };
   let alice: IssuedTokens;
+  let oneSecond: IssuedTokens;
   let shortLived: IssuedTokens;
 
   beforeAll(async () => {
     store = tempStore({ inProcess: true });
     [web, other] = await Promise.all([createClient(store, ['--scope', 'read write', '--org', 'acme']), createClient(store)]);
-    [alice, shortLived] = await Promise.all([
+    [alice, oneSecond] = await Promise.all([
       issue(store, web.id, 'alice', ['--sub', 'u-1']),
-      issue(store, other.id, 'dave', ['--access-ttl', '1s', '--refresh-ttl', '1s']),
+      issue(store, other.id, 'frank', ['--access-ttl', '1s', '--refresh-ttl', '1s']),
     ]);
+    // Dave's tokens (1 s TTL) expired two seconds ago: listed as "N s ago", not "now", without waiting.
+    shortLived = await issueInThePast(store, other.id, 'dave', 3_000, { accessTtlMs: 1_000, refreshTtlMs: 1_000 });
   });
   afterAll(() => store.cleanup());
 
@@ -28,7 +31,7 @@ describe('token issue, token list, refresh', () => {
     expect(alice.refresh_token).toMatch(/^tcr_[A-Za-z0-9_-]{43}$/);
     expect(alice.jti).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(Math.abs((alice.stime as number) - Date.now())).toBeLessThan(60_000);
-    expect(shortLived.expires_in).toBe(1);
+    expect(oneSecond.expires_in).toBe(1);
   });
 
   it('token issue without --json shows the response readably', async () => {
@@ -97,9 +100,6 @@ describe('token issue, token list, refresh', () => {
   });
 
   it('token list shows expired tokens in their state', async () => {
-    // Expired (1 s TTL) over a second ago, so that the listing says "N s ago", not "now",
-    // however quickly the commands below run.
-    await sleep(Math.max(0, (shortLived.stime as number) + 2100 - Date.now()));
     const expired = (await store.json<{ tokens: { username: string; state: string }[] }>(['token', 'list', '--user', 'dave', '--state', 'expired'])).tokens;
     expect(expired.map((t) => t.state)).toEqual(['expired', 'expired']);
     const human = await store.run(['token', 'list', '--user', 'dave']);

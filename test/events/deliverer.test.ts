@@ -1,13 +1,22 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { failingFor, failureOutcome, GIVE_UP_AFTER_MS, PURGE_BATCH, PURGE_MAX_BATCHES, PushDeliverer, retryDelay } from '../../src/events/deliverer.js';
+import { ManualClock } from '../../src/engine/clock.js';
+import { CLAIM_INTERVAL_MS, failingFor, failureOutcome, GIVE_UP_AFTER_MS, MAX_RETRY_MS, PURGE_BATCH, PURGE_MAX_BATCHES, PushDeliverer, retryDelay } from '../../src/events/deliverer.js';
 import { KEY_ROTATION_MS } from '../../src/engine/signing-keys.js';
 import { KEY_ROTATION_REFUSED, SigningKeys } from '../../src/events/keys.js';
 import type { PushResult } from '../../src/events/push.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
 import type { ReceiverRecord, RevocationEvent } from '../../src/store/store.js';
+import { ManualTimers } from '../helpers/timers.js';
 import { GroupingMemoryStore } from './grouping-store.js';
+import { TestReceiver } from './receiver.js';
 
-/** The push loop's policy over the in-memory store, with a push function the test controls and a manual clock. */
+/**
+ * The push loop's policy over the in-memory store, with a push function the test controls, a
+ * manual clock and timers that fire when it is advanced: retries and backoff without waiting.
+ */
 const T0 = Date.UTC(2026, 0, 1);
 
 function receiver(id: string): ReceiverRecord {
@@ -19,26 +28,29 @@ function event(n: number, at = T0): RevocationEvent {
 }
 
 async function setUp(answers: (set: string, r: ReceiverRecord) => PushResult, store: MemoryStore = new MemoryStore()) {
-  let now = T0;
+  const timers = new ManualTimers(new ManualClock(T0));
+  const clock = timers.clock;
   const sent: { receiver: string; event: string }[] = [];
   await store.createReceiver(receiver('a'), {});
   await store.createReceiver(receiver('b'), {});
   const deliverer = new PushDeliverer({
     store,
-    keys: new SigningKeys(store, () => now),
+    keys: new SigningKeys(store, () => clock.now()),
     issuer: () => 'https://issuer.example.test',
-    now: () => now,
+    clock,
+    timers,
     push: async (r, set) => {
       sent.push({ receiver: r.id, event: JSON.parse(Buffer.from(set.split('.')[1]!, 'base64url').toString()).jti });
       return answers(set, r);
     },
   });
-  // Events enter the outbox the way a revocation writes them.
-  const emit = async (n: number) => {
-    await store.createClient({ id: `c${n}`, name: 'c', secretHash: null, scope: '', orgId: '', audience: '', accessTtlMs: null, refreshTtlMs: null, createdAt: now, secretUpdatedAt: now }, {});
-    expect(await store.deleteClient(`c${n}`, { event: event(n, now) })).toBe(true);
-  };
-  return { store, deliverer, sent, emit, advance: (ms: number) => (now += ms), now: () => now };
+  return { store, deliverer, sent, emit: (n: number) => emit(store, n, clock.now()), timers, advance: (ms: number) => clock.advance(ms), now: () => clock.now() };
+}
+
+/** Event `n` into the outbox, the way a revocation writes it (client `c<n>` deleted). */
+async function emit(store: MemoryStore, n: number, now: number): Promise<void> {
+  await store.createClient({ id: `c${n}`, name: 'c', secretHash: null, scope: '', orgId: '', audience: '', accessTtlMs: null, refreshTtlMs: null, createdAt: now, secretUpdatedAt: now }, {});
+  expect(await store.deleteClient(`c${n}`, { event: event(n, now) })).toBe(true);
 }
 
 describe('retry policy', () => {
@@ -82,39 +94,36 @@ describe('PushDeliverer', () => {
 
   it('housekeeping: a refused rotation says the old key signs on, and the purge runs all the same; keys just checked at start wait a minute', async () => {
     const store = new MemoryStore();
-    let now = T0;
+    const timers = new ManualTimers(new ManualClock(T0));
+    const clock = timers.clock;
     const logged: [string, string][] = [];
-    const keys = new SigningKeys(store, () => now);
+    const keys = new SigningKeys(store, () => clock.now());
     const first = await keys.ensureCurrent();
     let purges = 0;
     store.purgeDeliveredEvents = async () => (purges++, 0);
-    const deliverer = new PushDeliverer({ store, keys, issuer: () => 'https://issuer.example.test', now: () => now, log: (level, _fields, message) => logged.push([level, message]) });
-    now += KEY_ROTATION_MS;
+    const deliverer = new PushDeliverer({ store, keys, issuer: () => 'https://issuer.example.test', clock, timers, log: (level, _fields, message) => logged.push([level, message]) });
+    clock.advance(KEY_ROTATION_MS);
     const addKey = vi.spyOn(store, 'addSigningKey').mockRejectedValue(new Error('the store is unavailable'));
-    const until = async (done: () => boolean) => {
-      const limit = Date.now() + 3_000;
-      while (!done() && Date.now() < limit) await new Promise((r) => setTimeout(r, 10));
-    };
     // Started as serve does, right after its own check: the first round purges but leaves the keys.
-    deliverer.start({ keysCheckedAt: now });
-    await until(() => purges > 0);
-    await deliverer.stop();
-    expect(purges).toBeGreaterThanOrEqual(1);
+    deliverer.start({ keysCheckedAt: clock.now() });
+    await timers.advance(0);
+    expect(purges).toBe(1);
     expect(addKey).not.toHaveBeenCalled();
     expect(logged).toEqual([]);
-    // A minute on: the rotation is tried, refused and said so; the purge runs too.
-    now += 60_000;
-    const before = purges;
-    deliverer.start();
-    await until(() => logged.length > 0 && purges > before);
+    // Nothing more within the minute, however many rounds run.
+    await timers.advance(60_000 - CLAIM_INTERVAL_MS);
+    expect(purges).toBe(1);
+    expect(addKey).not.toHaveBeenCalled();
+    // A minute on, in the running loop: the rotation is tried, refused and said so; the purge runs too.
+    await timers.advance(CLAIM_INTERVAL_MS);
     await deliverer.stop();
     expect(addKey).toHaveBeenCalledTimes(1);
-    expect(purges).toBe(before + 1);
+    expect(purges).toBe(2);
     expect(logged).toEqual([['error', KEY_ROTATION_REFUSED]]);
     expect((await keys.current()).kid).toBe(first);
     // The store takes it again: the next round rotates.
     addKey.mockRestore();
-    now += 60_000;
+    clock.advance(60_000);
     await deliverer.tick();
     expect((await keys.current()).kid).not.toBe(first);
     expect(logged).toHaveLength(1);
@@ -189,16 +198,61 @@ describe('PushDeliverer', () => {
     expect((await s.store.listReceivers())[0]).toMatchObject({ pending: 1, dead: 0 });
   });
 
-  it('start and stop: the loop runs on its own and stops cleanly', async () => {
+  it('start and stop: the loop runs on its own, a round every interval, and stops cleanly', async () => {
     const s = await setUp(() => ({ kind: 'accepted' }));
     await s.emit(1);
     s.deliverer.start();
-    const until = Date.now() + 3_000;
-    while (s.sent.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-    await s.deliverer.stop();
+    await s.timers.advance(0);
+    expect(s.sent).toHaveLength(2);
+    // Rounds go on: a new event goes out within one interval, and nothing twice.
+    await s.timers.advance(10 * CLAIM_INTERVAL_MS);
     expect(s.sent).toHaveLength(2);
     await s.emit(2);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(s.sent).toHaveLength(2);
+    await s.timers.advance(CLAIM_INTERVAL_MS);
+    expect(s.sent).toHaveLength(4);
+    await s.deliverer.stop();
+    expect(s.timers.size).toBe(0);
+    await s.emit(3);
+    await s.timers.advance(60_000);
+    expect(s.sent).toHaveLength(4);
+  });
+});
+
+describe('a receiver down for a minute, over HTTPS', () => {
+  it('gets every event, in order and once, when it is back; a retry is at most 60 s + 20 % after the last', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tokenctl-deliverer-'));
+    const rs = await TestReceiver.start(dir);
+    try {
+      const store = new MemoryStore();
+      const timers = new ManualTimers(new ManualClock(T0));
+      const clock = timers.clock;
+      await store.createReceiver({ ...receiver('gw'), endpointUrl: rs.url, caPem: readFileSync(rs.caFile, 'utf8'), authorization: 'Bearer for-tests' }, {});
+      // The real push (pushSet) to a real receiver; only the waits between attempts are the clock's.
+      const deliverer = new PushDeliverer({ store, keys: new SigningKeys(store, () => clock.now()), issuer: () => 'https://issuer.example.test', clock, timers });
+      await rs.down();
+      deliverer.start();
+      const ids: string[] = [];
+      for (let n = 1; n <= 6; n++) {
+        await emit(store, n, clock.now());
+        ids.push(event(n).id);
+        // Spread over the minute: some events wait behind a delivery already retried for a while.
+        await timers.advance(n === 3 ? 30_000 : 200);
+      }
+      await timers.advance(T0 + 60_000 - clock.now());
+      const [down] = await store.listReceivers();
+      expect(down).toMatchObject({ pending: 6, dead: 0 });
+      expect(down!.lastError).toMatch(/ECONNREFUSED/);
+      expect(rs.arrived).toBe(0);
+      await rs.up();
+      await timers.advance(MAX_RETRY_MS * 1.2);
+      await deliverer.stop();
+      expect(rs.eventIds()).toEqual(ids);
+      expect(rs.duplicates()).toBe(0);
+      expect(rs.accepted.every((a) => a.authorization === 'Bearer for-tests' && a.contentType === 'application/secevent+jwt')).toBe(true);
+      expect((await store.listReceivers())[0]).toMatchObject({ pending: 0, dead: 0 });
+    } finally {
+      await rs.down();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

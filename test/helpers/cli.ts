@@ -186,6 +186,25 @@ export async function issueInThePast(
   }
 }
 
+/**
+ * Rotates a refresh token (as its client would, with rotation on) as of `agoMs` ago, through an
+ * engine on the store file whose clock is behind: a replaced token already past the rotation race
+ * window, without waiting for it.
+ */
+export async function rotateInThePast(store: TempStore, refreshToken: string, agoMs: number): Promise<void> {
+  const [{ openStore }, { Engine }, { ManualClock }] = await Promise.all([
+    import('../../src/store/open-store.js'),
+    import('../../src/engine/engine.js'),
+    import('../../src/engine/clock.js'),
+  ]);
+  const db = await openStore(store.db);
+  try {
+    await new Engine({ store: db, clock: new ManualClock(Date.now() - agoMs), rotateRefreshTokens: true }).refreshAsOperator(refreshToken);
+  } finally {
+    await db.close();
+  }
+}
+
 /** Is util-linux `script` here, to give a child a pseudo-terminal? */
 export function hasScript(): boolean {
   return ['/usr/bin/script', '/bin/script'].some((p) => existsSync(p));

@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { format } from 'node:util';
 import { join } from 'node:path';
-import { Config, type Command } from '@oclif/core';
+import { Config, type Command, type Interfaces } from '@oclif/core';
 import { afterAll } from 'vitest';
 import type { CliResult, RunOptions } from './cli.js';
 
@@ -23,11 +23,19 @@ afterAll(() => {
   config = undefined;
 });
 
-/** oclif's configuration of this package, loaded once per test file in a private data directory. */
+/**
+ * oclif's configuration of this package, loaded once per test file in a private data directory.
+ * Without its command list: that points oclif at the build (dist/, oclif.manifest.json), and the
+ * command classes come from the sources here, so these tests need no build.
+ */
 function loadConfig(): Promise<Config> {
   home ??= mkdtempSync(join(tmpdir(), 'tokenctl-home-'));
   const dir = home;
-  return (config ??= withEnv({ HOME: dir, XDG_DATA_HOME: join(dir, 'data'), XDG_CONFIG_HOME: join(dir, 'config') }, () => Config.load({ root: ROOT })));
+  const pjson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { oclif: Record<string, unknown> };
+  const { commands: _built, ...oclif } = pjson.oclif;
+  return (config ??= withEnv({ HOME: dir, XDG_DATA_HOME: join(dir, 'data'), XDG_CONFIG_HOME: join(dir, 'config') }, () =>
+    Config.load({ root: ROOT, pjson: { ...pjson, oclif } as unknown as Interfaces.PJSON }),
+  ));
 }
 
 /** The command classes from the TypeScript sources (src/commands/index.ts), not from the build. */
