@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { systemClock, type Clock } from '../engine/clock.js';
-import type { ClaimedReceiver, DeliveryOutcome, EventStore } from '../store/store.js';
+import type { ClaimedReceiver, DeliveryOutcome, OutboxStore } from '../store/store.js';
 import { KEY_ROTATION_REFUSED, KeyRotationError, type SigningKeys } from './keys.js';
 import { pushSet, PUSH_TIMEOUT_MS, type PushResult } from './push.js';
 import { signSet } from './set.js';
@@ -58,7 +58,7 @@ export const systemTimers: Timers = {
 };
 
 export interface DelivererOptions {
-  store: EventStore;
+  store: OutboxStore;
   keys: SigningKeys;
   /** The issuer, read when signing. */
   issuer: () => string;

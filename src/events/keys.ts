@@ -1,7 +1,7 @@
 import { createPrivateKey, type JsonWebKeyInput, type KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
 import { isPublished, KEY_ROTATION_MS, newSigningKey, RETIRED_KEY_PUBLISHED_MS } from '../engine/signing-keys.js';
-import type { AuditEntry, EventStore, SigningKeyRecord } from '../store/store.js';
+import type { AuditEntry, SigningKeyRecord, SigningKeyStore } from '../store/store.js';
 
 /** How long a process signs with the current key it read before reading the store again. */
 const CURRENT_KEY_TTL_MS = 5_000;
@@ -30,7 +30,7 @@ export class SigningKeys {
    * key, nor for an operator's rotation (engine/signing-keys.ts writes that one).
    */
   constructor(
-    private readonly store: EventStore,
+    private readonly store: SigningKeyStore,
     private readonly now: () => number = Date.now,
     private readonly rotationAudit?: (key: SigningKeyRecord) => AuditEntry,
   ) {}

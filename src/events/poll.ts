@@ -1,5 +1,5 @@
 import { InvalidRequestError } from '../engine/errors.js';
-import type { EventStore, ReceiverRecord } from '../store/store.js';
+import type { OutboxStore, ReceiverRecord } from '../store/store.js';
 import { ByteWriter } from './bytes.js';
 import type { SigningKey, SigningKeys } from './keys.js';
 import { writeSet, type SetContent } from './set.js';
@@ -21,7 +21,7 @@ export const LONG_POLL_CHECK_MS = 100;
 export const LONG_POLL_MIN_INTERVAL_MS = 50;
 /**
  * The most revocations one SET of a poll answer carries when the store merges consecutive
- * deliveries (EventStore.pendingDeliveries' `mergeUpTo`; the SQLite store does): a burst of group
+ * deliveries (OutboxStore.pendingDeliveries' `mergeUpTo`; the SQLite store does): a burst of group
  * commits then goes out as one SET, one signature, one ack, not one per commit.
  */
 export const MERGE_UP_TO = 1000;
@@ -87,7 +87,7 @@ export function parsePollRequest(body: unknown): PollRequest {
 }
 
 export interface PollDeps {
-  store: EventStore;
+  store: OutboxStore;
   keys: SigningKeys;
   /** The issuer, read when signing (serve learns its URL once listening). */
   issuer: () => string;
