@@ -29,7 +29,22 @@ export interface ClientRecord {
   createdAt: number;
   /** Last change of the secret (creation or rotation). */
   secretUpdatedAt: number;
+  /**
+   * The redirect URIs registered for the authorization code grant (RFC 6749 §3.1.2), each
+   * matched exactly (RFC 9700 §4.1.3; a loopback URI with any port, RFC 8252 §7.3).
+   */
+  redirectUris: string[];
+  /**
+   * The `grant_type` values the client may use at the token endpoint (RFC 7591 §2
+   * `grant_types`); a client of a store older than issuance has `refresh_token` only.
+   */
+  grantTypes: string[];
+  /** The operator's login app: may read and answer login requests (contract 5). */
+  loginProvider: boolean;
 }
+
+/** The settings of a client that an operator may change after creation (`client update`). */
+export type ClientSettings = Pick<ClientRecord, 'redirectUris' | 'grantTypes' | 'loginProvider'>;
 
 /** One issued token. The token string itself is never stored, only its digest. */
 export interface TokenRecord {

@@ -13,6 +13,7 @@
  */
 
 import type { AuditStore } from './ports/audit.js';
+import type { AuthorizationStore } from './ports/authorizations.js';
 import type { ClientStore } from './ports/clients.js';
 import type { MaintenanceStore } from './ports/maintenance.js';
 import type { OutboxStore } from './ports/outbox.js';
@@ -25,7 +26,8 @@ import type { PoolState } from './records.js';
 export type * from './records.js';
 export type * from './event-records.js';
 export type * from './audit.js';
-export type { AuditStore, ClientStore, MaintenanceStore, OutboxStore, SigningKeyStore, TokenReads, TokenWrites };
+export type * from './authorization-records.js';
+export type { AuditStore, AuthorizationStore, ClientStore, MaintenanceStore, OutboxStore, SigningKeyStore, TokenReads, TokenWrites };
 export { tokenState, TOKEN_TYPES } from './records.js';
 export * from './errors.js';
 export { DuplicateReceiverError } from './event-records.js';
@@ -43,7 +45,7 @@ export type EventStore = OutboxStore & SigningKeyStore;
  * answer reflects what is committed, and nothing is cached. An engine module declares the ports
  * it uses (engine/context.ts `EngineContext<Ports>`), not the whole of this.
  */
-export interface TokenStore extends ClientStore, TokenReads, TokenWrites, MaintenanceStore, AuditStore, OutboxStore, SigningKeyStore {
+export interface TokenStore extends ClientStore, TokenReads, TokenWrites, AuthorizationStore, MaintenanceStore, AuditStore, OutboxStore, SigningKeyStore {
   /** A short description for operators: the file path or database URL without password. */
   readonly location: string;
 

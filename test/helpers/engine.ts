@@ -53,6 +53,9 @@ export async function addClient(store: TokenStore, overrides: Partial<ClientReco
     refreshTtlMs: null,
     createdAt: START,
     secretUpdatedAt: START,
+    redirectUris: [],
+    grantTypes: ['refresh_token'],
+    loginProvider: false,
     ...overrides,
   };
   await store.createClient(record, {});

@@ -19,6 +19,9 @@ export function makeClient(overrides: Partial<ClientRecord> = {}): ClientRecord 
     refreshTtlMs: null,
     createdAt: T0,
     secretUpdatedAt: T0,
+    redirectUris: [],
+    grantTypes: ['refresh_token'],
+    loginProvider: false,
     ...overrides,
   };
 }

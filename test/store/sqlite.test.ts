@@ -344,7 +344,7 @@ describe('SqliteStore on disk', () => {
       const { SqliteStore } = await import(process.env.STORE_MODULE);
       const store = await SqliteStore.open(process.env.DB);
       await store.createClient({ id: process.env.WHO, name: 'n', secretHash: null, scope: '', orgId: '', audience: '',
-        accessTtlMs: null, refreshTtlMs: null, createdAt: 1, secretUpdatedAt: 1 }, {});
+        accessTtlMs: null, refreshTtlMs: null, createdAt: 1, secretUpdatedAt: 1, redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false }, {});
       await store.close();`;
     // Several rounds on fresh files: two processes switching a new file to WAL at once used to
     // deadlock until the busy timeout ("locked by another process"), depending on timing.

@@ -20,6 +20,8 @@ import {
 import type { EventStore } from '../store.js';
 import { ForwardsEventStore } from '../forward-events.js';
 import { MemoryEvents } from './outbox-store.js';
+import { MemoryAuthorizations } from './authorizations.js';
+import type { AuthorizationKey, AuthorizationRecord, ClientSettings, IssuedCode, LoginDecision, RedeemOutcome } from '../store.js';
 
 export const MEMORY_SCHEMA_VERSION = 1;
 
@@ -34,6 +36,7 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
   private readonly byDigest = new Map<string, string>(); // digest -> jti
   private readonly auditLog: AuditEntry[] = [];
   private readonly events = new MemoryEvents((entry) => this.appendAuditNow(entry));
+  private readonly authorizations = new MemoryAuthorizations();
   private closed = false;
 
   private check(): void {
@@ -68,6 +71,7 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     this.check();
     if (!this.clients.delete(id)) return false;
     for (const t of [...this.tokens.values()]) if (t.clientId === id) this.remove(t);
+    this.authorizations.deleteClient(id);
     this.events.emit(event);
     if (audit) this.appendAuditNow(audit);
     return true;
@@ -84,12 +88,55 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     return true;
   }
 
+  async updateClientSettings(id: string, settings: ClientSettings, trail: Trail): Promise<boolean> {
+    this.check();
+    const c = this.clients.get(id);
+    if (!c) return false;
+    Object.assign(c, { redirectUris: [...settings.redirectUris], grantTypes: [...settings.grantTypes], loginProvider: settings.loginProvider });
+    if (trail.audit) this.appendAuditNow(trail.audit);
+    return true;
+  }
+
   async insertTokens(tokens: TokenRecord[]): Promise<void> {
     this.check();
+    this.insertTokensNow(tokens);
+  }
+
+  private insertTokensNow(tokens: TokenRecord[]): void {
     for (const t of tokens) {
       if (this.tokens.has(t.jti) || this.byDigest.has(t.digest)) throw new Error(`duplicate token ${t.jti}`);
     }
     for (const t of tokens) this.put(t);
+  }
+
+  // ---- the authorization code flow (memory/authorizations.ts) ----------------------------------
+
+  async createAuthorization(authorization: AuthorizationRecord): Promise<void> {
+    this.check();
+    this.authorizations.create(authorization);
+  }
+  async findAuthorization(key: AuthorizationKey): Promise<AuthorizationRecord | null> {
+    this.check();
+    return this.authorizations.find(key);
+  }
+  async decideAuthorization(id: string, decision: LoginDecision, at: number): Promise<boolean> {
+    this.check();
+    return this.authorizations.decide(id, decision, at);
+  }
+  async issueAuthorizationCode(id: string, code: IssuedCode, at: number): Promise<boolean> {
+    this.check();
+    return this.authorizations.issueCode(id, code, at);
+  }
+  async redeemAuthorizationCode(codeDigest: string, at: number, tokens: TokenRecord[], trail: Trail): Promise<RedeemOutcome> {
+    this.check();
+    return this.authorizations.redeem(codeDigest, at, () => {
+      this.insertTokensNow(tokens);
+      if (trail.audit) this.appendAuditNow(trail.audit);
+    });
+  }
+  async purgeAuthorizations(before: number, limit: number): Promise<number> {
+    this.check();
+    return this.authorizations.purge(before, limit);
   }
 
   async findTokenByDigest(digest: string): Promise<TokenRecord | null> {

@@ -1,5 +1,5 @@
 import type { Trail } from '../trail.js';
-import type { ClientRecord } from '../records.js';
+import type { ClientRecord, ClientSettings } from '../records.js';
 
 /**
  * Registered clients (RFC 6749 §2: "Before initiating the protocol, the client registers with the
@@ -23,4 +23,9 @@ export interface ClientStore {
   deleteClient(id: string, trail: Trail): Promise<boolean>;
   /** Replaces a client's secret hash (and the trail's `audit` line when it did). Returns false if there is no such client. */
   updateClientSecret(id: string, secretHash: string, at: number, trail: Trail): Promise<boolean>;
+  /**
+   * Replaces a client's redirect URIs, grant types and login-provider mark (RFC 7591 §2 client
+   * metadata), with the trail's `audit` line when it did. Returns false if there is no such client.
+   */
+  updateClientSettings(id: string, settings: ClientSettings, trail: Trail): Promise<boolean>;
 }
