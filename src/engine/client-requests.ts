@@ -1,5 +1,6 @@
 import type { PresentedCredentials } from './client-auth.js';
 import type { ParsedGrant } from './grants/index.js';
+import type { TokenEndpointResponse } from './results.js';
 
 /**
  * What a client presents at one of the three endpoints (spec part 4): its credentials (spec part
@@ -30,8 +31,8 @@ export interface ClientRequest extends ClientCall {
 }
 
 /** POST /oauth/token: the grant asked for, its parameters read (`Engine.tokenRequest`). */
-export interface TokenRequest extends ClientCall {
-  grant: ParsedGrant;
+export interface TokenRequest<R extends TokenEndpointResponse = TokenEndpointResponse> extends ClientCall {
+  grant: ParsedGrant<R>;
 }
 
 /** Spec 4.1 from the command line: the refresh token, and an optional narrower scope (RFC 6749 §6). */

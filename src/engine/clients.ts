@@ -8,11 +8,12 @@ import type { ClientView } from './results.js';
 import { generateSecret, hashSecret, MIN_SECRET_LENGTH } from './secrets.js';
 import { auditLine } from './audit.js';
 import type { ClientStore } from '../store/store.js';
+import { checkClientSettings, defaultSettings, type ClientSettingsInput } from './client-settings.js';
 
 /** The store ports this module uses (store/ports/). */
 type Ports = ClientStore;
 
-export interface CreateClientInput {
+export interface CreateClientInput extends ClientSettingsInput {
   name: string;
   /** Public client (spec part 5 scenario II): no password. */
   public?: boolean;
@@ -80,6 +81,7 @@ export async function createClient(ctx: EngineContext<Ports>, input: CreateClien
     throw new InvalidInputError(`"${id}" is not a valid client id (at most 200 characters; no spaces, colons, '%', '+' or control characters)`);
   }
   const secret = input.public ? null : (input.secret ?? generateSecret());
+  const settings = checkClientSettings(defaultSettings(input), { secretHash: secret });
   const now = ctx.clock.now();
   const record: ClientRecord = {
     id,
@@ -92,9 +94,11 @@ export async function createClient(ctx: EngineContext<Ports>, input: CreateClien
     refreshTtlMs: validateTtl(input.refreshTtlMs, 'the refresh token lifetime'),
     createdAt: now,
     secretUpdatedAt: now,
+    ...settings,
   };
   try {
-    await ctx.store.createClient(record, { audit: auditLine(ctx, actor, 'client.create', `client:${id}`, 1, record.secretHash === null ? 'public' : 'confidential') });
+    const detail = [record.secretHash === null ? 'public' : 'confidential', `grants ${record.grantTypes.join(',')}`, ...(record.loginProvider ? ['login provider'] : [])].join('; ');
+    await ctx.store.createClient(record, { audit: auditLine(ctx, actor, 'client.create', `client:${id}`, 1, detail) });
   } catch (err) {
     if (err instanceof DuplicateClientError) throw new InvalidInputError(`a client with id "${id}" already exists`);
     throw err;
@@ -125,4 +129,38 @@ export async function rotateClientSecret(ctx: EngineContext<Ports>, id: string, 
     throw new NotFoundError(`no client with id "${id}"`);
   }
   return { client: clientView({ ...client, secretUpdatedAt: now }), client_secret: newSecret };
+}
+
+/** A change of a client's settings: a list given replaces it; `add…`/`remove…` edit it. */
+export interface UpdateClientInput {
+  redirectUris?: readonly string[];
+  addRedirectUris?: readonly string[];
+  removeRedirectUris?: readonly string[];
+  grantTypes?: readonly string[];
+  loginProvider?: boolean;
+}
+
+/** Changes a client's redirect URIs, grant types or login-provider mark (`client update`), audited. */
+export async function updateClient(ctx: EngineContext<Ports>, id: string, input: UpdateClientInput, actor: string): Promise<ClientView> {
+  const client = await getClientOrThrow(ctx, id);
+  if (input.redirectUris !== undefined && (input.addRedirectUris !== undefined || input.removeRedirectUris !== undefined)) {
+    throw new InvalidInputError('give either the whole list of redirect URIs or the ones to add and remove, not both');
+  }
+  let redirectUris: string[] = [...(input.redirectUris ?? client.redirectUris)];
+  for (const uri of input.removeRedirectUris ?? []) {
+    if (!redirectUris.includes(uri)) throw new InvalidInputError(`client "${id}" has no redirect URI "${uri.slice(0, 100)}" (see: tokenctl client show ${id})`);
+    redirectUris = redirectUris.filter((u) => u !== uri);
+  }
+  redirectUris = [...redirectUris, ...(input.addRedirectUris ?? [])];
+  const settings = checkClientSettings(
+    { redirectUris, grantTypes: [...(input.grantTypes ?? client.grantTypes)], loginProvider: input.loginProvider ?? client.loginProvider },
+    client,
+  );
+  const changed = (['redirectUris', 'grantTypes', 'loginProvider'] as const).filter((k) => JSON.stringify(settings[k]) !== JSON.stringify(client[k]));
+  if (changed.length === 0) return clientView(client);
+  const detail = changed.map((k) => `${k} ${Array.isArray(settings[k]) ? (settings[k] as string[]).join(',') || 'none' : String(settings[k])}`).join('; ');
+  if (!(await ctx.store.updateClientSettings(id, settings, { audit: auditLine(ctx, actor, 'client.update', `client:${id}`, 1, detail) }))) {
+    throw new NotFoundError(`no client with id "${id}"`);
+  }
+  return clientView({ ...client, ...settings });
 }

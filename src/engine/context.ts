@@ -47,6 +47,9 @@ export function clientView(client: ClientRecord): ClientView {
     refresh_ttl_s: client.refreshTtlMs === null ? null : toSeconds(client.refreshTtlMs),
     created_at: client.createdAt,
     secret_updated_at: client.secretUpdatedAt,
+    redirect_uris: [...client.redirectUris],
+    grant_types: [...client.grantTypes],
+    login_provider: client.loginProvider,
   };
 }
 

@@ -1,4 +1,5 @@
 import type { AuditEntry, AuditFilter, BulkSelector, ClientRecord, ReceiverRecord, SigningKeyRecord, TokenFilter, TokenRecord, TokenStore } from '../store/store.js';
+import { AuthorizationFlow } from './authorization/index.js';
 import { ClientAuthenticator, type AuthenticatorOptions } from './authenticator.js';
 import { listAudit } from './audit.js';
 import type { PresentedCredentials } from './client-auth.js';
@@ -17,7 +18,7 @@ import type { ClientCall, ClientRequest, RefreshRequest, TokenRequest } from './
 import * as receivers from './receivers.js';
 import { refreshAsOperator } from './refresh.js';
 import * as signingKeys from './signing-keys.js';
-import type { ClientOutcome, ClientView, Inspection, IntrospectionResult, RevocationResult, TokenResponse, TokenView } from './results.js';
+import type { ClientOutcome, ClientView, Inspection, IntrospectionResult, RevocationResult, TokenEndpointResponse, TokenResponse, TokenView } from './results.js';
 import { countBulk, revokeAsOperator, revokeBulk, revokeFound, type BulkOptions, type BulkRevocation } from './revoke.js';
 
 export interface EngineOptions extends Partial<EngineConfig> {
@@ -39,6 +40,8 @@ export class Engine {
   private readonly ctx: EngineContext;
   private readonly authenticator: ClientAuthenticator;
   private readonly grants: GrantTable;
+  /** The authorization code flow's authorize request, login back channel and return (contract 5). */
+  readonly authorization: AuthorizationFlow;
 
   constructor(options: EngineOptions) {
     const config = engineConfig(options);
@@ -47,6 +50,7 @@ export class Engine {
     this.ctx = { store: options.store, clock: options.clock ?? systemClock, config };
     this.authenticator = new ClientAuthenticator(options.store, options.auth);
     this.grants = options.grants ?? GRANTS;
+    this.authorization = new AuthorizationFlow(this.ctx, (credentials, source) => this.authenticate(credentials, source));
   }
 
   // ---- clients ------------------------------------------------------------------------------
@@ -74,6 +78,10 @@ export class Engine {
   deleteClient(id: string, actor: string): Promise<ClientView> {
     return clients.deleteClient(this.ctx, id, actor);
   }
+  /** Changes a client's redirect URIs, grant types or login-provider mark. */
+  updateClient(id: string, input: clients.UpdateClientInput, actor: string): Promise<ClientView> {
+    return clients.updateClient(this.ctx, id, input, actor);
+  }
   rotateClientSecret(id: string, actor: string, secret?: string): Promise<clients.ClientWithSecret> {
     return clients.rotateClientSecret(this.ctx, id, actor, secret);
   }
@@ -99,7 +107,7 @@ export class Engine {
    * POST /oauth/token: authenticates the client and reads the token the grant presents in one
    * store read, then the grant makes its exchange (spec 4.1 for refresh_token).
    */
-  async tokenAsClient(request: TokenRequest): Promise<ClientOutcome<TokenResponse>> {
+  async tokenAsClient<R extends TokenEndpointResponse>(request: TokenRequest<R>): Promise<ClientOutcome<R>> {
     // When the request was taken up, before its token was read: a lost rotation race is told by it.
     const presentedAt = this.ctx.clock.now();
     const { grant } = request;

@@ -126,6 +126,35 @@ export class AccessDeniedError extends TokenctlError {
   readonly code = 'access_denied';
 }
 
+/**
+ * An authorization code that is unknown, expired, already used, issued to another client or for
+ * another redirect URI, or whose PKCE verifier does not match (RFC 6749 §5.2 `invalid_grant`,
+ * RFC 7636 §4.6). The description says which, never the code.
+ */
+export class InvalidGrantError extends TokenctlError {
+  readonly code = 'invalid_grant';
+}
+
+/**
+ * An authorization code presented a second time (RFC 6749 §4.1.2): refused, and the grant it
+ * formed revoked, `grantTokens` tokens. Answered as {@link InvalidGrantError}.
+ */
+export class CodeReplayedError extends InvalidGrantError {
+  constructor(readonly grantTokens: number) {
+    super('The authorization code was already used; the tokens issued with it are now revoked');
+  }
+}
+
+/** The login app named a login request that does not exist or has expired (contract 5). */
+export class LoginRequestNotFoundError extends TokenctlError {
+  readonly code = 'login_request_not_found';
+}
+
+/** The login app answered a login request that was answered already ("answered once", contract 5). */
+export class LoginRequestAnsweredError extends TokenctlError {
+  readonly code = 'login_request_answered';
+}
+
 /** An operator named a client or token that does not exist. */
 export class NotFoundError extends TokenctlError {
   readonly code = 'not_found';
@@ -197,6 +226,9 @@ export const ENGINE_ERRORS = {
   InvalidTokenError,
   ReuseDetectedError,
   InvalidScopeError,
+  InvalidGrantError,
+  LoginRequestNotFoundError,
+  LoginRequestAnsweredError,
   AccessDeniedError,
   NotFoundError,
   InvalidInputError,

@@ -33,16 +33,16 @@ interface MintSpec {
   ttlMs: number;
 }
 
-export function accessTtl(ctx: EngineContext<Ports>, client: ClientRecord): number {
+export function accessTtl(ctx: EngineContext<unknown>, client: ClientRecord): number {
   return client.accessTtlMs ?? ctx.config.accessTtlMs;
 }
 
-export function refreshTtl(ctx: EngineContext<Ports>, client: ClientRecord): number {
+export function refreshTtl(ctx: EngineContext<unknown>, client: ClientRecord): number {
   return client.refreshTtlMs ?? ctx.config.refreshTtlMs;
 }
 
 /** Makes a new token and its record. Nothing is stored yet. */
-export function mint(ctx: EngineContext<Ports>, spec: MintSpec, now: number): Minted {
+export function mint(ctx: EngineContext<unknown>, spec: MintSpec, now: number): Minted {
   const token = generateToken(spec.type);
   return {
     token,
@@ -69,7 +69,7 @@ export function mint(ctx: EngineContext<Ports>, spec: MintSpec, now: number): Mi
 }
 
 /** Spec 2.1, all nine fields; `jti` is the access token's. */
-export function tokenResponse(ctx: EngineContext<Ports>, access: Minted, refreshToken: string, client: ClientRecord): TokenResponse {
+export function tokenResponse(ctx: EngineContext<unknown>, access: Minted, refreshToken: string, client: ClientRecord): TokenResponse {
   return {
     access_token: access.token,
     expires_in: toSeconds(access.record.expiresAt - access.record.issuedAt),

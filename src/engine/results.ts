@@ -16,6 +16,12 @@ export interface TokenResponse {
   token_type: 'bearer';
 }
 
+/** RFC 6749 §4.4.3: the client credentials grant's answer, spec 2.1 without a refresh token. */
+export type AccessTokenResponse = Omit<TokenResponse, 'refresh_token'>;
+
+/** What POST /oauth/token answers, whichever grant. */
+export type TokenEndpointResponse = TokenResponse | AccessTokenResponse;
+
 /** Spec 2.2, with contract 3's third code. */
 export type RevocationCode = 'token_revoke_success' | 'token_already_revoked' | 'token_invalid';
 
@@ -58,7 +64,13 @@ export type ClientAction =
    * A refresh refused (401 invalid_token) because a replaced refresh token was presented again:
    * its grant was revoked, `tokens` tokens (RFC 9700 §4.14.2; ReuseDetectedError).
    */
-  | { kind: 'reuse_detected'; tokens: number };
+  | { kind: 'reuse_detected'; tokens: number }
+  /** RFC 6749 §4.1.3: an authorization code exchanged for a new grant. */
+  | { kind: 'code_exchanged' }
+  /** RFC 6749 §4.1.2: an authorization code presented again: its grant was revoked, `tokens` tokens. */
+  | { kind: 'code_replayed'; tokens: number }
+  /** RFC 6749 §4.4: an access token for the client itself. */
+  | { kind: 'client_credentials' };
 
 /**
  * The answer of the engine to a client's request at one of the three endpoints: the wire record
@@ -138,4 +150,8 @@ export interface ClientView {
   refresh_ttl_s: number | null;
   created_at: number;
   secret_updated_at: number;
+  /** RFC 7591 §2 client metadata names. */
+  redirect_uris: string[];
+  grant_types: string[];
+  login_provider: boolean;
 }

@@ -30,6 +30,16 @@ export type Setting = (
 export const ENGINE_SETTINGS = {
   issuer: { kind: 'string', summary: 'Issuer URL, returned as iss and in the RFC 8414 metadata', default: 'https://localhost' },
   node: { kind: 'string', summary: 'Node name, returned as node in token responses', default: 'tokenctl' },
+  loginUrl: {
+    kind: 'string',
+    summary: 'The login app GET /oauth/authorize sends the browser to, with ?login_challenge=… (docs/login.md); empty: none',
+    default: '',
+  },
+  devLogin: {
+    kind: 'boolean',
+    summary: 'Answer logins with the built-in development page, which takes any user name (never in production)',
+    default: false,
+  },
   rotateRefreshTokens: {
     kind: 'boolean',
     summary: 'Replace the refresh token on every refresh; a replaced one presented again revokes its grant',

@@ -2,7 +2,7 @@ import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { ClientAction } from '../engine/results.js';
 import type { AnswerObserver, EndpointName } from './observer.js';
-import { HEALTH_PATH, INTROSPECTION_PATH, METADATA_PATH, REVOCATION_PATH, TOKEN_PATH } from './paths.js';
+import { AUTHORIZE_CONTINUE_PATH, AUTHORIZE_PATH, DEV_LOGIN_PATH, HEALTH_PATH, INTROSPECTION_PATH, LOGIN_REQUESTS_PATH, METADATA_PATH, REVOCATION_PATH, TOKEN_PATH } from './paths.js';
 
 /**
  * The one answer writer of the server: every answer, whichever door the request came through (the
@@ -140,10 +140,17 @@ const ENDPOINT_NAMES: ReadonlyMap<string, EndpointName> = new Map<string, Endpoi
   [INTROSPECTION_PATH, 'introspection'],
   [METADATA_PATH, 'metadata'],
   [HEALTH_PATH, 'health'],
+  [AUTHORIZE_PATH, 'authorize'],
+  [AUTHORIZE_CONTINUE_PATH, 'authorize'],
+  [DEV_LOGIN_PATH, 'login'],
+  // Route patterns: the challenge in the path is never logged.
+  [`${LOGIN_REQUESTS_PATH}/:challenge`, 'login'],
+  [`${LOGIN_REQUESTS_PATH}/:challenge/accept`, 'login'],
+  [`${LOGIN_REQUESTS_PATH}/:challenge/reject`, 'login'],
 ]);
 
-/** Access and refresh tokens, and generated client passwords (`tcs_`). */
-const TOKEN_LIKE = /tc[ars]_[A-Za-z0-9_-]{20,}/g;
+/** Access and refresh tokens, authorization codes (`tcc_`), and generated client passwords (`tcs_`). */
+const TOKEN_LIKE = /tc[arsc]_[A-Za-z0-9_-]{20,}/g;
 
 /** A path as the client sent it, made fit for the log: cut short, and any token in it masked. */
 export function loggedPath(path: string): string {

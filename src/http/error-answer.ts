@@ -1,11 +1,11 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { engineErrorName, InvalidClientError, InvalidTokenError, RefreshLimitError, ReuseDetectedError, TooManyAttemptsError, type EngineErrorName, type EngineErrorOf } from '../engine/errors.js';
+import { CodeReplayedError, engineErrorName, InvalidClientError, InvalidTokenError, RefreshLimitError, ReuseDetectedError, TooManyAttemptsError, type EngineErrorName, type EngineErrorOf } from '../engine/errors.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { replyAnswer, type Answer } from './answer.js';
 import type { ClientAction } from '../engine/results.js';
 import { HttpTransportError, MethodNotAllowedError, RouteNotFoundError } from './transport-errors.js';
-import { ALLOWED_METHODS, TOKEN_PATH } from './paths.js';
+import { ALLOWED_METHODS, LOGIN_REQUESTS_PATH, TOKEN_PATH } from './paths.js';
 
 /**
  * The one place where errors become answers (contract 3, spec part 7); `answer.ts` writes them.
@@ -54,6 +54,11 @@ const ENGINE_ERROR_ANSWERS = {
   UnauthorizedClientError: { status: 400 },
   UnsupportedTokenTypeError: { status: 400 },
   InvalidScopeError: { status: 400 },
+  // RFC 6749 §5.2: a code that cannot be exchanged.
+  InvalidGrantError: { status: 400 },
+  // The login app's back channel (contract 5): a challenge unknown or expired, or answered already.
+  LoginRequestNotFoundError: { status: 404 },
+  LoginRequestAnsweredError: { status: 409 },
   InvalidInputError: { status: 400, code: 'invalid_request' },
   InvalidClientError: { status: 401, challenge: true },
   // Spec 7.1: 401 invalid_token (not RFC 6749's 400 invalid_grant); no challenge, it is not client authentication.
@@ -137,7 +142,7 @@ export function errorAnswer(err: unknown, path: string, authorization?: string):
   const unexpected = classified === null;
   const c = classified ?? { status: 500, code: 'server_error', message: INTERNAL };
   const body =
-    path === TOKEN_PATH
+    path === TOKEN_PATH || path.startsWith(LOGIN_REQUESTS_PATH + '/')
       ? { error: c.code, error_description: c.message }
       : { timestamp: String(Date.now()), status: c.status, error: STATUS_CODES[c.status] ?? 'Error', message: c.message, path };
   return { status: c.status, headers: c.headers, payload: JSON.stringify(body), noStore: true, errorCode: c.code, reason: reasonOf(err), unexpected };
@@ -156,7 +161,9 @@ function reasonOf(err: unknown): string | null {
 
 /** What the engine did before it refused a request, when it did something: a reuse caught, its grant revoked. */
 export function failureOutcome(err: unknown): ClientAction | null {
-  return err instanceof ReuseDetectedError ? { kind: 'reuse_detected', tokens: err.grantTokens } : null;
+  if (err instanceof ReuseDetectedError) return { kind: 'reuse_detected', tokens: err.grantTokens };
+  if (err instanceof CodeReplayedError) return { kind: 'code_replayed', tokens: err.grantTokens };
+  return null;
 }
 
 /** Writes `err` as the answer to `request` through fastify (its error and not-found handlers). */

@@ -7,7 +7,7 @@
 import type { ClientAction } from '../engine/results.js';
 
 /** Which endpoint answered. `other` is any other path (404, 405), so the label set stays bounded. */
-export type EndpointName = 'token' | 'revocation' | 'introspection' | 'metadata' | 'health' | 'other';
+export type EndpointName = 'token' | 'revocation' | 'introspection' | 'metadata' | 'health' | 'authorize' | 'login' | 'other';
 
 export interface AnswerRecord {
   endpoint: EndpointName;

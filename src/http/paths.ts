@@ -2,6 +2,14 @@
 export const TOKEN_PATH = '/oauth/token';
 export const REVOCATION_PATH = '/oauth/revocation';
 export const INTROSPECTION_PATH = '/oauth/introspection';
+/** The authorization code flow (contract 5): RFC 6749 §3.1, and the browser's return from the login app. */
+export const AUTHORIZE_PATH = '/oauth/authorize';
+import { CONTINUE_PATH } from '../engine/authorization/index.js';
+export const AUTHORIZE_CONTINUE_PATH = CONTINUE_PATH;
+/** The login app's back channel: GET …/:challenge, POST …/:challenge/accept and …/reject. */
+export const LOGIN_REQUESTS_PATH = '/oauth/login-requests';
+/** The development login page of `serve --dev-login` and `--demo`. */
+export const DEV_LOGIN_PATH = '/oauth/dev-login';
 /** RFC 8414 §3. */
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 export const HEALTH_PATH = '/healthz';
@@ -17,6 +25,9 @@ export const SSF_STREAM_PATH = '/ssf/stream';
 /** The methods each path answers (for 405 and its `Allow` header). */
 export const ALLOWED_METHODS: ReadonlyMap<string, string> = new Map([
   [TOKEN_PATH, 'POST'],
+  [AUTHORIZE_PATH, 'GET'],
+  [AUTHORIZE_CONTINUE_PATH, 'GET'],
+  [DEV_LOGIN_PATH, 'GET, POST'],
   [REVOCATION_PATH, 'POST'],
   [INTROSPECTION_PATH, 'POST'],
   [METADATA_PATH, 'GET, HEAD'],

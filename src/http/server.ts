@@ -13,6 +13,9 @@ import type { AnswerObserver } from './observer.js';
 import { createParserRefusals, createRefusal } from './parser-refusals.js';
 import { eventsRoutes } from './routes/security-events.js';
 import { healthRoute } from './routes/health.js';
+import { authorizeRoutes } from './routes/authorize.js';
+import { devLoginRoutes } from './routes/dev-login.js';
+import { loginRequestRoutes } from './routes/login-requests.js';
 import { metadataRoute } from './routes/metadata.js';
 import { StoreFaults } from './store-faults.js';
 import './types.js';
@@ -147,6 +150,9 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
   metadataRoute(app, deps);
   healthRoute(app, deps);
   eventsRoutes(app, deps);
+  authorizeRoutes(app, deps);
+  loginRequestRoutes(app, deps);
+  devLoginRoutes(app, deps);
   return app;
 }
 
@@ -156,7 +162,8 @@ function reportFastify(reporter: AnswerReporter, request: FastifyRequest, reply:
   reportAnswer(reporter, {
     reqId: request.id,
     method: request.method,
-    path: pathOf(request),
+    // A route with a parameter is logged by its pattern: the login challenge in the path is not.
+    path: request.routeOptions.url?.includes(':') ? request.routeOptions.url : pathOf(request),
     ip: request.ip,
     answer: { status: reply.statusCode, errorCode: answered?.answer.errorCode ?? null, reason: answered?.answer.reason ?? null },
     clientId: answered?.clientId ?? null,

@@ -2,7 +2,7 @@ import type { ClientRecord, TokenRecord } from '../../store/store.js';
 import type { EngineContext } from '../context.js';
 import { InvalidRequestError, UnsupportedGrantTypeError } from '../errors.js';
 import type { Parameters } from '../parameters.js';
-import type { ClientOutcome, TokenResponse } from '../results.js';
+import type { ClientOutcome, TokenEndpointResponse } from '../results.js';
 
 /**
  * One grant type of the token endpoint (RFC 6749 §4, §6; an extension grant's URI, §4.5): a row
@@ -20,7 +20,7 @@ export interface Grant {
 }
 
 /** A token request of one grant, its parameters read: what the engine exchanges once the client is authenticated. */
-export interface ParsedGrant {
+export interface ParsedGrant<R extends TokenEndpointResponse = TokenEndpointResponse> {
   readonly type: string;
   /**
    * The token the request presents (the refresh token of RFC 6749 §6), which the client's
@@ -32,7 +32,7 @@ export interface ParsedGrant {
    * none, or not known), `presentedAt` when the request was taken up, before anything was read.
    * Throws the engine's errors for a refusal.
    */
-  exchange(ctx: EngineContext, client: ClientRecord, found: TokenRecord | null, presentedAt: number): Promise<ClientOutcome<TokenResponse>>;
+  exchange(ctx: EngineContext, client: ClientRecord, found: TokenRecord | null, presentedAt: number): Promise<ClientOutcome<R>>;
 }
 
 /** The grants the token endpoint serves, by `grant_type`. */
@@ -57,9 +57,8 @@ export function parseTokenRequest(grants: GrantTable, params: Parameters): Parse
 
 /**
  * Whether `client` may use the grant `type` (RFC 6749 §5.2: otherwise `unauthorized_client`,
- * which the engine throws as UnauthorizedClientError). Every client may use every grant of the
- * table while clients do not list the grants they have.
+ * which the engine throws as UnauthorizedClientError): one of the grant types it was registered with.
  */
-export function clientMayUse(_client: ClientRecord, _type: string): boolean {
-  return true;
+export function clientMayUse(client: ClientRecord, type: string): boolean {
+  return client.grantTypes.includes(type);
 }

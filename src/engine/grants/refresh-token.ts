@@ -1,5 +1,6 @@
 import { optional, required } from '../parameters.js';
 import { refresh } from '../refresh.js';
+import type { TokenResponse } from '../results.js';
 import type { Grant, ParsedGrant } from './grant.js';
 
 /** RFC 6749 §6, spec 4.1: `grant_type=refresh_token`, a new access token for a refresh token (`refresh.ts`). */
@@ -12,7 +13,7 @@ export const refreshTokenGrant: Grant = {
  * The refresh of `refreshToken`, to an optional narrower `scope`: what the endpoint's form asks
  * for, and what `tokenctl refresh --client-id` asks for without one.
  */
-export function refreshGrant(refreshToken: string, scope: string | undefined): ParsedGrant {
+export function refreshGrant(refreshToken: string, scope: string | undefined): ParsedGrant<TokenResponse> {
   return {
     type: refreshTokenGrant.type,
     presented: refreshToken,
