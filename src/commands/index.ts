@@ -4,6 +4,7 @@ import ClientDelete from './client/delete.js';
 import ClientList from './client/list.js';
 import ClientRotateSecret from './client/rotate-secret.js';
 import ClientShow from './client/show.js';
+import ClientUpdate from './client/update.js';
 import Introspect from './introspect.js';
 import Migrate from './migrate.js';
 import ProfileAdd from './profile/add.js';
@@ -32,6 +33,7 @@ export const COMMANDS = {
   'client:list': ClientList,
   'client:rotate-secret': ClientRotateSecret,
   'client:show': ClientShow,
+  'client:update': ClientUpdate,
   introspect: Introspect,
   migrate: Migrate,
   'profile:add': ProfileAdd,

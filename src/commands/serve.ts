@@ -7,6 +7,7 @@ import { durationFlag } from '../cli/flags.js';
 import { ENGINE_SETTINGS } from '../engine/settings.js';
 import { serveLogStream } from '../cli/render/log-line.js';
 import { ServeError } from '../serve/errors.js';
+import { isLoopback } from '../serve/transport.js';
 import type { ServeSettings } from '../serve/run.js';
 import type { MetricsListenError } from '../metrics/listener.js';
 import type { ServeObservability } from '../metrics/observability.js';
@@ -25,6 +26,7 @@ export default class Serve extends BaseCommand<typeof Serve> {
   POST /oauth/introspection   check a token (RFC 7662)
   GET  /.well-known/oauth-authorization-server   RFC 8414 metadata
   GET  /healthz               200 when the store answers
+  GET  /oauth/authorize       the authorization code flow (with --login-url, --dev-login or --demo)
 
 Prints one line "listening on <URL>" on stdout when ready. Request logs (never a token or secret) go to stderr: one readable line per request on a terminal, JSON lines otherwise (for log collectors). SIGTERM or SIGINT stops it gracefully.
 
@@ -34,6 +36,7 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
     { description: 'Try it: a demo client, tokens and curl commands, over HTTPS with a development certificate', command: '<%= config.bin %> <%= command.id %> --demo' },
     { description: 'On every interface with a real certificate', command: '<%= config.bin %> <%= command.id %> --host 0.0.0.0 --port 443 --tls-cert cert.pem --tls-key key.pem --issuer https://auth.example.com' },
     { description: 'Rotate refresh tokens, tolerating a lost response for 10 seconds', command: '<%= config.bin %> <%= command.id %> --tls-self-signed --rotate-refresh-tokens --refresh-grace 10s' },
+    { description: 'Your own login app answers the authorization code flow (docs/login.md)', command: '<%= config.bin %> <%= command.id %> --tls-self-signed --login-url https://login.example.com/tokenctl' },
     { description: 'A free port, quiet logs (scripts and benchmarks)', command: '<%= config.bin %> <%= command.id %> --port 0 --log-level warn' },
   ];
 
@@ -49,6 +52,8 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
     issuer: Flags.string({ description: `${ENGINE_SETTINGS.issuer.summary} [default: the URL it listens on]`, env: 'TOKENCTL_ISSUER' }),
     node: Flags.string({ description: `${ENGINE_SETTINGS.node.summary} [default: the host name]`, env: 'TOKENCTL_NODE' }),
     ...settingFlags(...ENGINE_FLAGS),
+    'login-url': Flags.string({ description: 'Your login app: GET /oauth/authorize sends the browser there with ?login_challenge=…, and the app answers over the login API (docs/login.md)', exclusive: ['dev-login'], helpGroup: 'LOGIN', helpValue: '<url>' }),
+    'dev-login': Flags.boolean({ description: 'Answer logins with the built-in development page, which accepts any user name (on by default with --demo on loopback); never in production', helpGroup: 'LOGIN' }),
     demo: Flags.boolean({ description: 'Create (or re-key) the client demo-client, issue it a token pair and print curl commands for every endpoint; HTTPS with a development certificate unless a TLS flag says otherwise' }),
     'pool-size': Flags.integer({ description: 'PostgreSQL: connections per process (each worker has its own pool); 10 nodes at 8 fit a stock max_connections of 100 with room for operators (docs/scale-out.md)', default: 8, min: 1, max: 1000, helpGroup: 'STORE' }),
     'db-timeout': durationFlag({ description: 'PostgreSQL: the longest a request waits on the database before it answers 503 [default: 5s]', helpGroup: 'STORE' }),
@@ -95,6 +100,16 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
     }
   }
 
+  /**
+   * Contract 5: the login app of --login-url, or the development page: asked for with --dev-login,
+   * or by --demo on a loopback address (off loopback the demo needs --dev-login said explicitly).
+   */
+  private login(): { loginUrl: string; devLogin: boolean } {
+    const f = this.flags;
+    const loginUrl = f['login-url'] === undefined ? '' : checkLoginUrl(f['login-url']);
+    return { loginUrl, devLogin: f['dev-login'] || (f.demo && loginUrl === '' && isLoopback(f.host)) };
+  }
+
   /** Every flag of `serve` as the serve layer takes it: the engine's settings as one member, `engine`. */
   private settings(): ServeSettings {
     const f = this.flags;
@@ -107,7 +122,8 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
       insecureHttp: f['insecure-http'],
       demo: f.demo,
       certDir: join(this.config.dataDir, 'tls'),
-      engine: { issuer: f.issuer, node: f.node ?? defaultNode(), ...settingsOf(f, ENGINE_FLAGS) },
+      engine: { issuer: f.issuer, node: f.node ?? defaultNode(), ...settingsOf(f, ENGINE_FLAGS), ...this.login() },
+      devLoginAsked: f['dev-login'],
       logLevel: f['log-level'],
       logStream: serveLogStream(),
       actor: this.actor(),
@@ -118,6 +134,20 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
       observability: this.observability,
     };
   }
+}
+
+/** `--login-url`: an absolute http(s) URL without a fragment, where the login challenge can be added. */
+function checkLoginUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new CliError(`--login-url "${value}" is not an absolute URL`, EXIT.usage, 'invalid_login_url', 'give the address of your login app, e.g. --login-url https://login.example.com/tokenctl');
+  }
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.hash !== '') {
+    throw new CliError(`--login-url "${value}" must be an http(s) URL without a #fragment`, EXIT.usage, 'invalid_login_url', 'e.g. --login-url https://login.example.com/tokenctl');
+  }
+  return value;
 }
 
 /** Duck-typed, so that the metrics code is loaded only when metrics are asked for. */

@@ -4,6 +4,8 @@ import type { EngineConfig } from '../engine/settings.js';
 import { startWorkers } from './cluster.js';
 import { startEventDelivery } from './event-delivery.js';
 import { demoInstructions, prepareDemo } from './demo.js';
+import { demoLoginInstructions, prepareDemoApp } from './demo-login.js';
+import { isLoopback } from './transport.js';
 import { waitForShutdownSignal } from './shutdown.js';
 import { startServer } from './listen.js';
 import { checkStoreWritable, watchStoreFile } from './store-watch.js';
@@ -21,6 +23,8 @@ export interface ServeSettings extends TransportFlags {
    */
   engine: Partial<EngineConfig>;
   logLevel: string;
+  /** Whether `--dev-login` was said explicitly (the engine's `devLogin` may come from `--demo` on loopback). */
+  devLoginAsked?: boolean;
   /** Who acts, for the audit trail of `--demo`. */
   actor: string;
   /** `--workers`: processes serving the port (node:cluster); default 1, this process itself. */
@@ -57,6 +61,8 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
   const engine = await openEngine(engineOptions);
   await checkStoreWritable(engine);
   if (transport.warning) out.warn(transport.warning);
+  for (const warning of loginWarnings(settings)) out.warn(warning);
+  if (settings.demo && engine.config.devLogin) await prepareDemoApp(engine, settings.actor);
   if (settings.storeLocation !== undefined) {
     const budget = await connectionBudgetWarning(settings.storeLocation, settings.storeOptions?.poolSize, settings.workers ?? 1);
     if (budget) out.warn(budget);
@@ -100,6 +106,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
     );
     force = () => workers.force();
     if (demo) out.line(demoInstructions(demo, workers.url, certFile));
+    if (demo && engine.config.devLogin) out.line(demoLoginInstructions(workers.url, certFile));
     out.line(`listening on ${workers.url}`);
     const stop = await Promise.race([
       stopSignal.then((signal) => ({ signal })),
@@ -129,6 +136,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
 
   if (settings.demo) {
     out.line(demoInstructions(await prepareDemo(engine, settings.actor), server.url, certFile));
+    if (engine.config.devLogin) out.line(demoLoginInstructions(server.url, certFile));
   } else {
     await warnWithoutClients(engine, settings, certFile, out);
   }
@@ -140,6 +148,18 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
   await metrics?.close();
   await Promise.all([server.close(), delivery.stop()]);
   if ('message' in stop) throw storeError(stop.message, 'store_replaced');
+}
+
+/** Contract 5: the development login off loopback is said out loud; so is a demo that goes without it. */
+function loginWarnings(settings: ServeSettings): string[] {
+  const warnings: string[] = [];
+  if (settings.engine.devLogin && !isLoopback(settings.host)) {
+    warnings.push(`the development login (--dev-login) accepts any user name, and ${settings.host} is not a loopback address: anyone who reaches this server can log in as anyone`);
+  }
+  if (settings.demo && !settings.engine.devLogin && !settings.engine.loginUrl && !isLoopback(settings.host)) {
+    warnings.push(`--demo on ${settings.host} (not loopback) has no login: add --dev-login to log in from an app with the development page, or --login-url for your own`);
+  }
+  return warnings;
 }
 
 function storeError(message: string, code: string): ServeError {

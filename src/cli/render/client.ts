@@ -17,8 +17,16 @@ function clientFields(c: ClientView, now: number): [string, string | undefined][
     ['audience', orNone(c.audience)],
     ['access ttl', ttl(c.access_ttl_s)],
     ['refresh ttl', ttl(c.refresh_ttl_s)],
+    ['grant types', c.grant_types.join(', ')],
+    ['redirect URIs', c.redirect_uris.length === 0 ? undefined : c.redirect_uris.join(' ')],
+    ['login provider', c.login_provider ? 'yes: may answer login requests' : undefined],
     ['created', formatInstant(c.created_at, now)],
   ];
+}
+
+/** `client update`: the client as it is now. */
+export function renderClientUpdated(c: ClientView, now: number): string {
+  return [color.green(`Updated client ${color.bold(c.client_id)}`), '', fields(clientFields(c, now))].join('\n');
 }
 
 /** `client create`: the id, and the secret with the warning that it is shown only now. */
