@@ -69,6 +69,7 @@ const ENGINE_ERROR_EXITS = {
   UnsupportedTokenTypeError: { exitCode: EXIT.usage },
   InvalidScopeError: { exitCode: EXIT.usage },
   InvalidGrantError: { exitCode: EXIT.failure },
+  CodeReplayedError: { exitCode: EXIT.failure },
   LoginRequestNotFoundError: { exitCode: EXIT.notFound },
   LoginRequestAnsweredError: { exitCode: EXIT.usage },
   InvalidInputError: { exitCode: EXIT.usage },

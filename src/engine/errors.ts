@@ -227,6 +227,7 @@ export const ENGINE_ERRORS = {
   ReuseDetectedError,
   InvalidScopeError,
   InvalidGrantError,
+  CodeReplayedError,
   LoginRequestNotFoundError,
   LoginRequestAnsweredError,
   AccessDeniedError,

@@ -56,6 +56,7 @@ const ENGINE_ERROR_ANSWERS = {
   InvalidScopeError: { status: 400 },
   // RFC 6749 §5.2: a code that cannot be exchanged.
   InvalidGrantError: { status: 400 },
+  CodeReplayedError: { status: 400 },
   // The login app's back channel (contract 5): a challenge unknown or expired, or answered already.
   LoginRequestNotFoundError: { status: 404 },
   LoginRequestAnsweredError: { status: 409 },

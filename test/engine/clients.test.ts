@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidClientError, InvalidInputError, NotFoundError } from '../../src/engine/errors.js';
 import { introspected, issueFor, makeEngine, refreshAs, START } from '../helpers/engine.js';
 
-const VIEW_FIELDS = ['client_id', 'name', 'type', 'scope', 'org_id', 'audience', 'access_ttl_s', 'refresh_ttl_s', 'created_at', 'secret_updated_at'];
+const VIEW_FIELDS = ['client_id', 'name', 'type', 'scope', 'org_id', 'audience', 'access_ttl_s', 'refresh_ttl_s', 'created_at', 'secret_updated_at', 'redirect_uris', 'grant_types', 'login_provider'];
 
 describe('client create', () => {
   it('a confidential client: the secret is returned once, the view never holds it or its hash', async () => {
@@ -18,7 +18,7 @@ describe('client create', () => {
       expect(JSON.stringify(view)).not.toContain('scrypt');
     }
     const [entry] = await engine.audit({});
-    expect(entry).toMatchObject({ action: 'client.create', target: `client:${created.client.client_id}`, detail: 'confidential' });
+    expect(entry).toMatchObject({ action: 'client.create', target: `client:${created.client.client_id}`, detail: 'confidential; grants refresh_token' });
     expect(JSON.stringify(await engine.audit({}))).not.toContain(secret!);
   });
 

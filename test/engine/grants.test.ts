@@ -27,10 +27,10 @@ describe('the grant table', () => {
     },
   };
 
-  it('serves refresh_token by default, and nothing else', () => {
-    expect([...GRANTS.keys()]).toEqual(['refresh_token']);
+  it('serves the code flow, refresh and client credentials by default, and nothing else', () => {
+    expect([...GRANTS.keys()]).toEqual(['authorization_code', 'refresh_token', 'client_credentials']);
     expect(GRANTS.get('refresh_token')).toBe(refreshTokenGrant);
-    expect(makeEngine().engine.grantTypes()).toEqual(['refresh_token']);
+    expect(makeEngine().engine.grantTypes()).toEqual(['authorization_code', 'refresh_token', 'client_credentials']);
   });
 
   it('a missing grant_type is invalid_request; one not in the table is unsupported_grant_type, naming those that are', () => {
@@ -45,8 +45,7 @@ describe('the grant table', () => {
     })();
     expect(err).toBeInstanceOf(UnsupportedGrantTypeError);
     expect((err as Error).message).toBe('grant_type "password" is not supported: this endpoint takes grant_type=refresh_token, grant_type=urn:test:echo');
-    // The one-grant message stays what it always was.
-    expect(() => parseTokenRequest(GRANTS, { grant_type: 'password' })).toThrow(/^grant_type "password" is not supported: this endpoint takes grant_type=refresh_token$/);
+    expect(() => parseTokenRequest(GRANTS, { grant_type: 'password' })).toThrow(/^grant_type "password" is not supported: this endpoint takes grant_type=authorization_code, grant_type=refresh_token, grant_type=client_credentials$/);
   });
 
   it("a row reads its own parameters before anything else: a missing one is invalid_request naming it", () => {
@@ -57,7 +56,8 @@ describe('the grant table', () => {
 
   it('a grant registered in the engine is dispatched to: the client authenticated, the presented token read with it', async () => {
     const { engine, store } = makeEngine({ grants: grantTable(refreshTokenGrant, echo) });
-    const app = await addClient(store);
+    // A client may use the grants it is registered with (RFC 6749 §5.2 unauthorized_client).
+    const app = await addClient(store, { grantTypes: ['refresh_token', 'urn:test:echo'] });
     const issued = await issueFor(engine, app);
     expect(engine.grantTypes()).toEqual(['refresh_token', 'urn:test:echo']);
     const grant = engine.tokenRequest({ grant_type: 'urn:test:echo', assertion: issued.refresh_token });

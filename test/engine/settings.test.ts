@@ -9,6 +9,8 @@ describe('engine settings', () => {
     expect(engineConfig({})).toEqual({
       issuer: 'https://localhost',
       node: 'tokenctl',
+      loginUrl: '',
+      devLogin: false,
       rotateRefreshTokens: false,
       refreshGraceMs: 0,
       maxRefreshesPerMinute: 120,

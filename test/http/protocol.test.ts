@@ -159,8 +159,8 @@ describe('HTTP transport rules', () => {
   });
 
   it('an unknown path: 404 in the record shape, the query never echoed', async () => {
-    const r = await answer(await fetch(s.url + '/oauth/authorize?token=secret-looking'));
-    expectRecord(r, 404, 'Not Found', '/oauth/authorize');
+    const r = await answer(await fetch(s.url + '/oauth/nothing-here?token=secret-looking'));
+    expectRecord(r, 404, 'Not Found', '/oauth/nothing-here');
     expect(r.text).not.toContain('secret-looking');
   });
 
@@ -178,7 +178,8 @@ describe('HTTP transport rules', () => {
         token_endpoint: `${ISSUER}/oauth/token`,
         revocation_endpoint: `${ISSUER}/oauth/revocation`,
         introspection_endpoint: `${ISSUER}/oauth/introspection`,
-        grant_types_supported: ['refresh_token'],
+        // No login configured: no authorization endpoint, so no code grant (contract 5).
+        grant_types_supported: ['refresh_token', 'client_credentials'],
         token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
         revocation_endpoint_auth_methods_supported: expect.arrayContaining(['client_secret_post', 'client_secret_basic', 'none']),
         introspection_endpoint_auth_methods_supported: expect.arrayContaining(['client_secret_post', 'client_secret_basic', 'none']),

@@ -280,10 +280,16 @@ describe.each(DOORS)('POST /oauth/token through the %s', (door) => {
       expect(r.json.error).toBe('invalid_request');
     });
 
-    it.each(['authorization_code', 'client_credentials', 'password', 'REFRESH_TOKEN'])('grant_type=%s: unsupported_grant_type', async (grantType) => {
+    it.each(['password', 'implicit', 'REFRESH_TOKEN', 'urn:ietf:params:oauth:grant-type:token-exchange'])('grant_type=%s: unsupported_grant_type', async (grantType) => {
       const r = await s.post('/oauth/token', { grant_type: grantType, refresh_token: 'x' }, { authorization: specBasic(web) });
       expect(r.status).toBe(400);
       expect(r.json.error).toBe('unsupported_grant_type');
+    });
+
+    it('a grant the client was not registered for: unauthorized_client (RFC 6749 §5.2)', async () => {
+      const r = await s.post('/oauth/token', { grant_type: 'client_credentials' }, { authorization: specBasic(web) });
+      expect(r.status).toBe(400);
+      expect(r.json.error).toBe('unauthorized_client');
     });
 
     it('refresh_token missing: invalid_request naming it', async () => {

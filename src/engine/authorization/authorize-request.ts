@@ -63,7 +63,8 @@ export function authorizeClientId(pairs: QueryPairs): { clientId: string } | { r
 }
 
 /**
- * Checks an authorization request of `client` (null: no client of that id). First what decides
+ * Checks an authorization request of `client`, the client its `client_id` names (null: none).
+ * First what decides
  * whether the browser may be sent back at all (the client, its redirect URI), told on a page;
  * then the rest, told to the redirect URI.
  */
@@ -71,7 +72,8 @@ export function checkAuthorizeRequest(pairs: QueryPairs, client: ClientRecord | 
   const { values, repeated } = collect(pairs);
   const page = (description: string, error = 'invalid_request'): { refusal: AuthorizeRefusal } => ({ refusal: { to: 'page', error, description } });
   if (repeated.has('client_id')) return page('The parameter client_id is given more than once');
-  if (client === null) return page(`There is no client "${(values.client_id ?? '').slice(0, 100)}": the application that sent you here is not registered`, 'invalid_client');
+  if (values.client_id === undefined) return page('The parameter client_id is missing');
+  if (client === null || client.id !== values.client_id) return page(`There is no client "${(values.client_id ?? '').slice(0, 100)}": the application that sent you here is not registered`, 'invalid_client');
   if (repeated.has('redirect_uri')) return page('The parameter redirect_uri is given more than once');
   const sent = values.redirect_uri;
   let redirectUri: string;
