@@ -4,12 +4,18 @@ import {
   DuplicateClientError,
   type AuditEntry,
   type AuditFilter,
+  type AuthorizationKey,
+  type AuthorizationRecord,
   type BulkBatch,
   type BulkSelector,
   type ClientAndToken,
   type ClientRecord,
+  type ClientSettings,
+  type IssuedCode,
+  type LoginDecision,
   type MintLimit,
   type MintOutcome,
+  type RedeemOutcome,
   type RotateOutcome,
   type StoreStats,
   type TokenFilter,
@@ -27,7 +33,8 @@ import { openFile, WAL_AUTOCHECKPOINT_PAGES, WAL_HIGH_WATER_FACTOR, type SqliteO
 import { ReadBatcher } from './read-batcher.js';
 import { RowCache } from './row-cache.js';
 import { WalSync } from './wal-sync.js';
-import { prepareStatements, selectorKind, tokenFromRow } from './statements.js';
+import { clientFromRow, prepareStatements, selectorKind, settingsParams, tokenFromRow, type ClientRow } from './statements.js';
+import { SqliteAuthorizations } from './authorizations.js';
 import { prepareTransactions } from './transactions.js';
 
 interface ClientAndTokenQuery {
@@ -56,6 +63,8 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   private readonly listing: Listing;
   /** Security events (outbox-store.ts): receivers, the outbox the revocations write to, signing keys. */
   private readonly events: SqliteEvents;
+  /** The authorization code flow's requests (authorizations.ts). */
+  private readonly authorizations: SqliteAuthorizations;
   /** The rows handed out without reading them again while nobody commits. */
   private readonly cache: RowCache;
   /** findClientAndToken calls of one event-loop turn, answered in one read transaction. */
@@ -66,7 +75,7 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   private checkpointer: BackgroundCheckpointer | undefined;
   /** With `syncOffLoop`: syncs the WAL before a commit is acknowledged (wal-sync.ts). */
   private readonly walSync: WalSync | undefined;
-  private readonly readClient = (id: string) => (this.st.getClient.get(id) as ClientRecord | undefined) ?? null;
+  private readonly readClient = (id: string) => clientFromRow(this.st.getClient.get(id) as ClientRow | undefined);
   private readonly readToken = (digest: string) => tokenFromRow(this.st.byDigest.get(digest) as unknown[] | undefined);
 
   private constructor(
@@ -80,6 +89,14 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     this.listing = new Listing(db);
     this.cache = new RowCache({ observer: options.observer });
     if (options.syncOffLoop) this.walSync = new WalSync(location); // the connection commits with NORMAL (open.ts)
+    this.authorizations = new SqliteAuthorizations(db, {
+      write: (step) => this.write(step),
+      run: (step) => this.run(step),
+      writeGrant: (tokens, audit) => {
+        this.tx.insertMany(tokens);
+        if (audit) this.st.insertAudit.run(audit);
+      },
+    });
     this.events = new SqliteEvents(db, (step) => this.write(step), (step) => this.run(step), (entry) => this.st.insertAudit.run(entry));
     // The revocations' events of one transaction are written at its end, as one outbox row (outbox-store.ts tail).
     this.writes = new GroupCommit(db, (error) => mapError(error, location), options.observer, this.walSync?.sync, this.events.tail);
@@ -112,7 +129,7 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     const { audit } = trail;
     await this.write(() => {
       this.cache.forgetClients();
-      insertUnique(() => this.st.insertClient.run(client), () => new DuplicateClientError(client.id));
+      insertUnique(() => this.st.insertClient.run({ ...client, ...settingsParams(client) }), () => new DuplicateClientError(client.id));
       if (audit) this.st.insertAudit.run(audit);
     });
   }
@@ -140,7 +157,7 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   }
 
   async listClients(): Promise<ClientRecord[]> {
-    return this.run(() => this.st.listClients.all() as ClientRecord[]);
+    return this.run(() => (this.st.listClients.all() as ClientRow[]).map((row) => clientFromRow(row)!));
   }
 
   async deleteClient(id: string, trail: Trail): Promise<boolean> {
@@ -163,8 +180,39 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     });
   }
 
+  async updateClientSettings(id: string, settings: ClientSettings, trail: Trail): Promise<boolean> {
+    const { audit } = trail;
+    return this.write(() => {
+      this.cache.forgetClients();
+      const updated = this.st.updateSettings.run({ id, ...settingsParams(settings) }).changes === 1;
+      if (updated && audit) this.st.insertAudit.run(audit);
+      return updated;
+    });
+  }
+
   async insertTokens(tokens: TokenRecord[]): Promise<void> {
     await this.write(() => this.tx.insertMany(tokens));
+  }
+
+  // ---- the authorization code flow (authorizations.ts) ----
+
+  async createAuthorization(authorization: AuthorizationRecord): Promise<void> {
+    return this.authorizations.create(authorization);
+  }
+  async findAuthorization(key: AuthorizationKey): Promise<AuthorizationRecord | null> {
+    return this.authorizations.find(key);
+  }
+  async decideAuthorization(id: string, decision: LoginDecision, at: number): Promise<boolean> {
+    return this.authorizations.decide(id, decision, at);
+  }
+  async issueAuthorizationCode(id: string, code: IssuedCode, at: number): Promise<boolean> {
+    return this.authorizations.issueCode(id, code, at);
+  }
+  async redeemAuthorizationCode(codeDigest: string, at: number, tokens: TokenRecord[], trail: Trail): Promise<RedeemOutcome> {
+    return this.authorizations.redeem(codeDigest, at, tokens, trail.audit);
+  }
+  async purgeAuthorizations(before: number, limit: number): Promise<number> {
+    return this.authorizations.purge(before, limit);
   }
 
   async findTokenByDigest(digest: string): Promise<TokenRecord | null> {
