@@ -92,6 +92,10 @@ export async function createClient(ctx: EngineContext<Ports>, input: CreateClien
     refreshTtlMs: validateTtl(input.refreshTtlMs, 'the refresh token lifetime'),
     createdAt: now,
     secretUpdatedAt: now,
+    // The refresh grant only, as every client had before the authorization code flow (contract 5).
+    redirectUris: [],
+    grantTypes: ['refresh_token'],
+    loginProvider: false,
   };
   try {
     await ctx.store.createClient(record, { audit: auditLine(ctx, actor, 'client.create', `client:${id}`, 1, record.secretHash === null ? 'public' : 'confidential') });
