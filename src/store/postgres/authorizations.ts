@@ -1,4 +1,5 @@
-import type { AuditEntry, AuthorizationKey, AuthorizationRecord, IssuedCode, LoginDecision, RedeemOutcome, TokenRecord } from '../store.js';
+import type { AuthorizationKey, AuthorizationRecord, AuthorizationStore, IssuedCode, LoginDecision, RedeemOutcome, TokenRecord } from '../store.js';
+import type { Trail } from '../trail.js';
 import type { Database } from './database.js';
 import {
   authorizationParams,
@@ -14,24 +15,24 @@ import {
 } from './authorization-statements.js';
 import { auditParams, INSERT_AUDIT, INSERT_TOKENS, tokenColumns } from './statements.js';
 
-/** The AuthorizationStore methods of {@link PostgresStore} (ports/authorizations.ts), over authorization-statements.ts. */
-export class PostgresAuthorizations {
+/** The AuthorizationStore of {@link PostgresStore} (it forwards to this: forward-authorizations.ts), over authorization-statements.ts. */
+export class PostgresAuthorizations implements AuthorizationStore {
   constructor(private readonly db: Database) {}
 
-  async create(a: AuthorizationRecord): Promise<void> {
+  async createAuthorization(a: AuthorizationRecord): Promise<void> {
     await this.db.query(INSERT_AUTHORIZATION, authorizationParams(a));
   }
 
-  async find(key: AuthorizationKey): Promise<AuthorizationRecord | null> {
+  async findAuthorization(key: AuthorizationKey): Promise<AuthorizationRecord | null> {
     const { sql, params } = findAuthorizationQuery(key);
     return (await this.db.query<AuthorizationRecord>(sql, params)).rows[0] ?? null;
   }
 
-  async decide(id: string, decision: LoginDecision, at: number): Promise<boolean> {
+  async decideAuthorization(id: string, decision: LoginDecision, at: number): Promise<boolean> {
     return (await this.db.query(DECIDE_AUTHORIZATION, decisionParams(id, decision, at))).rowCount === 1;
   }
 
-  async issueCode(id: string, code: IssuedCode, at: number): Promise<boolean> {
+  async issueAuthorizationCode(id: string, code: IssuedCode, at: number): Promise<boolean> {
     return (await this.db.query(ISSUE_AUTHORIZATION_CODE, issueParams(id, code, at))).rowCount === 1;
   }
 
@@ -41,7 +42,8 @@ export class PostgresAuthorizations {
    * tokens and the audit line after it. The statement that tells 'used' from 'invalid' has a
    * snapshot of its own, so it sees the redemption it waited for.
    */
-  redeem(codeDigest: string, at: number, tokens: TokenRecord[], audit: AuditEntry | undefined): Promise<RedeemOutcome> {
+  redeemAuthorizationCode(codeDigest: string, at: number, tokens: TokenRecord[], trail: Trail): Promise<RedeemOutcome> {
+    const { audit } = trail;
     return this.db.transaction(async (db): Promise<RedeemOutcome> => {
       if ((await db.query(REDEEM_AUTHORIZATION_CODE, [codeDigest, at])).rowCount === 1) {
         if (tokens.length > 0) await db.query(INSERT_TOKENS, tokenColumns(tokens));
@@ -53,7 +55,7 @@ export class PostgresAuthorizations {
     });
   }
 
-  async purge(before: number, limit: number): Promise<number> {
+  async purgeAuthorizations(before: number, limit: number): Promise<number> {
     return (await this.db.query(PURGE_AUTHORIZATIONS, [before, Math.max(0, limit)])).rowCount ?? 0;
   }
 }

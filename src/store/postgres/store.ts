@@ -6,19 +6,14 @@ import {
   TOKEN_TYPES,
   type AuditEntry,
   type AuditFilter,
-  type AuthorizationKey,
-  type AuthorizationRecord,
   type BulkBatch,
   type BulkSelector,
   type ClientAndToken,
   type ClientRecord,
   type ClientSettings,
-  type IssuedCode,
-  type LoginDecision,
   type MintLimit,
   type MintOutcome,
   type PoolState,
-  type RedeemOutcome,
   type RotateOutcome,
   type StoreObserver,
   type StoreStats,
@@ -28,8 +23,8 @@ import {
   type TokenStore,
   type TokenType,
 } from '../store.js';
-import type { EventStore } from '../store.js';
-import { ForwardsEventStore } from '../forward-events.js';
+import type { AuthorizationStore, EventStore } from '../store.js';
+import { ForwardsAuthorizationStore } from '../forward-authorizations.js';
 import { Batcher, insertMints, MAX_BATCH, MAX_MINT_BATCH, readClientsAndTokens, revokeTokens, type Mint, type Revocation } from './batching.js';
 import { Database, withClient } from './database.js';
 import { PostgresEvents } from './outbox-store.js';
@@ -94,7 +89,7 @@ export interface PostgresStoreOptions {
  * surfaces as {@link StoreUnavailableError} within the connection timeout, and the pool
  * reconnects by itself when the database is back.
  */
-export class PostgresStore extends ForwardsEventStore implements TokenStore {
+export class PostgresStore extends ForwardsAuthorizationStore implements TokenStore {
   /** Reads and single-token revocations that arrive together share a round trip (batching.ts). */
   private readonly reads: Batcher<{ clientId: string; digest: string | null }, ClientAndToken>;
   private readonly revocations: Batcher<Revocation, boolean>;
@@ -235,27 +230,6 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
     return (await this.db.query<{ n: number }>(sql, params)).rows[0]?.n === 1;
   }
 
-  // ---- the authorization code flow (authorizations.ts) -----------------------------------
-
-  async createAuthorization(authorization: AuthorizationRecord): Promise<void> {
-    return this.authorizations.create(authorization);
-  }
-  async findAuthorization(key: AuthorizationKey): Promise<AuthorizationRecord | null> {
-    return this.authorizations.find(key);
-  }
-  async decideAuthorization(id: string, decision: LoginDecision, at: number): Promise<boolean> {
-    return this.authorizations.decide(id, decision, at);
-  }
-  async issueAuthorizationCode(id: string, code: IssuedCode, at: number): Promise<boolean> {
-    return this.authorizations.issueCode(id, code, at);
-  }
-  async redeemAuthorizationCode(codeDigest: string, at: number, tokens: TokenRecord[], trail: Trail): Promise<RedeemOutcome> {
-    return this.authorizations.redeem(codeDigest, at, tokens, trail.audit);
-  }
-  async purgeAuthorizations(before: number, limit: number): Promise<number> {
-    return this.authorizations.purge(before, limit);
-  }
-
   // ---- tokens ---------------------------------------------------------------------------
 
   async insertTokens(tokens: TokenRecord[]): Promise<void> {
@@ -375,6 +349,11 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
 
   protected _eventStore(): EventStore {
     return this.events;
+  }
+
+  /** The authorization code flow's requests (authorizations.ts): the methods forward to this (forward-authorizations.ts). */
+  protected _authorizationStore(): AuthorizationStore {
+    return this.authorizations;
   }
 }
 

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import type { AuditEntry, AuthorizationKey, AuthorizationRecord, IssuedCode, LoginDecision, RedeemOutcome, TokenRecord } from '../store.js';
+import type { AuditEntry, AuthorizationKey, AuthorizationRecord, AuthorizationStore, IssuedCode, LoginDecision, RedeemOutcome, TokenRecord } from '../store.js';
+import type { Trail } from '../trail.js';
 
 /*
  * The authorization code flow's requests in the SQLite store (ports/authorizations.ts; the table
@@ -61,8 +62,8 @@ export interface AuthorizationSteps {
   writeGrant(tokens: TokenRecord[], audit: AuditEntry | undefined): void;
 }
 
-/** The AuthorizationStore methods of {@link SqliteStore}, over their own statements. */
-export class SqliteAuthorizations {
+/** The AuthorizationStore of {@link SqliteStore} (it forwards to this: forward-authorizations.ts), over its own statements. */
+export class SqliteAuthorizations implements AuthorizationStore {
   private readonly st: ReturnType<typeof prepare>;
 
   constructor(
@@ -72,13 +73,13 @@ export class SqliteAuthorizations {
     this.st = prepare(db);
   }
 
-  create(a: AuthorizationRecord): Promise<void> {
+  createAuthorization(a: AuthorizationRecord): Promise<void> {
     return this.steps.write(() => {
       this.st.insert.run({ ...a, redirectUriSent: a.redirectUriSent ? 1 : 0 });
     });
   }
 
-  find(key: AuthorizationKey): AuthorizationRecord | null {
+  async findAuthorization(key: AuthorizationKey): Promise<AuthorizationRecord | null> {
     return this.steps.run(() => {
       const [statement, digest] =
         'challengeDigest' in key ? [this.st.byChallenge, key.challengeDigest] : 'verifierDigest' in key ? [this.st.byVerifier, key.verifierDigest] : [this.st.byCode, key.codeDigest];
@@ -86,7 +87,7 @@ export class SqliteAuthorizations {
     });
   }
 
-  decide(id: string, decision: LoginDecision, at: number): Promise<boolean> {
+  decideAuthorization(id: string, decision: LoginDecision, at: number): Promise<boolean> {
     const accepted = decision.status === 'accepted' ? decision : undefined;
     const rejected = decision.status === 'rejected' ? decision : undefined;
     const params = {
@@ -103,7 +104,7 @@ export class SqliteAuthorizations {
     return this.steps.write(() => this.st.decide.run(params).changes === 1);
   }
 
-  issueCode(id: string, code: IssuedCode, at: number): Promise<boolean> {
+  issueAuthorizationCode(id: string, code: IssuedCode, at: number): Promise<boolean> {
     return this.steps.write(() => this.st.issue.run({ id, at, ...code }).changes === 1);
   }
 
@@ -111,10 +112,10 @@ export class SqliteAuthorizations {
    * One write step, so one transaction: the conditional UPDATE decides, and only the caller that
    * changed the row writes the grant; should that fail, the step's savepoint undoes the UPDATE too.
    */
-  redeem(codeDigest: string, at: number, tokens: TokenRecord[], audit: AuditEntry | undefined): Promise<RedeemOutcome> {
+  redeemAuthorizationCode(codeDigest: string, at: number, tokens: TokenRecord[], trail: Trail): Promise<RedeemOutcome> {
     return this.steps.write((): RedeemOutcome => {
       if (this.st.redeem.run({ codeDigest, at }).changes === 1) {
-        this.steps.writeGrant(tokens, audit);
+        this.steps.writeGrant(tokens, trail.audit);
         return 'redeemed';
       }
       const redeemedAt = this.st.redeemedAt.get(codeDigest) as number | null | undefined;
@@ -122,7 +123,7 @@ export class SqliteAuthorizations {
     });
   }
 
-  purge(before: number, limit: number): Promise<number> {
+  purgeAuthorizations(before: number, limit: number): Promise<number> {
     return this.steps.write(() => this.st.purge.run({ before, limit: Math.max(0, limit) }).changes);
   }
 }

@@ -4,26 +4,21 @@ import {
   DuplicateClientError,
   type AuditEntry,
   type AuditFilter,
-  type AuthorizationKey,
-  type AuthorizationRecord,
   type BulkBatch,
   type BulkSelector,
   type ClientAndToken,
   type ClientRecord,
   type ClientSettings,
-  type IssuedCode,
-  type LoginDecision,
   type MintLimit,
   type MintOutcome,
-  type RedeemOutcome,
   type RotateOutcome,
   type StoreStats,
   type TokenFilter,
   type TokenRecord,
   type TokenStore,
 } from '../store.js';
-import type { EventStore } from '../store.js';
-import { ForwardsEventStore } from '../forward-events.js';
+import type { AuthorizationStore, EventStore } from '../store.js';
+import { ForwardsAuthorizationStore } from '../forward-authorizations.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { insertUnique, mapError } from './errors.js';
 import { SqliteEvents } from './outbox-store.js';
@@ -56,7 +51,7 @@ interface ClientAndTokenQuery {
  * group commit (group-commit.ts, wal-sync.ts), WAL checkpoints (checkpointer.ts), the SQL
  * (statements.ts, transactions.ts, listing.ts). This class: the TokenStore methods over them.
  */
-export class SqliteStore extends ForwardsEventStore implements TokenStore {
+export class SqliteStore extends ForwardsAuthorizationStore implements TokenStore {
   private closed = false;
   private readonly st: ReturnType<typeof prepareStatements>;
   private readonly tx: ReturnType<typeof prepareTransactions>;
@@ -192,27 +187,6 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
 
   async insertTokens(tokens: TokenRecord[]): Promise<void> {
     await this.write(() => this.tx.insertMany(tokens));
-  }
-
-  // ---- the authorization code flow (authorizations.ts) ----
-
-  async createAuthorization(authorization: AuthorizationRecord): Promise<void> {
-    return this.authorizations.create(authorization);
-  }
-  async findAuthorization(key: AuthorizationKey): Promise<AuthorizationRecord | null> {
-    return this.authorizations.find(key);
-  }
-  async decideAuthorization(id: string, decision: LoginDecision, at: number): Promise<boolean> {
-    return this.authorizations.decide(id, decision, at);
-  }
-  async issueAuthorizationCode(id: string, code: IssuedCode, at: number): Promise<boolean> {
-    return this.authorizations.issueCode(id, code, at);
-  }
-  async redeemAuthorizationCode(codeDigest: string, at: number, tokens: TokenRecord[], trail: Trail): Promise<RedeemOutcome> {
-    return this.authorizations.redeem(codeDigest, at, tokens, trail.audit);
-  }
-  async purgeAuthorizations(before: number, limit: number): Promise<number> {
-    return this.authorizations.purge(before, limit);
   }
 
   async findTokenByDigest(digest: string): Promise<TokenRecord | null> {
@@ -369,5 +343,10 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
 
   protected _eventStore(): EventStore {
     return this.events;
+  }
+
+  /** The authorization code flow's requests (authorizations.ts): the methods forward to this (forward-authorizations.ts). */
+  protected _authorizationStore(): AuthorizationStore {
+    return this.authorizations;
   }
 }
