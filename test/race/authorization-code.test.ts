@@ -6,14 +6,14 @@ import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { AuditEntry, AuthorizationRecord, RedeemOutcome, TokenRecord, TokenStore } from '../../src/store/store.js';
 import { tempDir } from '../helpers/load.js';
 import { spawnNode } from '../helpers/node-script.js';
-import { PG_SKIP_MESSAGE, PG_URL, openTestStore } from '../helpers/pg.js';
+import { PG_SKIP_MESSAGE, PG_URL, openTestStore, withPg } from '../helpers/pg.js';
 import { MINUTE, T0, makeClient, makeToken } from '../helpers/records.js';
 import { roundsOf } from './cluster.js';
 
 /**
  * RFC 6749 §4.1.2 raced for real: one authorization code redeemed at the same moment by several
  * processes on one SQLite file, and by several pools (each its own connections) on one
- * PostgreSQL schema. Each round counts its 'redeemed' outcomes; a round with other than one is a
+ * PostgreSQL schema, at READ COMMITTED and at SERIALIZABLE. Each round counts its 'redeemed' outcomes; a round with other than one is a
  * code used twice (or lost), and there must be none. Every other attempt must be 'used', and
  * nothing it carried may be stored: each grant ends with the one pair and the one audit line of
  * its winner.
@@ -24,6 +24,9 @@ const ROUNDS = roundsOf(300);
 const RACERS = 4;
 /** The instant of every redemption: after the codes were issued, before they expire. */
 const AT = T0 + MINUTE;
+
+/** `url` with every transaction of its connections SERIALIZABLE. */
+const serializable = (url: string) => `${url}${url.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c default_transaction_isolation=serializable')}`;
 
 /** Round i's request, accepted, with its code and grant: what the racers redeem. */
 function codeOf(i: number): { request: AuthorizationRecord; codeDigest: string; grantId: string } {
@@ -197,19 +200,26 @@ describe('an authorization code is redeemed once, whoever races for it', { timeo
     });
   });
 
-  describe.skipIf(!PG_URL)(`${RACERS} pools on one PostgreSQL schema`, () => {
+  // READ COMMITTED (the default), and every transaction SERIALIZABLE (a startup option), where the losers are retried.
+  const isolations = PG_URL ? [['READ COMMITTED', PG_URL], ['SERIALIZABLE', serializable(PG_URL)]] : [];
+  describe.each(isolations)(`${RACERS} pools on one PostgreSQL schema at %s`, (isolation, url) => {
     let base: Awaited<ReturnType<typeof openTestStore>>;
     let pools: PostgresStore[] = [];
 
     beforeAll(async () => {
-      base = await openTestStore(PG_URL!);
+      base = await openTestStore(url);
       await base.store.createClient(makeClient({ id: 'client-1' }), {});
       await issueCodes(base.store);
-      pools = await Promise.all(Array.from({ length: RACERS }, () => PostgresStore.open(PG_URL!, { schema: base.schema, poolSize: 2 })));
+      pools = await Promise.all(Array.from({ length: RACERS }, () => PostgresStore.open(url, { schema: base.schema, poolSize: 2 })));
     }, 120_000);
     afterAll(async () => {
       await Promise.all(pools.map((p) => p.close()));
       await base?.cleanup();
+    });
+
+    it('really runs at that isolation level', async () => {
+      const level = await withPg(url, undefined, async (db) => (await db.query<{ level: string }>("SELECT current_setting('default_transaction_isolation') AS level")).rows[0]?.level);
+      expect(level?.toUpperCase()).toBe(isolation);
     });
 
     it(`every round has exactly one 'redeemed', the others 'used', and only the winner's writes (${ROUNDS} rounds)`, async () => {
@@ -226,7 +236,7 @@ describe('an authorization code is redeemed once, whoever races for it', { timeo
         );
         tally.add(outcomes);
       }
-      console.log(`[code race postgres] rounds=${ROUNDS} not_one_winner=${tally.notOneWinner} ${JSON.stringify(tally.outcomes)} winners=${JSON.stringify(Object.fromEntries(tally.winners))}`);
+      console.log(`[code race postgres ${isolation}] rounds=${ROUNDS} not_one_winner=${tally.notOneWinner} ${JSON.stringify(tally.outcomes)} winners=${JSON.stringify(Object.fromEntries(tally.winners))}`);
       expect(tally.notOneWinner).toBe(0);
       expect(tally.outcomes).toEqual({ redeemed: ROUNDS, used: (racers.length - 1) * ROUNDS, invalid: 0 });
       expect(tally.winners.size).toBeGreaterThan(1);
