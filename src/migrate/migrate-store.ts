@@ -171,7 +171,12 @@ async function interrupted(
   return { clients, tokens, audit: none, verified: 0, differences: [], elapsedMs: Date.now() - started, interrupted: true };
 }
 
-/** Clients first: every token references one. */
+/**
+ * Clients first: every token references one. Each is copied whole (its redirect URIs, grant types
+ * and login-provider mark too). The authorization code flow's requests are not copied: each lives
+ * ten minutes at most (contract 5), and a login under way when the servers were stopped for the
+ * migration starts again.
+ */
 async function copyClients(source: TokenStore, target: TokenStore, merge: boolean) {
   const records = await source.listClients();
   const existing = merge ? byKey(await target.listClients(), (c) => c.id) : new Map<string, ClientRecord>();

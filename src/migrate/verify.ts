@@ -59,7 +59,13 @@ export class Verifier {
 /** Field names whose values differ (every field of either record counts). */
 export function differingFields(a: object, b: object): string[] {
   const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-  return [...keys].filter((k) => (a as Record<string, unknown>)[k] !== (b as Record<string, unknown>)[k]);
+  return [...keys].filter((k) => !sameValue((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+}
+
+/** Equal values; a list (a client's redirect URIs, grant types) is compared item by item, in order. */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((item, i) => item === b[i]);
+  return a === b;
 }
 
 

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DuplicateClientError, tokenState, type AuditEntry, type BulkSelector, type ClientRecord, type TokenRecord, type TokenStore } from '../../src/store/store.js';
 import { HOUR, MINUTE, T0, makeClient, makeGrant, makeToken } from '../helpers/records.js';
+import { describeAuthorizationContract } from './authorizations-contract.js';
 
 export type StoreFactory = () => Promise<{ store: TokenStore; cleanup: () => Promise<void> }>;
 
@@ -117,6 +118,9 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect((await store.getClient('client-1'))?.name).toBe(client.name);
       });
     });
+
+    // The authorization code flow's requests, and the client settings it reads (authorizations-contract.ts).
+    describeAuthorizationContract(() => store);
 
     describe('tokens', () => {
       it('stores tokens and finds them by jti and by digest', async () => {

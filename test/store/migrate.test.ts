@@ -114,6 +114,9 @@ async function seed(store: TokenStore): Promise<Seeded> {
   const engine = new Engine({ store, clock, issuer: ISSUER, node: 'node-sqlite', rotateRefreshTokens: true });
   await engine.createClient({ id: 'web-shop', name: 'Web shop', scope: 'read write', orgId: 'org-web', audience: 'https://shop.example.test', accessTtlMs: 2 * HOUR }, ACTOR);
   await engine.createClient({ id: 'mobile-app', name: 'Mobile', public: true, scope: 'read', refreshTtlMs: 7 * DAY }, ACTOR);
+  // The authorization code flow's settings travel with the client (a login provider, two redirect URIs).
+  const settings = { redirectUris: ['https://shop.example.test/callback', 'http://127.0.0.1/cb'], grantTypes: ['authorization_code', 'refresh_token'], loginProvider: true };
+  await store.updateClientSettings('web-shop', settings, {});
   const old = await engine.issue({ clientId: 'web-shop', username: 'old-user', refreshTtlMs: DAY });
   clock.set(now - HOUR);
   const { client_secret } = await engine.rotateClientSecret('web-shop', ACTOR);
@@ -160,6 +163,7 @@ describe.each(TARGETS)('migrating a SQLite store (%#)', (makeTarget) => {
     expect(before.tokens.some((t) => t.revokedAt !== null)).toBe(true);
     expect(before.tokens.some((t) => t.expiresAt <= seeded.now)).toBe(true);
     expect(before.clients.some((c) => c.secretHash === null)).toBe(true);
+    expect(before.clients.find((c) => c.id === 'web-shop')).toMatchObject({ redirectUris: ['https://shop.example.test/callback', 'http://127.0.0.1/cb'], loginProvider: true });
 
     const plan = await planMigration(source, into, { now: seeded.now });
     expect(plan.source.clients).toBe(2);
@@ -336,6 +340,15 @@ describe('migration safeguards (in-memory stores)', () => {
     const failed = migrateStore(source, lossy, { actor: ACTOR });
     await expect(failed).rejects.toMatchObject({ code: 'verification_failed', message: expect.stringContaining(`token ${first!.jti} differs in replacedAt`) });
     expect(await target.listAudit({})).toEqual([]); // no migration line for a failed migration
+  });
+
+  it('fails verification when the target does not keep a client’s redirect URIs or grant types', async () => {
+    const source = await memorySource();
+    await source.updateClientSettings('c1', { redirectUris: ['https://c1.example.test/cb'], grantTypes: ['authorization_code'], loginProvider: false }, {});
+    const target = new MemoryStore();
+    const lossy = wrap(target, { createClient: (client, trail) => target.createClient({ ...client, redirectUris: [], grantTypes: [...client.grantTypes, 'x'] }, trail) });
+    const failed = migrateStore(source, lossy, { actor: ACTOR });
+    await expect(failed).rejects.toMatchObject({ code: 'verification_failed', message: expect.stringContaining('client c1 differs in redirectUris, grantTypes') });
   });
 
   it('reads the source a page at a time and never lists a whole client', async () => {

@@ -103,7 +103,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       const schema = freshSchema();
       const a = await node(schema);
       expect(await tablesOf(schema)).toEqual(
-        ['audit', 'clients', 'event_deliveries', 'grants', 'migrations', 'receiver_leases', 'receivers', 'security_events', 'signing_keys', META_TABLE, 'tokens'].sort(),
+        ['audit', 'authorizations', 'clients', 'event_deliveries', 'grants', 'migrations', 'receiver_leases', 'receivers', 'security_events', 'signing_keys', META_TABLE, 'tokens'].sort(),
       );
       await a.createClient(makeClient({ id: 'client-1' }), {});
       const { refresh, access } = makeGrant({ clientId: 'client-1' });
@@ -127,6 +127,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       await withPg(url, schema, (db) =>
         db.query(`CREATE INDEX audit_target ON audit (target); DROP TABLE grants, receivers, receiver_leases, security_events, event_deliveries, signing_keys;
           DROP FUNCTION find_clients_and_tokens; ALTER TABLE tokens ADD FOREIGN KEY (client_id) REFERENCES clients (id) ON DELETE CASCADE;
+          DROP TABLE authorizations; ALTER TABLE clients DROP COLUMN redirect_uris, DROP COLUMN grant_types, DROP COLUMN login_provider;
           DELETE FROM migrations WHERE version > 1;
           UPDATE ${META_TABLE} SET value = '1' WHERE key = 'schema_version'`),
       );
@@ -141,6 +142,35 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       expect(await b.insertMintedAccess(late, old.refresh.jti)).toBe('revoked');
       const indexes = await withPg(url, schema, async (db) => (await db.query("SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = 'audit_target'", [schema])).rows);
       expect(indexes).toEqual([]);
+    });
+
+    it('brings a version 7 schema up to date: its clients keep the refresh grant only, no redirect URI, no login, also in the batched read', async () => {
+      // A schema as version 7 wrote it: migrations 1 to 7, and a client with the columns of then.
+      const schema = freshSchema();
+      await withPg(url, undefined, async (db) => {
+        await db.query(`CREATE SCHEMA "${schema}"; SET search_path TO "${schema}"`);
+        for (const m of MIGRATIONS.filter((m) => m.version <= 7)) {
+          await db.query(m.sql);
+          await db.query('INSERT INTO migrations (version, name, applied_at) VALUES ($1, $2, 1)', [m.version, m.name]);
+        }
+        await db.query(`INSERT INTO ${META_TABLE} (key, value) VALUES ('schema_version', '7')`);
+        await db.query(`INSERT INTO clients (id, name, secret_hash, scope, org_id, audience, access_ttl_ms, refresh_ttl_ms, created_at, secret_updated_at)
+          VALUES ('old-client', 'Old', NULL, 'read', 'org-1', 'https://api.example.test', NULL, 60000, 5, 6)`);
+      });
+      const store = await node(schema);
+      expect(await store.schemaVersion()).toBe(LATEST_SCHEMA_VERSION);
+      const old = {
+        id: 'old-client', name: 'Old', secretHash: null, scope: 'read', orgId: 'org-1', audience: 'https://api.example.test',
+        accessTtlMs: null, refreshTtlMs: 60000, createdAt: 5, secretUpdatedAt: 6, redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false,
+      };
+      expect(await store.getClient('old-client')).toEqual(old);
+      expect(await store.listClients()).toEqual([old]);
+      expect((await store.findClientAndToken('old-client', null)).client).toEqual(old);
+      const settings = { redirectUris: ['https://old.example.test/cb'], grantTypes: ['authorization_code', 'refresh_token'], loginProvider: true };
+      expect(await store.updateClientSettings('old-client', settings, {})).toBe(true);
+      expect((await store.findClientAndToken('old-client', null)).client).toEqual({ ...old, ...settings });
+      const versions = await withPg(url, schema, async (db) => (await db.query<{ version: number }>('SELECT version FROM migrations ORDER BY version')).rows);
+      expect(versions.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
     });
 
     it('a change and its audit line commit together: an audit insert that fails leaves the old key current, and no client made', async () => {

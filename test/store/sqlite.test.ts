@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { APPLICATION_ID, LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { openFile } from '../../src/store/sqlite/open.js';
 import { prepareStatements } from '../../src/store/sqlite/statements.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
@@ -176,9 +176,11 @@ describe('SqliteStore on disk', () => {
     await store.appendAudit({ at: 1, actor: 'a', action: 'x', target: 't', count: 1, detail: '' });
     await store.close();
     const raw = new Database(file);
-    // What versions 2 to 5 added goes, as in a store version 1 wrote.
+    // What versions 2 to 6 added goes, as in a store version 1 wrote.
     raw.exec(`CREATE INDEX audit_target ON audit (target);
       DROP TABLE poll_acks; DROP TABLE event_deliveries; DROP TABLE security_events; DROP TABLE signing_keys; DROP TABLE receivers;
+      DROP TABLE authorizations; ALTER TABLE clients DROP COLUMN redirect_uris; ALTER TABLE clients DROP COLUMN grant_types;
+      ALTER TABLE clients DROP COLUMN login_provider;
       DELETE FROM migrations WHERE version > 1; PRAGMA user_version = 1;`);
     raw.close();
 
@@ -193,6 +195,41 @@ describe('SqliteStore on disk', () => {
       expect(await again.listAudit({})).toHaveLength(1);
     } finally {
       await again.close();
+    }
+  });
+
+  it('brings a version 5 store up to date: its clients keep the refresh grant only, no redirect URI, no login', async () => {
+    // A store as version 5 wrote it: migrations 1 to 5, and a client with the columns of then.
+    const raw = new Database(file);
+    raw.exec(MIGRATIONS.filter((m) => m.version <= 5).map((m) => m.sql).join('\n'));
+    const record = raw.prepare('INSERT INTO migrations (version, name, applied_at) VALUES (?, ?, ?)');
+    for (const m of MIGRATIONS.filter((m) => m.version <= 5)) record.run(m.version, m.name, 1);
+    raw.prepare(`INSERT INTO clients (id, name, secret_hash, scope, org_id, audience, access_ttl_ms, refresh_ttl_ms, created_at, secret_updated_at)
+      VALUES ('old-client', 'Old', NULL, 'read', 'org-1', 'https://api.example.test', NULL, 60000, 5, 6)`).run();
+    raw.pragma(`application_id = ${APPLICATION_ID}`);
+    raw.pragma('user_version = 5');
+    raw.close();
+
+    const store = await SqliteStore.open(file);
+    try {
+      expect(await store.schemaVersion()).toBe(LATEST_SCHEMA_VERSION);
+      const old = {
+        id: 'old-client', name: 'Old', secretHash: null, scope: 'read', orgId: 'org-1', audience: 'https://api.example.test',
+        accessTtlMs: null, refreshTtlMs: 60000, createdAt: 5, secretUpdatedAt: 6, redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false,
+      };
+      expect(await store.getClient('old-client')).toEqual(old);
+      expect(await store.listClients()).toEqual([old]);
+      // Its settings can be changed, and its requests stored, on the migrated schema.
+      const settings = { redirectUris: ['https://old.example.test/cb'], grantTypes: ['authorization_code', 'refresh_token'], loginProvider: false };
+      expect(await store.updateClientSettings('old-client', settings, {})).toBe(true);
+      expect(await store.getClient('old-client')).toEqual({ ...old, ...settings });
+      readFile(file, (db) => {
+        expect(db.prepare('SELECT version FROM migrations ORDER BY version').all()).toEqual(MIGRATIONS.map((m) => ({ version: m.version })));
+        expect(db.prepare("SELECT name FROM sqlite_master WHERE tbl_name = 'authorizations' AND type = 'index' AND sql IS NOT NULL ORDER BY name").all())
+          .toEqual([{ name: 'authorizations_client' }, { name: 'authorizations_ended' }]);
+      });
+    } finally {
+      await store.close();
     }
   });
 

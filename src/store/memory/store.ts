@@ -51,19 +51,19 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     const { audit } = trail;
     this.check();
     if (this.clients.has(client.id)) throw new DuplicateClientError(client.id);
-    this.clients.set(client.id, { ...client });
+    this.clients.set(client.id, copyClient(client));
     if (audit) this.appendAuditNow(audit);
   }
 
   async getClient(id: string): Promise<ClientRecord | null> {
     this.check();
     const c = this.clients.get(id);
-    return c ? { ...c } : null;
+    return c ? copyClient(c) : null;
   }
 
   async listClients(): Promise<ClientRecord[]> {
     this.check();
-    return [...this.clients.values()].sort((a, b) => a.createdAt - b.createdAt || compare(a.id, b.id)).map((c) => ({ ...c }));
+    return [...this.clients.values()].sort((a, b) => a.createdAt - b.createdAt || compare(a.id, b.id)).map(copyClient);
   }
 
   async deleteClient(id: string, trail: Trail): Promise<boolean> {
@@ -368,6 +368,11 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
   private purgeable(t: TokenRecord, before: number): boolean {
     return t.expiresAt < before || (t.revokedAt !== null && t.revokedAt < before);
   }
+}
+
+/** A client record that shares nothing with `c`: its lists are copied too, so no caller changes what is stored. */
+function copyClient(c: ClientRecord): ClientRecord {
+  return { ...c, redirectUris: [...c.redirectUris], grantTypes: [...c.grantTypes] };
 }
 
 /** Byte-order comparison, as SQLite's BINARY and PostgreSQL's "C" collations order. */

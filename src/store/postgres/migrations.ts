@@ -16,7 +16,7 @@ export const META_TABLE = 'tokenctl_meta';
 export const APPLICATION = 'tokenctl';
 
 /** Tables tokenctl creates: finding one of them without {@link META_TABLE} means another application's. */
-const OWN_TABLES = ['migrations', 'clients', 'tokens', 'audit', 'grants', 'receivers', 'receiver_leases', 'security_events', 'event_deliveries', 'signing_keys'];
+const OWN_TABLES = ['migrations', 'clients', 'tokens', 'audit', 'grants', 'receivers', 'receiver_leases', 'security_events', 'event_deliveries', 'signing_keys', 'authorizations'];
 
 /**
  * The schema history, the same shape as the SQLite store's. Never edit a migration that has
@@ -247,6 +247,71 @@ export const MIGRATIONS: readonly Migration[] = [
             (SELECT json_object_agg(c.id, c) FROM (
               SELECT id, name, secret_hash AS "secretHash", scope, org_id AS "orgId", audience, access_ttl_ms AS "accessTtlMs",
                 refresh_ttl_ms AS "refreshTtlMs", created_at AS "createdAt", secret_updated_at AS "secretUpdatedAt"
+              FROM clients WHERE id IN (SELECT q.client_id FROM q)) c),
+            (SELECT json_agg((SELECT row_to_json(t) FROM (
+              SELECT jti, digest, type, grant_id AS "grantId", client_id AS "clientId", username, sub, scope, audience,
+                org_id AS "orgId", node, issued_at AS "issuedAt", not_before AS "notBefore", expires_at AS "expiresAt",
+                revoked_at AS "revokedAt", replaced_at AS "replacedAt", replaced_by AS "replacedBy"
+              FROM tokens WHERE tokens.digest = q.digest) t) ORDER BY q.i) FROM q);
+      END
+      $fn$;
+    `,
+  },
+  {
+    // The authorization code flow (contract 5, store/authorization-records.ts). Clients get their
+    // redirect URIs, grant types (a client of before keeps the refresh grant only) and login-provider
+    // mark; the batched read returns them, so its function is replaced (as migration 7 says). A request
+    // lives and dies with its client (one foreign-key check per login, as a grant's), and each secret of
+    // it is a digest looked up by its own unique index. Purging goes by when a request ended
+    // (authorization-statements.ts ENDED_AT).
+    version: 8,
+    name: 'authorization code flow: client grant settings, authorization requests',
+    sql: `
+      ALTER TABLE clients
+        ADD COLUMN redirect_uris  TEXT[] NOT NULL DEFAULT '{}',
+        ADD COLUMN grant_types    TEXT[] NOT NULL DEFAULT '{refresh_token}',
+        ADD COLUMN login_provider BOOLEAN NOT NULL DEFAULT false;
+
+      CREATE TABLE authorizations (
+        id                TEXT PRIMARY KEY,
+        challenge_digest  TEXT NOT NULL UNIQUE,
+        browser_digest    TEXT NOT NULL,
+        client_id         TEXT NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
+        redirect_uri      TEXT NOT NULL,
+        redirect_uri_sent BOOLEAN NOT NULL,
+        scope             TEXT NOT NULL,
+        state             TEXT,
+        code_challenge    TEXT NOT NULL,
+        created_at        BIGINT NOT NULL,
+        expires_at        BIGINT NOT NULL,
+        status            TEXT NOT NULL CHECK (status IN ('pending', 'accepted', 'rejected')),
+        decided_at        BIGINT,
+        verifier_digest   TEXT UNIQUE,
+        subject           TEXT,
+        username          TEXT,
+        granted_scope     TEXT,
+        error             TEXT,
+        error_description TEXT,
+        code_digest       TEXT UNIQUE,
+        code_expires_at   BIGINT,
+        grant_id          TEXT,
+        redeemed_at       BIGINT
+      );
+      CREATE INDEX authorizations_client ON authorizations (client_id);
+      CREATE INDEX authorizations_ended ON authorizations ((greatest(expires_at, coalesce(code_expires_at, 0))));
+
+      CREATE OR REPLACE FUNCTION find_clients_and_tokens(p_client_ids TEXT[], p_digests TEXT[])
+        RETURNS TABLE (r_clients JSON, r_tokens JSON)
+        LANGUAGE plpgsql STABLE SET search_path FROM CURRENT
+        AS $fn$
+      BEGIN
+        RETURN QUERY
+          WITH q AS (SELECT * FROM unnest(p_client_ids, p_digests) WITH ORDINALITY AS q (client_id, digest, i))
+          SELECT
+            (SELECT json_object_agg(c.id, c) FROM (
+              SELECT id, name, secret_hash AS "secretHash", scope, org_id AS "orgId", audience, access_ttl_ms AS "accessTtlMs",
+                refresh_ttl_ms AS "refreshTtlMs", created_at AS "createdAt", secret_updated_at AS "secretUpdatedAt",
+                redirect_uris AS "redirectUris", grant_types AS "grantTypes", login_provider AS "loginProvider"
               FROM clients WHERE id IN (SELECT q.client_id FROM q)) c),
             (SELECT json_agg((SELECT row_to_json(t) FROM (
               SELECT jti, digest, type, grant_id AS "grantId", client_id AS "clientId", username, sub, scope, audience,

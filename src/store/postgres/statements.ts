@@ -12,7 +12,8 @@ export const TOKEN_COLUMNS = `jti, digest, type, grant_id AS "grantId", client_i
   org_id AS "orgId", node, issued_at AS "issuedAt", not_before AS "notBefore", expires_at AS "expiresAt",
   revoked_at AS "revokedAt", replaced_at AS "replacedAt", replaced_by AS "replacedBy"`;
 export const CLIENT_COLUMNS = `id, name, secret_hash AS "secretHash", scope, org_id AS "orgId", audience, access_ttl_ms AS "accessTtlMs",
-  refresh_ttl_ms AS "refreshTtlMs", created_at AS "createdAt", secret_updated_at AS "secretUpdatedAt"`;
+  refresh_ttl_ms AS "refreshTtlMs", created_at AS "createdAt", secret_updated_at AS "secretUpdatedAt",
+  redirect_uris AS "redirectUris", grant_types AS "grantTypes", login_provider AS "loginProvider"`;
 
 const TOKEN_INSERT_COLUMNS = `jti, digest, type, grant_id, client_id, username, sub, scope, audience, org_id, node,
     issued_at, not_before, expires_at, revoked_at, replaced_at, replaced_by`;

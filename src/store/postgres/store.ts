@@ -10,6 +10,7 @@ import {
   type BulkSelector,
   type ClientAndToken,
   type ClientRecord,
+  type ClientSettings,
   type MintLimit,
   type MintOutcome,
   type PoolState,
@@ -22,11 +23,12 @@ import {
   type TokenStore,
   type TokenType,
 } from '../store.js';
-import type { EventStore } from '../store.js';
-import { ForwardsEventStore } from '../forward-events.js';
+import type { AuthorizationStore, EventStore } from '../store.js';
+import { ForwardsAuthorizationStore } from '../forward-authorizations.js';
 import { Batcher, insertMints, MAX_BATCH, MAX_MINT_BATCH, readClientsAndTokens, revokeTokens, type Mint, type Revocation } from './batching.js';
 import { Database, withClient } from './database.js';
 import { PostgresEvents } from './outbox-store.js';
+import { PostgresAuthorizations } from './authorizations.js';
 import { isUniqueViolation, mapPgError, redactUrl } from './errors.js';
 import { identify, META_TABLE, migrate } from './migrations.js';
 import { eventParams, oneEventCtes, OUTBOX_LOCK } from './event-writes.js';
@@ -87,7 +89,7 @@ export interface PostgresStoreOptions {
  * surfaces as {@link StoreUnavailableError} within the connection timeout, and the pool
  * reconnects by itself when the database is back.
  */
-export class PostgresStore extends ForwardsEventStore implements TokenStore {
+export class PostgresStore extends ForwardsAuthorizationStore implements TokenStore {
   /** Reads and single-token revocations that arrive together share a round trip (batching.ts). */
   private readonly reads: Batcher<{ clientId: string; digest: string | null }, ClientAndToken>;
   private readonly revocations: Batcher<Revocation, boolean>;
@@ -95,6 +97,8 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
   /** Where this process's next purge batch scans for revoked tokens from (writes.ts). */
   private readonly purgeScan: PurgeScan = { from: FIRST_TUPLE };
   private readonly events: PostgresEvents;
+  /** The authorization code flow's requests (authorizations.ts). */
+  private readonly authorizations: PostgresAuthorizations;
 
   private constructor(
     private readonly db: Database,
@@ -111,6 +115,7 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
     // A mint batch holds its grant locks to its commit: small, so that a revocation waits little.
     this.mints = new Batcher(insertMints(db), inFlight, MAX_MINT_BATCH, commitBatch);
     this.events = new PostgresEvents(db);
+    this.authorizations = new PostgresAuthorizations(db);
   }
 
   /**
@@ -158,12 +163,16 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
   async createClient(c: ClientRecord, trail: Trail): Promise<void> {
     const { audit } = trail;
     try {
-      // With its audit line ($11–$17, optionalAudit) in the same statement.
+      // With its audit line ($14–$20, optionalAudit) in the same statement.
       await this.db.query(
-        `WITH c AS (INSERT INTO clients (id, name, secret_hash, scope, org_id, audience, access_ttl_ms, refresh_ttl_ms, created_at, secret_updated_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING 1)
-          ${insertAudit(auditAt(11), 'FROM c WHERE $17::bool')}`,
-        [c.id, c.name, c.secretHash, c.scope, c.orgId, c.audience, c.accessTtlMs, c.refreshTtlMs, c.createdAt, c.secretUpdatedAt, ...optionalAudit(audit)],
+        `WITH c AS (INSERT INTO clients (id, name, secret_hash, scope, org_id, audience, access_ttl_ms, refresh_ttl_ms, created_at, secret_updated_at,
+              redirect_uris, grant_types, login_provider)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::text[], $12::text[], $13::bool) RETURNING 1)
+          ${insertAudit(auditAt(14), 'FROM c WHERE $20::bool')}`,
+        [
+          c.id, c.name, c.secretHash, c.scope, c.orgId, c.audience, c.accessTtlMs, c.refreshTtlMs, c.createdAt, c.secretUpdatedAt,
+          c.redirectUris, c.grantTypes, c.loginProvider, ...optionalAudit(audit),
+        ],
       );
     } catch (error) {
       if (isUniqueViolation(error, 'clients_pkey')) throw new DuplicateClientError(c.id);
@@ -210,6 +219,15 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
       SELECT count(*)::int AS n FROM u`;
     const result = await this.db.query<{ n: number }>(sql, [secretHash, at, id, ...optionalAudit(audit)]);
     return result.rows[0]?.n === 1;
+  }
+
+  async updateClientSettings(id: string, settings: ClientSettings, trail: Trail): Promise<boolean> {
+    // With its audit line ($5–$11, optionalAudit) when it changed the client, in the same statement.
+    const sql = `WITH u AS (UPDATE clients SET redirect_uris = $1::text[], grant_types = $2::text[], login_provider = $3::bool WHERE id = $4 RETURNING 1),
+        a AS (${insertAudit(auditAt(5), 'FROM u WHERE $11::bool')})
+      SELECT count(*)::int AS n FROM u`;
+    const params = [settings.redirectUris, settings.grantTypes, settings.loginProvider, id, ...optionalAudit(trail.audit)];
+    return (await this.db.query<{ n: number }>(sql, params)).rows[0]?.n === 1;
   }
 
   // ---- tokens ---------------------------------------------------------------------------
@@ -331,6 +349,11 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
 
   protected _eventStore(): EventStore {
     return this.events;
+  }
+
+  /** The authorization code flow's requests (authorizations.ts): the methods forward to this (forward-authorizations.ts). */
+  protected _authorizationStore(): AuthorizationStore {
+    return this.authorizations;
   }
 }
 

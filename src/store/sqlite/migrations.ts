@@ -205,6 +205,48 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX event_deliveries_dead ON event_deliveries (event_seq) WHERE state = 'dead';
     `,
   },
+  {
+    // The authorization code flow (contract 5, store/authorization-records.ts). Clients get their
+    // redirect URIs and grant types as space-separated words (neither a URI nor a grant type holds
+    // a space); a client of before keeps the refresh grant only. A request lives and dies with its
+    // client, and every secret of it is a digest looked up by its own unique index.
+    version: 6,
+    name: 'authorization code flow: client grant settings, authorization requests',
+    sql: `
+      ALTER TABLE clients ADD COLUMN redirect_uris TEXT NOT NULL DEFAULT '';
+      ALTER TABLE clients ADD COLUMN grant_types TEXT NOT NULL DEFAULT 'refresh_token';
+      ALTER TABLE clients ADD COLUMN login_provider INTEGER NOT NULL DEFAULT 0 CHECK (login_provider IN (0, 1));
+
+      CREATE TABLE authorizations (
+        id                TEXT PRIMARY KEY,
+        challenge_digest  TEXT NOT NULL UNIQUE,
+        browser_digest    TEXT NOT NULL,
+        client_id         TEXT NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
+        redirect_uri      TEXT NOT NULL,
+        redirect_uri_sent INTEGER NOT NULL CHECK (redirect_uri_sent IN (0, 1)),
+        scope             TEXT NOT NULL,
+        state             TEXT,
+        code_challenge    TEXT NOT NULL,
+        created_at        INTEGER NOT NULL,
+        expires_at        INTEGER NOT NULL,
+        status            TEXT NOT NULL CHECK (status IN ('pending', 'accepted', 'rejected')),
+        decided_at        INTEGER,
+        verifier_digest   TEXT UNIQUE,
+        subject           TEXT,
+        username          TEXT,
+        granted_scope     TEXT,
+        error             TEXT,
+        error_description TEXT,
+        code_digest       TEXT UNIQUE,
+        code_expires_at   INTEGER,
+        grant_id          TEXT,
+        redeemed_at       INTEGER
+      ) STRICT;
+      -- The foreign key (deleting a client), and the purge: when a request ended (authorizations.ts).
+      CREATE INDEX authorizations_client ON authorizations (client_id);
+      CREATE INDEX authorizations_ended ON authorizations (max(expires_at, coalesce(code_expires_at, 0)));
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

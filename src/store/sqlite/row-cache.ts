@@ -82,7 +82,7 @@ export class RowCache {
     }
   }
 
-  /** The client `id`: kept, or `read` (and then kept). A copy: the caller may change it. */
+  /** The client `id`: kept, or `read` (and then kept). A copy, lists too: the caller may change it. */
   client(id: string, read: (id: string) => ClientRecord | null): ClientRecord | null {
     let client = this.clients.get(id);
     this.observer?.rowCache?.(client !== undefined);
@@ -91,7 +91,7 @@ export class RowCache {
       if (this.clients.size >= this.maxClients) this.clients.clear();
       this.clients.set(id, client);
     }
-    return client && { ...client };
+    return client && { ...client, redirectUris: [...client.redirectUris], grantTypes: [...client.grantTypes] };
   }
 
   /** The token with `digest`: kept, or `read` (kept on its second read lately, when quiet). */

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { BulkSelector, TokenFilter, TokenRecord, TokenType } from '../store.js';
+import type { BulkSelector, ClientRecord, ClientSettings, TokenFilter, TokenRecord, TokenType } from '../store.js';
 
 /*
  * The SQL of the SQLite store, apart from the code that runs it. Every statement here is
@@ -11,7 +11,8 @@ const TOKEN_COLUMNS = `jti, digest, type, grant_id AS grantId, client_id AS clie
   org_id AS orgId, node, issued_at AS issuedAt, not_before AS notBefore, expires_at AS expiresAt,
   revoked_at AS revokedAt, replaced_at AS replacedAt, replaced_by AS replacedBy`;
 const CLIENT_COLUMNS = `id, name, secret_hash AS secretHash, scope, org_id AS orgId, audience, access_ttl_ms AS accessTtlMs,
-  refresh_ttl_ms AS refreshTtlMs, created_at AS createdAt, secret_updated_at AS secretUpdatedAt`;
+  refresh_ttl_ms AS refreshTtlMs, created_at AS createdAt, secret_updated_at AS secretUpdatedAt,
+  redirect_uris AS redirectUris, grant_types AS grantTypes, login_provider AS loginProvider`;
 /** tokenState() of store.ts, in SQL. */
 const STATE_SQL = `CASE WHEN revoked_at IS NOT NULL OR replaced_at IS NOT NULL THEN 'revoked'
   WHEN expires_at <= @now THEN 'expired' ELSE 'active' END`;
@@ -33,6 +34,25 @@ export function selectorKind(selector: BulkSelector): SelectorKind {
 }
 
 export type Statement = Database.Statement<unknown[], unknown>;
+
+/** A client row as the client statements return it: lists as space-separated words, the flag as 0 or 1 (migration 6). */
+export type ClientRow = Omit<ClientRecord, keyof ClientSettings> & { redirectUris: string; grantTypes: string; loginProvider: number };
+
+/** The record of a client row; null for no row. */
+export function clientFromRow(row: ClientRow | undefined): ClientRecord | null {
+  if (row === undefined) return null;
+  return { ...row, redirectUris: words(row.redirectUris), grantTypes: words(row.grantTypes), loginProvider: row.loginProvider === 1 };
+}
+
+/** A client's settings as the client statements bind them (@redirectUris, @grantTypes, @loginProvider). */
+export function settingsParams(settings: ClientSettings): { redirectUris: string; grantTypes: string; loginProvider: number } {
+  return { redirectUris: settings.redirectUris.join(' '), grantTypes: settings.grantTypes.join(' '), loginProvider: settings.loginProvider ? 1 : 0 };
+}
+
+/** Space-separated words as a list: none for ''. */
+function words(text: string): string[] {
+  return text === '' ? [] : text.split(' ');
+}
 
 /** A row of the raw token statements (columns in TOKEN_COLUMNS' order) as a record; null for no row. */
 export function tokenFromRow(row: unknown[] | undefined): TokenRecord | null {
@@ -92,12 +112,15 @@ export function prepareStatements(db: Database.Database) {
       userClient: bulk(SELECTORS.userClient),
       client: bulk(SELECTORS.client),
     },
-    insertClient: p(`INSERT INTO clients (id, name, secret_hash, scope, org_id, audience, access_ttl_ms, refresh_ttl_ms, created_at, secret_updated_at)
-      VALUES (@id, @name, @secretHash, @scope, @orgId, @audience, @accessTtlMs, @refreshTtlMs, @createdAt, @secretUpdatedAt)`),
+    insertClient: p(`INSERT INTO clients (id, name, secret_hash, scope, org_id, audience, access_ttl_ms, refresh_ttl_ms, created_at, secret_updated_at,
+        redirect_uris, grant_types, login_provider)
+      VALUES (@id, @name, @secretHash, @scope, @orgId, @audience, @accessTtlMs, @refreshTtlMs, @createdAt, @secretUpdatedAt,
+        @redirectUris, @grantTypes, @loginProvider)`),
     getClient: p(`SELECT ${CLIENT_COLUMNS} FROM clients WHERE id = ?`),
     listClients: p(`SELECT ${CLIENT_COLUMNS} FROM clients ORDER BY created_at, id`),
     deleteClient: p('DELETE FROM clients WHERE id = ?'), // its tokens go by ON DELETE CASCADE
     updateSecret: p('UPDATE clients SET secret_hash = ?, secret_updated_at = ? WHERE id = ?'),
+    updateSettings: p('UPDATE clients SET redirect_uris = @redirectUris, grant_types = @grantTypes, login_provider = @loginProvider WHERE id = @id'),
     // Positional parameters (insertToken below): binding 17 named ones looks each name up on the
     // record, a sixth of a refresh's store work.
     insert: p(`INSERT INTO tokens (jti, digest, type, grant_id, client_id, username, sub, scope, audience, org_id, node,

@@ -8,6 +8,7 @@ import {
   type BulkSelector,
   type ClientAndToken,
   type ClientRecord,
+  type ClientSettings,
   type MintLimit,
   type MintOutcome,
   type RotateOutcome,
@@ -16,8 +17,8 @@ import {
   type TokenRecord,
   type TokenStore,
 } from '../store.js';
-import type { EventStore } from '../store.js';
-import { ForwardsEventStore } from '../forward-events.js';
+import type { AuthorizationStore, EventStore } from '../store.js';
+import { ForwardsAuthorizationStore } from '../forward-authorizations.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { insertUnique, mapError } from './errors.js';
 import { SqliteEvents } from './outbox-store.js';
@@ -27,7 +28,8 @@ import { openFile, WAL_AUTOCHECKPOINT_PAGES, WAL_HIGH_WATER_FACTOR, type SqliteO
 import { ReadBatcher } from './read-batcher.js';
 import { RowCache } from './row-cache.js';
 import { WalSync } from './wal-sync.js';
-import { prepareStatements, selectorKind, tokenFromRow } from './statements.js';
+import { clientFromRow, prepareStatements, selectorKind, settingsParams, tokenFromRow, type ClientRow } from './statements.js';
+import { SqliteAuthorizations } from './authorizations.js';
 import { prepareTransactions } from './transactions.js';
 
 interface ClientAndTokenQuery {
@@ -49,13 +51,15 @@ interface ClientAndTokenQuery {
  * group commit (group-commit.ts, wal-sync.ts), WAL checkpoints (checkpointer.ts), the SQL
  * (statements.ts, transactions.ts, listing.ts). This class: the TokenStore methods over them.
  */
-export class SqliteStore extends ForwardsEventStore implements TokenStore {
+export class SqliteStore extends ForwardsAuthorizationStore implements TokenStore {
   private closed = false;
   private readonly st: ReturnType<typeof prepareStatements>;
   private readonly tx: ReturnType<typeof prepareTransactions>;
   private readonly listing: Listing;
   /** Security events (outbox-store.ts): receivers, the outbox the revocations write to, signing keys. */
   private readonly events: SqliteEvents;
+  /** The authorization code flow's requests (authorizations.ts). */
+  private readonly authorizations: SqliteAuthorizations;
   /** The rows handed out without reading them again while nobody commits. */
   private readonly cache: RowCache;
   /** findClientAndToken calls of one event-loop turn, answered in one read transaction. */
@@ -66,7 +70,7 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   private checkpointer: BackgroundCheckpointer | undefined;
   /** With `syncOffLoop`: syncs the WAL before a commit is acknowledged (wal-sync.ts). */
   private readonly walSync: WalSync | undefined;
-  private readonly readClient = (id: string) => (this.st.getClient.get(id) as ClientRecord | undefined) ?? null;
+  private readonly readClient = (id: string) => clientFromRow(this.st.getClient.get(id) as ClientRow | undefined);
   private readonly readToken = (digest: string) => tokenFromRow(this.st.byDigest.get(digest) as unknown[] | undefined);
 
   private constructor(
@@ -80,6 +84,14 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     this.listing = new Listing(db);
     this.cache = new RowCache({ observer: options.observer });
     if (options.syncOffLoop) this.walSync = new WalSync(location); // the connection commits with NORMAL (open.ts)
+    this.authorizations = new SqliteAuthorizations(db, {
+      write: (step) => this.write(step),
+      run: (step) => this.run(step),
+      writeGrant: (tokens, audit) => {
+        this.tx.insertMany(tokens);
+        if (audit) this.st.insertAudit.run(audit);
+      },
+    });
     this.events = new SqliteEvents(db, (step) => this.write(step), (step) => this.run(step), (entry) => this.st.insertAudit.run(entry));
     // The revocations' events of one transaction are written at its end, as one outbox row (outbox-store.ts tail).
     this.writes = new GroupCommit(db, (error) => mapError(error, location), options.observer, this.walSync?.sync, this.events.tail);
@@ -112,7 +124,7 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     const { audit } = trail;
     await this.write(() => {
       this.cache.forgetClients();
-      insertUnique(() => this.st.insertClient.run(client), () => new DuplicateClientError(client.id));
+      insertUnique(() => this.st.insertClient.run({ ...client, ...settingsParams(client) }), () => new DuplicateClientError(client.id));
       if (audit) this.st.insertAudit.run(audit);
     });
   }
@@ -140,7 +152,7 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   }
 
   async listClients(): Promise<ClientRecord[]> {
-    return this.run(() => this.st.listClients.all() as ClientRecord[]);
+    return this.run(() => (this.st.listClients.all() as ClientRow[]).map((row) => clientFromRow(row)!));
   }
 
   async deleteClient(id: string, trail: Trail): Promise<boolean> {
@@ -158,6 +170,16 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     return this.write(() => {
       this.cache.forgetClients();
       const updated = this.st.updateSecret.run(secretHash, at, id).changes === 1;
+      if (updated && audit) this.st.insertAudit.run(audit);
+      return updated;
+    });
+  }
+
+  async updateClientSettings(id: string, settings: ClientSettings, trail: Trail): Promise<boolean> {
+    const { audit } = trail;
+    return this.write(() => {
+      this.cache.forgetClients();
+      const updated = this.st.updateSettings.run({ id, ...settingsParams(settings) }).changes === 1;
       if (updated && audit) this.st.insertAudit.run(audit);
       return updated;
     });
@@ -321,5 +343,10 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
 
   protected _eventStore(): EventStore {
     return this.events;
+  }
+
+  /** The authorization code flow's requests (authorizations.ts): the methods forward to this (forward-authorizations.ts). */
+  protected _authorizationStore(): AuthorizationStore {
+    return this.authorizations;
   }
 }
