@@ -95,3 +95,16 @@ export interface InPage {
   document: { activeElement: { id: string; textContent: string | null } | null };
   getComputedStyle(element: unknown): { getPropertyValue(name: string): string; outlineWidth: string };
 }
+
+/**
+ * The browser part of a login through the development page: open the authorization URL, type
+ * the user name, press Enter, and return the URL the browser lands on at `redirectUri` (the
+ * authorization response, RFC 6749 §4.1.2).
+ */
+export async function signInOnDevPage(page: Page, authorizationUrl: URL | string, username: string, redirectUri: string): Promise<URL> {
+  await page.goto(String(authorizationUrl));
+  await page.locator('#username').fill(username);
+  await page.keyboard.press('Enter');
+  await page.waitForURL((u) => u.href.startsWith(redirectUri));
+  return new URL(page.url());
+}
