@@ -11,13 +11,16 @@ import { HAS_CHROMIUM, launchChromium, NO_CHROMIUM_MESSAGE, startLoopbackApp, ty
 /**
  * The worked example of docs/login.md, examples/login-app/app.mjs, run as the operator runs it: a
  * process of its own beside the server (`serve --login-url` pointing at it), authenticated on the
- * back channel as a client created with `--login-provider`. The right password ends at the
- * client with a code that becomes tokens; a wrong one stays on the form; Cancel is access_denied.
+ * back channel as a client created with `--login-provider`, on another site than tokenctl (the
+ * binding cookie is SameSite=Lax). The right password ends at the client with a code that
+ * becomes tokens; a wrong one stays on the form; Cancel is access_denied.
  */
 const APP = join(ROOT, 'examples/login-app/app.mjs');
 
 let s: TestServer;
 let login: { child: ChildProcess; url: string };
+/** The login app's URL on another site than tokenctl's (`localhost`, not `127.0.0.1`), as a real one would be. */
+let loginUrl: string;
 let client: LoopbackApp;
 
 /** Starts the example app with `env` and resolves with its /login URL once it listens. */
@@ -47,7 +50,8 @@ beforeAll(async () => {
   await s.engine.createClient({ id: 'notes', name: 'Notes', public: true, scope: 'notes:read notes:write', redirectUris: ['http://127.0.0.1/callback'] }, 'test');
   const provider = await s.engine.createClient({ id: 'login-app', name: 'Login app', loginProvider: true }, 'test');
   login = await startLoginApp({ TOKENCTL_URL: s.url, LOGIN_CLIENT_ID: 'login-app', LOGIN_CLIENT_SECRET: provider.client_secret! });
-  s.engine.config.loginUrl = login.url;
+  loginUrl = login.url.replace('//127.0.0.1:', '//localhost:');
+  s.engine.config.loginUrl = loginUrl;
   client = await startLoopbackApp();
 });
 afterAll(async () => {
@@ -89,7 +93,7 @@ describe('the example login app, without a browser', () => {
     const { url } = authorizeUrl('fetch');
     const r = await fetch(url, { redirect: 'manual' });
     const to = new URL(r.headers.get('location')!);
-    expect(to.origin + to.pathname).toBe(login.url);
+    expect(to.origin + to.pathname).toBe(loginUrl);
     const page = await fetch(to);
     expect(page.status).toBe(200);
     expect(page.headers.get('content-security-policy')).toMatch(/frame-ancestors 'none'/);
@@ -114,7 +118,7 @@ describe.skipIf(!HAS_CHROMIUM)('the example login app in Chromium', () => {
   async function openForm(state: string) {
     const started = authorizeUrl(state);
     await page.goto(started.url);
-    expect(page.url().startsWith(`${login.url}?login_challenge=`)).toBe(true);
+    expect(page.url().startsWith(`${loginUrl}?login_challenge=`)).toBe(true);
     return started;
   }
 
@@ -143,11 +147,11 @@ describe.skipIf(!HAS_CHROMIUM)('the example login app in Chromium', () => {
 
   it('a wrong password stays on the form with an error, and the same login then succeeds', async () => {
     const { verifier, redirectUri } = await openForm('wrong');
-    const answer = page.waitForResponse((r) => r.url() === login.url && r.request().method() === 'POST');
+    const answer = page.waitForResponse((r) => r.url() === loginUrl && r.request().method() === 'POST');
     await submit('alice', 'incorrect horse');
     expect((await answer).status()).toBe(401);
     await expect(page.locator('#error').textContent()).resolves.toBe('Wrong user name or password.');
-    expect(page.url()).toBe(login.url);
+    expect(page.url()).toBe(loginUrl);
     expect(client.callbacks.filter((c) => c.get('state') === 'wrong')).toEqual([]);
     await submit('mallory', 'correct horse battery staple');
     await expect(page.locator('#error').textContent()).resolves.toBe('Wrong user name or password.');
