@@ -167,7 +167,7 @@ describe.skipIf(!HAS_CHROMIUM)('the development login page in Chromium', () => {
     expect(await page.locator('#username').count()).toBe(1);
   });
 
-  it('a stale, forged, answered or cookie-less login_challenge gets a clear page, styled, without a form', async () => {
+  it('a stale, forged, answered or cookie-less login_challenge, or an unregistered redirect URI, gets a clear page, styled, without a form', async () => {
     const expectPage = async (url: string, title: string) => {
       const r = await page.goto(url);
       expect(r?.status()).toBe(400);
@@ -193,6 +193,12 @@ describe.skipIf(!HAS_CHROMIUM)('the development login page in Chromium', () => {
     await page.keyboard.press('Enter');
     expect((await landed()).get('code')).toMatch(/^tcc_/);
     await expectPage(answered.loginUrl.href, 'This sign-in is already done');
+
+    // RFC 6749 §4.1.2.1: an unregistered redirect URI is told on a page, never followed.
+    const evil = new URLSearchParams({ response_type: 'code', client_id: 'app', redirect_uri: 'https://evil.example/cb', state: 'x' });
+    await expectPage(`${s.url}/oauth/authorize?${evil}`, 'This sign-in request is not valid');
+    expect(page.url().startsWith(`${s.url}/oauth/authorize?`)).toBe(true);
+    await expect(page.locator('main').textContent()).resolves.toContain('is not registered for client "app"');
 
     await beginLogin('no cookie');
     const loginUrl2 = page.url();
