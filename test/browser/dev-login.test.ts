@@ -25,9 +25,11 @@ describe.skipIf(!HAS_CHROMIUM)('the development login page in Chromium', () => {
   let browser: Chromium;
   let page: Page;
   let seen: ReturnType<typeof watchConsole>;
-  const shots = mkdtempSync(join(tmpdir(), 'tokenctl-shots-'));
+  let shots: string;
 
   beforeAll(async () => {
+    // Made here, not at collection, so that a skipped run leaves nothing behind.
+    shots = mkdtempSync(join(tmpdir(), 'tokenctl-shots-'));
     s = await startTestServer({ devLogin: true });
     // As serve does: the issuer is the URL it listens on.
     s.engine.config.issuer = s.url;
@@ -50,7 +52,7 @@ describe.skipIf(!HAS_CHROMIUM)('the development login page in Chromium', () => {
     await browser?.close();
     await app?.close();
     await s?.close();
-    rmSync(shots, { recursive: true, force: true });
+    if (shots) rmSync(shots, { recursive: true, force: true });
   });
 
   afterEach(() => {
