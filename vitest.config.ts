@@ -9,6 +9,7 @@ import { defineConfig } from 'vitest/config';
  * A file is in integration if it matches INTEGRATION, and in unit otherwise, so none is left out.
  */
 const INTEGRATION = [
+  'test/browser/**/*.test.ts',
   'test/e2e/**/*.test.ts',
   'test/interop/**/*.test.ts',
   'test/race/**/*.test.ts',

@@ -63,6 +63,8 @@ describe('GET /oauth/authorize with the development login', () => {
     expect(page.headers.get('content-security-policy')).toMatch(/frame-ancestors 'none'/);
     expect(page.headers.get('content-security-policy')).toMatch(/default-src 'none'/);
     expect(page.headers.get('x-frame-options')).toBe('DENY');
+    // Not no-referrer: under it a browser posts the page's form with Origin: null, which is refused.
+    expect(page.headers.get('referrer-policy')).toBe('same-origin');
     const html = await page.text();
     expect(html).toContain('My App');
     expect(html).toContain('Development login');

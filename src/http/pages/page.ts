@@ -36,7 +36,12 @@ input:focus-visible, button:focus-visible { outline: 3px solid var(--accent); ou
 
 const STYLE_HASH = createHash('sha256').update(CSS).digest('base64');
 
-/** The headers of every page: not cached, not framed, no script, no referrer (its URL holds the login challenge). */
+/**
+ * The headers of every page: not cached, not framed, no script, and no referrer to other origins
+ * (its URL holds the login challenge). `same-origin`, not `no-referrer`: under `no-referrer` a
+ * browser sends the page's own form POST with `Origin: null` (Fetch, "serializing a request
+ * origin"), which the development login's origin check must refuse.
+ */
 export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'content-type': 'text/html; charset=utf-8',
   'cache-control': 'no-store',
@@ -44,7 +49,7 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': `default-src 'none'; style-src 'sha256-${STYLE_HASH}'; base-uri 'none'; frame-ancestors 'none'`,
   'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
+  'referrer-policy': 'same-origin',
 };
 
 /** `text` made safe inside HTML text and double-quoted attributes. */
@@ -59,7 +64,7 @@ export function page(title: string, body: string, className = ''): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>${escapeHtml(title)}</title>
 <style>${CSS}</style>
 </head>
