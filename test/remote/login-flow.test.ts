@@ -1,10 +1,14 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RemoteOptions } from '../../src/remote/http-client.js';
 import { RemoteError } from '../../src/remote/http-client.js';
 import { login, LoginError, s256, type LoginOptions } from '../../src/remote/login-flow.js';
 import { devLogin, type DevLoginChoice, type DevLoginOutcome } from '../helpers/browser.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { selfSignedCertificate } from '../../src/serve/tls.js';
+import { fetchTrusting, startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
  * `tokenctl login`'s flow (src/remote/login-flow.ts) against the real server with the
@@ -221,5 +225,35 @@ describe('tokenctl login: the flow', () => {
 
   it('its challenge is RFC 7636’s S256 (appendix B)', () => {
     expect(s256('dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk')).toBe('E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM');
+  });
+});
+
+describe('tokenctl login over HTTPS', () => {
+  let dir: string;
+  let caFile: string;
+  let ca: string;
+  let tlsServer: TestServer;
+  beforeAll(async () => {
+    const tls = await selfSignedCertificate('127.0.0.1');
+    dir = mkdtempSync(join(tmpdir(), 'tokenctl-login-tls-'));
+    caFile = join(dir, 'ca.pem');
+    writeFileSync(caFile, tls.cert);
+    ca = tls.cert;
+    tlsServer = await startTestServer({ devLogin: true, https: { key: tls.key, cert: tls.cert } });
+    tlsServer.engine.config.issuer = tlsServer.url;
+    await tlsServer.engine.createClient({ id: 'cli', name: 'The CLI', public: true, scope: 'read write', redirectUris: [REDIRECT] }, 'test');
+  });
+  afterAll(async () => {
+    await tlsServer?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('trusts the server certificate given with --ca for the metadata and the token endpoint', async () => {
+    const s = tlsServer;
+    const tokens = await run(s, { remote: { ca: caFile } }, { fetch: fetchTrusting(ca) }).result;
+    expect((await s.engine.introspectAsClient({ credentials: { clientId: 'cli', secrets: [] }, token: tokens.access_token })).result).toMatchObject({ active: true });
+    const untrusted = await run(s).result.catch((e: unknown) => e);
+    expect(untrusted).toBeInstanceOf(RemoteError);
+    expect((untrusted as RemoteError).message).toMatch(/TLS failure.*pass --ca/);
   });
 });
