@@ -122,6 +122,8 @@ describe('error text', () => {
       'The refresh token is invalid because it has expired: tcr_abcdef…',
     );
     expect(redactTokens('tca_short stays')).toBe('tca_short stays');
+    // An authorization code (contract 5) that another server's error echoes.
+    expect(redactTokens(`invalid_grant: code tcc_${'Z9'.repeat(21)}x is unknown`)).toBe('invalid_grant: code tcc_Z9Z9Z9… is unknown');
   });
 });
 
