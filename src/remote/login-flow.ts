@@ -1,8 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { TokenResponse } from '../engine/results.js';
-import { absoluteUrl, endpointUrl, RemoteError, remoteAuthorizationCode, remoteGetJson, sanitize, type RemoteOptions } from './http-client.js';
+import { discover, type ServerMetadata } from './discovery.js';
+import { remoteAuthorizationCode, sanitize, type RemoteOptions } from './http-client.js';
+import { LoginError } from './login-error.js';
 import { listenForRedirect, LoopbackListenError, type Callback } from './loopback-redirect.js';
 import type { OpenUrl } from './open-browser.js';
+
+export { LoginError, type LoginErrorCode } from './login-error.js';
 
 /**
  * `tokenctl login`: the authorization code flow of a native app (RFC 8252) against any server of
@@ -24,40 +28,6 @@ export interface LoginOptions {
   notice: (text: string) => void;
   /** Aborting it (Ctrl-C) stops the flow and closes the listener. */
   signal?: AbortSignal;
-}
-
-export type LoginErrorCode =
-  | 'no_login'
-  | 'bad_metadata'
-  | 'issuer_mismatch'
-  | 'port_unavailable'
-  | 'state_mismatch'
-  | 'iss_mismatch'
-  | 'authorization_error'
-  | 'bad_response'
-  | 'timeout'
-  | 'interrupted';
-
-/** The flow stopped: `code` says why, `hint` what to do; `error` is the server's RFC 6749 §4.1.2.1 code when it sent one. */
-export class LoginError extends Error {
-  constructor(
-    message: string,
-    readonly code: LoginErrorCode,
-    readonly hint?: string,
-    readonly error?: { error: string; error_description?: string; error_uri?: string },
-  ) {
-    super(message);
-    this.name = 'LoginError';
-  }
-}
-
-/** What the flow needs of the server's metadata. */
-export interface ServerMetadata {
-  issuer: string;
-  authorizationEndpoint: URL;
-  tokenEndpoint: URL;
-  /** RFC 9207 §3: the server promises `iss` in every authorization response. */
-  issParameterSupported: boolean;
 }
 
 /** Runs the flow; returns the token endpoint's 2.1 response as the server sent it. */
@@ -89,61 +59,6 @@ export async function login(o: LoginOptions): Promise<TokenResponse> {
   } finally {
     await loopback.close();
   }
-}
-
-/** RFC 8414 §3: the metadata at the issuer's well-known URL, checked for what the flow needs. */
-export async function discover(remote: RemoteOptions): Promise<ServerMetadata> {
-  const doc = await fetchMetadata(remote);
-  const issuer = typeof doc.issuer === 'string' ? doc.issuer : '';
-  // §3.3: metadata naming another issuer must not be used (a mix-up, or the wrong --url).
-  if (trimSlash(issuer) !== trimSlash(remote.url)) {
-    const named = JSON.stringify(sanitize(issuer));
-    throw new LoginError(`the server's metadata names the issuer ${named}, not ${remote.url} (RFC 8414 §3.3)`, 'issuer_mismatch', issuer ? `use --url ${sanitize(issuer) as string}` : undefined);
-  }
-  if (doc.authorization_endpoint === undefined) {
-    throw new LoginError(`${issuer} has no login: its metadata has no authorization_endpoint`, 'no_login', 'its operator can start it with --login-url URL (their login app), --dev-login or --demo (development only)');
-  }
-  const methods = doc.code_challenge_methods_supported;
-  if (Array.isArray(methods) && !methods.includes('S256')) {
-    throw new LoginError(`${issuer} does not offer PKCE with S256 (code_challenge_methods_supported: ${JSON.stringify(sanitize(methods))})`, 'bad_metadata');
-  }
-  try {
-    return {
-      issuer,
-      authorizationEndpoint: absoluteUrl(doc.authorization_endpoint, 'authorization_endpoint'),
-      tokenEndpoint: absoluteUrl(doc.token_endpoint, 'token_endpoint'),
-      issParameterSupported: doc.authorization_response_iss_parameter_supported === true,
-    };
-  } catch (err) {
-    if (err instanceof RemoteError) throw new LoginError(err.message, 'bad_metadata');
-    throw err;
-  }
-}
-
-/**
- * RFC 8414 §3.1: `/.well-known/oauth-authorization-server` goes between the host and the issuer's
- * path; for an issuer with a path, the same name under that path is tried next, where a server
- * behind a proxy that adds the path prefix answers it.
- */
-async function fetchMetadata(remote: RemoteOptions): Promise<Record<string, unknown>> {
-  const root = endpointUrl(remote.url, '');
-  const path = root.pathname.replace(/\/+$/, '');
-  const candidates = [new URL(`${METADATA}${path}`, root), ...(path === '' ? [] : [new URL(`${path}${METADATA}`, root)])];
-  for (const url of candidates) {
-    try {
-      return await remoteGetJson(remote, url);
-    } catch (err) {
-      if (!(err instanceof RemoteError && err.status === 404)) throw err;
-    }
-  }
-  const tried = candidates.map((u) => u.href).join(' and ');
-  throw new LoginError(`${root.origin} publishes no authorization server metadata (GET ${tried} answered 404)`, 'bad_metadata', 'is --url the base URL of a tokenctl server (or another RFC 8414 authorization server)?');
-}
-
-const METADATA = '/.well-known/oauth-authorization-server';
-
-function trimSlash(url: string): string {
-  return url.replace(/\/+$/, '');
 }
 
 /** RFC 6749 §4.1.1 with RFC 7636 §4.3: the URL the browser opens. */
