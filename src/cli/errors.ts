@@ -99,15 +99,16 @@ function tidyUsage(message: string): string {
 }
 
 /**
- * A token in an error message (a server's spec 7.1 description echoes it) is cut to its first
- * characters: enough to tell which, not enough to use. The CLI prints a token only when issuing.
+ * A token or an authorization code in an error message (a server's spec 7.1 description echoes
+ * it) is cut to its first characters: enough to tell which, not enough to use. The CLI prints a
+ * token only when issuing, and a code never.
  */
 export function redactTokens(text: string): string {
-  return text.replace(/\b(tc[ar]_[A-Za-z0-9_-]{6})[A-Za-z0-9_-]{37}(?![A-Za-z0-9_-])/g, '$1…');
+  return text.replace(/\b(tc[acr]_[A-Za-z0-9_-]{6})[A-Za-z0-9_-]{37}(?![A-Za-z0-9_-])/g, '$1…');
 }
 
 /**
- * For TOKENCTL_DEBUG's stack traces: tokens cut as in {@link redactTokens} (also ones of another
+ * For TOKENCTL_DEBUG's stack traces: tokens and codes cut as in {@link redactTokens} (also ones of another
  * length or a JWT), a password in a postgres:// URL, and every secret the command was given
  * (client secret, token) replaced wherever it appears.
  */
@@ -115,7 +116,7 @@ export function redactTrace(text: string, secrets: Iterable<string | undefined> 
   let out = text;
   for (const secret of secrets) if (secret && secret.length >= 4) out = out.split(secret).join('[redacted]');
   return out
-    .replace(/\b(tc[ar]_[A-Za-z0-9_-]{6})[A-Za-z0-9_-]+/g, '$1…')
+    .replace(/\b(tc[acr]_[A-Za-z0-9_-]{6})[A-Za-z0-9_-]+/g, '$1…')
     .replace(/\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, 'eyJ…[redacted JWT]')
     .replace(/(postgres(?:ql)?:\/\/[^:@/\s]*):[^@\s]*@/gi, '$1:***@')
     .replace(/([?&](?:ssl)?password=)[^&\s]*/gi, '$1***');

@@ -6,6 +6,7 @@ import ClientRotateSecret from './client/rotate-secret.js';
 import ClientShow from './client/show.js';
 import ClientUpdate from './client/update.js';
 import Introspect from './introspect.js';
+import Login from './login.js';
 import Migrate from './migrate.js';
 import ProfileAdd from './profile/add.js';
 import ProfileList from './profile/list.js';
@@ -35,6 +36,7 @@ export const COMMANDS = {
   'client:show': ClientShow,
   'client:update': ClientUpdate,
   introspect: Introspect,
+  login: Login,
   migrate: Migrate,
   'profile:add': ProfileAdd,
   'profile:list': ProfileList,

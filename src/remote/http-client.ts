@@ -86,14 +86,54 @@ export function endpointUrl(base: string, endpoint: string): URL {
   return new URL(endpoint, url);
 }
 
+/**
+ * RFC 6749 §4.1.3: exchanges an authorization code at `tokenEndpoint` (an absolute URL, from the
+ * server's RFC 8414 metadata); returns the 2.1 token response. A confidential client
+ * authenticates with the spec's header as refresh does; a public one sends its `client_id`.
+ */
+export async function remoteAuthorizationCode(
+  opts: RemoteOptions,
+  tokenEndpoint: string,
+  grant: { code: string; codeVerifier: string; redirectUri: string },
+): Promise<TokenResponse> {
+  const form: Record<string, string> = { grant_type: 'authorization_code', code: grant.code, code_verifier: grant.codeVerifier, redirect_uri: grant.redirectUri };
+  if (!opts.clientSecret) form.client_id = opts.clientId;
+  const authorization = opts.clientSecret ? buildSpecAuthorization(opts.clientId, opts.clientSecret) : undefined;
+  return (await send(opts, 'POST', absoluteUrl(tokenEndpoint, 'token_endpoint'), form, authorization)) as TokenResponse;
+}
+
+/** RFC 8414 §3: GETs a metadata document (any JSON object) from `url`. */
+export async function remoteGetJson(opts: RemoteOptions, url: URL): Promise<Record<string, unknown>> {
+  const body = await send(opts, 'GET', url);
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new RemoteError(`the answer of GET ${url.href} is not a JSON object`, 200, body);
+  return body as Record<string, unknown>;
+}
+
+/** An http(s) URL a server named (an endpoint of its metadata), or a RemoteError saying which is wrong. */
+export function absoluteUrl(value: unknown, name: string): URL {
+  let url: URL | undefined;
+  try {
+    url = typeof value === 'string' ? new URL(value) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
+    throw new RemoteError(`the server's ${name} ${JSON.stringify(sanitize(value))} is not an http(s) URL`, 0, null);
+  }
+  return url;
+}
+
 function post(opts: RemoteOptions, endpoint: string, form: Record<string, string>, authorization?: string): Promise<unknown> {
-  const url = endpointUrl(opts.url, endpoint);
-  const body = new URLSearchParams(form).toString();
-  const headers: Record<string, string> = {
-    'content-type': 'application/x-www-form-urlencoded',
-    'content-length': String(Buffer.byteLength(body)),
-    accept: 'application/json',
-  };
+  return send(opts, 'POST', endpointUrl(opts.url, endpoint), form, authorization);
+}
+
+function send(opts: RemoteOptions, method: 'GET' | 'POST', url: URL, form?: Record<string, string>, authorization?: string): Promise<unknown> {
+  const body = form === undefined ? undefined : new URLSearchParams(form).toString();
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (body !== undefined) {
+    headers['content-type'] = 'application/x-www-form-urlencoded';
+    headers['content-length'] = String(Buffer.byteLength(body));
+  }
   if (authorization) headers.authorization = authorization;
   let ca: Buffer | undefined;
   if (opts.ca !== undefined) {
@@ -106,7 +146,7 @@ function post(opts: RemoteOptions, endpoint: string, form: Record<string, string
   const timeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
 
   return new Promise((resolve, reject) => {
-    const options = { method: 'POST', headers, ...(url.protocol === 'https:' && ca ? { ca } : {}) };
+    const options = { method, headers, ...(url.protocol === 'https:' && ca ? { ca } : {}) };
     let phase = 'connecting';
     const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, options, (res) => {
       phase = 'reading the answer';
@@ -116,7 +156,7 @@ function post(opts: RemoteOptions, endpoint: string, form: Record<string, string
         const parsed = sanitize(parseJson(text));
         const printable = sanitize(text) as string;
         if (status === 200 && parsed !== undefined) return resolve(parsed);
-        reject(new RemoteError(summarise(url, status, parsed ?? printable), status, parsed ?? (printable || null)));
+        reject(new RemoteError(summarise(method, url, status, parsed ?? printable), status, parsed ?? (printable || null)));
       }, reject);
     });
     req.on('socket', (socket) => socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => (phase = 'waiting for an answer')));
@@ -174,7 +214,7 @@ function parseJson(text: string): unknown {
 }
 
 /** "401 invalid_client: The client account or password is incorrect: x (POST https://…/oauth/token)" */
-function summarise(url: URL, status: number, body: unknown): string {
+function summarise(method: string, url: URL, status: number, body: unknown): string {
   let detail = '';
   if (body && typeof body === 'object') {
     const b = body as Record<string, unknown>;
@@ -185,7 +225,7 @@ function summarise(url: URL, status: number, body: unknown): string {
     detail = body.length > 200 ? body.slice(0, 200) + '…' : body;
   }
   if (status === 200) detail = 'the answer is not JSON';
-  return `the server answered ${status}${detail ? ` ${detail}` : ''} (POST ${url.href})`;
+  return `the server answered ${status}${detail ? ` ${detail}` : ''} (${method} ${url.href})`;
 }
 
 function connectionError(url: URL, err: NodeJS.ErrnoException, ca: string | undefined): RemoteError {

@@ -40,6 +40,18 @@ describe('help', () => {
     expect(r.stdout).toContain('--db');
   });
 
+  it('login --help says what it needs of the client and of the server, and has no --db', async () => {
+    const r = await tokenctl(['login', '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^USAGE\n\s+\$ tokenctl login /m);
+    expect(r.stdout).toMatch(/^EXAMPLES\n[\s\S]*\$ tokenctl login --url /m);
+    expect(r.stdout).toContain('http://127.0.0.1/callback');
+    expect(r.stdout).toMatch(/serve\s+--login-url\s+URL,\s+--dev-login\s+or\s+--demo/);
+    expect(r.stdout).toMatch(/--timeout=<duration>\s+Give\s+up\s+when\s+the\s+login\s+has\s+not\s+come\s+back\s+within\s+this\s+time\s+\[default:\s+5m\]/);
+    for (const flag of ['--url', '--client-id', '--scope', '--ca', '--port', '--no-browser', '--json']) expect(r.stdout).toContain(flag);
+    expect(r.stdout).not.toContain('--db');
+  });
+
   it('the root help lists the topics and commands', async () => {
     const r = await tokenctl(['--help']);
     expect(r.code).toBe(0);

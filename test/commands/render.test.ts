@@ -4,7 +4,7 @@ import { formatDate, formatElapsed, formatInstant, formatRelative, formatSpan, f
 import { progressLine } from '../../src/cli/render/purge.js';
 import { fields, plural, table } from '../../src/cli/render/layout.js';
 import { renderVerdict } from '../../src/cli/render/introspect.js';
-import { renderTokenList } from '../../src/cli/render/token.js';
+import { renderTokenList, renderTokenResponse } from '../../src/cli/render/token.js';
 import type { TokenView } from '../../src/engine/results.js';
 import { redactTokens } from '../../src/cli/errors.js';
 
@@ -115,6 +115,19 @@ describe('token and verdict rendering', () => {
 
 });
 
+describe('token response', () => {
+  it('shows all nine fields of a spec 2.1 response', () => {
+    const text = plain(renderTokenResponse({ access_token: 'tca_a', refresh_token: 'tcr_r', token_type: 'bearer', expires_in: 3600, scope: '', jti: 'j-1', node: 'n1', org_id: 'o', stime: NOW }, NOW));
+    expect(text.split('\n').map((l) => l.split(':')[0])).toEqual(['access_token', 'refresh_token', 'token_type', 'expires_in', 'scope', 'jti', 'node', 'org_id', 'stime']);
+    expect(text).toMatch(/^scope: +\(none\)$/m);
+  });
+
+  it('leaves out what another server did not send (login), timing expiry from now', () => {
+    const text = plain(renderTokenResponse({ access_token: 'eyJ.x.y', token_type: 'Bearer', expires_in: 600 }, NOW));
+    expect(text).toBe(['access_token: eyJ.x.y', 'token_type:   Bearer', `expires_in:   600 (${formatInstant(NOW + 600_000, NOW)})`].join('\n'));
+  });
+});
+
 describe('error text', () => {
   it('cuts tokens in error messages to a recognisable stub', () => {
     const token = 'tcr_' + 'abcdefghij'.repeat(4) + 'k-_';
@@ -122,6 +135,8 @@ describe('error text', () => {
       'The refresh token is invalid because it has expired: tcr_abcdef…',
     );
     expect(redactTokens('tca_short stays')).toBe('tca_short stays');
+    // An authorization code (contract 5) that another server's error echoes.
+    expect(redactTokens(`invalid_grant: code tcc_${'Z9'.repeat(21)}x is unknown`)).toBe('invalid_grant: code tcc_Z9Z9Z9… is unknown');
   });
 });
 

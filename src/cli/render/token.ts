@@ -4,22 +4,28 @@ import { color, paintState, typeLabel } from './style.js';
 import { formatDate, formatInstant, formatRelative } from './time.js';
 
 /**
- * The spec 2.1 token response (`token issue`, `refresh`): the field names as the spec writes
- * them, the two tokens in bold, times also as dates.
+ * The spec 2.1 token response (`token issue`, `refresh`, `login`): the field names as the spec
+ * writes them, the two tokens in bold, times also as dates. A field another server left out
+ * (`login` talks to any RFC 6749 server, §5.1 requires only two) is left out, not shown empty.
  */
-export function renderTokenResponse(r: TokenResponse, now: number): string {
+export function renderTokenResponse(r: TokenResponse | LooseTokenResponse, now: number): string {
+  const t: LooseTokenResponse = r;
+  const issued = t.stime ?? now;
   return fields([
-    ['access_token', color.bold(r.access_token)],
-    ['refresh_token', color.bold(r.refresh_token)],
-    ['token_type', r.token_type],
-    ['expires_in', `${r.expires_in} ${color.dim(`(${formatInstant(r.stime + r.expires_in * 1000, now)})`)}`],
-    ['scope', orNone(r.scope)],
-    ['jti', r.jti],
-    ['node', r.node],
-    ['org_id', orNone(r.org_id)],
-    ['stime', `${r.stime} ${color.dim(`(${formatDate(r.stime)})`)}`],
+    ['access_token', color.bold(t.access_token)],
+    ['refresh_token', t.refresh_token === undefined ? undefined : color.bold(t.refresh_token)],
+    ['token_type', t.token_type],
+    ['expires_in', t.expires_in === undefined ? undefined : `${t.expires_in} ${color.dim(`(${formatInstant(issued + t.expires_in * 1000, now)})`)}`],
+    ['scope', t.scope === undefined ? undefined : orNone(t.scope)],
+    ['jti', t.jti],
+    ['node', t.node],
+    ['org_id', t.org_id === undefined ? undefined : orNone(t.org_id)],
+    ['stime', t.stime === undefined ? undefined : `${t.stime} ${color.dim(`(${formatDate(t.stime)})`)}`],
   ]);
 }
+
+/** A token response with only RFC 6749 §5.1's two required fields sure to be there. */
+export type LooseTokenResponse = Pick<TokenResponse, 'access_token'> & { token_type: string } & Partial<Omit<TokenResponse, 'access_token' | 'token_type'>>;
 
 /** Goes to stderr under a token response. */
 export function tokenNotice(): string {
