@@ -22,7 +22,7 @@ describe('the table of engine errors → HTTP answers', () => {
     expect(engineErrorName(err)).toBe(name);
     const a = errorAnswer(err, '/oauth/token');
     expect(a.unexpected).toBe(false);
-    expect([400, 401, 403, 429, 503]).toContain(a.status);
+    expect([400, 401, 403, 404, 409, 429, 503]).toContain(a.status);
     expect(JSON.parse(a.payload.toString())).toEqual({ error: a.errorCode, error_description: err.message });
   });
 

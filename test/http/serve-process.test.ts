@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +26,13 @@ interface Served {
 
 let sandbox: string;
 const children: ChildProcess[] = [];
+
+/** A `$BROWSER` that signs in on the development page (test/helpers/fake-browser.ts). */
+function fakeBrowser(dir: string): string {
+  const file = join(dir, 'fake-browser.sh');
+  writeFileSync(file, `#!/bin/sh\ncd '${ROOT}' && exec '${process.execPath}' --import tsx '${join(ROOT, 'test/helpers/fake-browser.ts')}' "$@"\n`, { mode: 0o755 });
+  return file;
+}
 
 function env(): NodeJS.ProcessEnv {
   const e: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', TOKENCTL_DATA_DIR: join(sandbox, 'data'), HOME: sandbox };
@@ -110,13 +117,16 @@ describe('tokenctl serve (real process)', () => {
 
     // Every command block, in the order printed, run by bash exactly as a user would paste it.
     const blocks = out.split('\n\n').map((b) => b.split('\n').filter((l) => !l.startsWith('#')).join('\n')).filter((b) => /^(curl|tokenctl) /.test(b));
-    expect(blocks.map((b) => b.split(' ')[0])).toEqual(['curl', 'curl', 'tokenctl', 'curl']);
+    expect(blocks.map((b) => b.split(' ')[0])).toEqual(['curl', 'curl', 'tokenctl', 'curl', 'tokenctl']);
+    expect(blocks[4]).toMatch(/^tokenctl login --url \S+ --client-id demo-app --ca /);
     const curlAvailable = await run('curl', ['--version']).then(() => true, () => false);
     const results: unknown[] = [];
     for (const block of blocks) {
       if (block.startsWith('curl') && !curlAvailable) continue;
       const script = `tokenctl() { "${process.execPath}" "${BIN}" "$@"; }\n${block}`;
-      const r = await run('bash', ['-c', script], { cwd: sandbox, env: env() });
+      // The login's browser: a script that signs in on the development page (helpers/fake-browser.ts).
+      const login = block.startsWith('tokenctl login') ? { BROWSER: fakeBrowser(sandbox), CI: undefined, NODE_EXTRA_CA_CERTS: certFile, FAKE_BROWSER_USER: 'pat' } : {};
+      const r = await run('bash', ['-c', script], { cwd: sandbox, env: { ...env(), ...login } });
       results.push(block.startsWith('curl') ? JSON.parse(r.stdout) : r.stdout);
     }
     if (curlAvailable) {
@@ -125,6 +135,8 @@ describe('tokenctl serve (real process)', () => {
       expect(results[2]).toMatch(/ACTIVE/);
       expect(results[3]).toMatchObject({ code: 'token_revoke_success' });
     }
+    // The login line, as printed: a real login on the development page, tokens printed.
+    expect(results.at(-1)).toMatch(/tca_/);
 
     s.child.kill('SIGINT');
     expect((await s.exit).code).toBe(0);
