@@ -1,10 +1,10 @@
-import type { AuditStore, MaintenanceStore, OutboxStore, StoreStats, TokenFilter, TokenReads, TokenStore } from '../store/store.js';
+import type { AuditStore, AuthorizationStore, MaintenanceStore, OutboxStore, StoreStats, TokenFilter, TokenReads, TokenStore } from '../store/store.js';
 import { audit, auditLine } from './audit.js';
 import { tokenView, type EngineContext } from './context.js';
 import type { TokenView } from './results.js';
 
 /** The store ports this module uses (store/ports/). */
-type Ports = TokenReads & MaintenanceStore & AuditStore & OutboxStore & Pick<TokenStore, 'location' | 'schemaVersion'>;
+type Ports = TokenReads & MaintenanceStore & AuditStore & OutboxStore & Pick<AuthorizationStore, 'purgeAuthorizations'> & Pick<TokenStore, 'location' | 'schemaVersion'>;
 
 export interface PurgeOptions {
   /** Delete tokens that expired or were revoked more than this long ago. */
@@ -53,11 +53,24 @@ export async function purge(ctx: EngineContext<Ports>, options: PurgeOptions, ac
     // Let other work (a server's requests, when run in-process) in between batches.
     await new Promise((resolve) => setImmediate(resolve));
   }
+  if (!interrupted) await purgeEndedAuthorizations(ctx, batchSize, options.signal);
   if (interrupted) {
     const of = options.planned === undefined ? '' : ` of ${options.planned}`;
     await audit(ctx, actor, 'purge.interrupted', target, deleted, `interrupted: ${deleted}${of} deleted`);
   }
   return { deleted, before, elapsed_ms: Date.now() - started, interrupted };
+}
+
+/**
+ * The authorization requests that can no longer be used (challenge and code expired: contract 5),
+ * whatever `--older-than` says: they hold nothing an operator looks back at, and the audit
+ * trail keeps the logins they led to.
+ */
+async function purgeEndedAuthorizations(ctx: EngineContext<Ports>, batchSize: number, signal: AbortSignal | undefined): Promise<void> {
+  const now = ctx.clock.now();
+  while (!signal?.aborted && (await ctx.store.purgeAuthorizations(now, batchSize)) === batchSize) {
+    await new Promise((resolve) => setImmediate(resolve));
+  }
 }
 
 /** How many tokens purge would delete (expired or revoked before `now - olderThanMs`). */

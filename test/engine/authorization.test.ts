@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { AuthorizeRequest, QueryPairs } from '../../src/engine/authorization/index.js';
 import { s256 } from '../../src/engine/authorization/pkce.js';
+import { sha256 } from '../../src/engine/tokens.js';
 import type { Engine } from '../../src/engine/engine.js';
 import { CodeReplayedError, InvalidGrantError, LoginRequestAnsweredError, LoginRequestNotFoundError, UnauthorizedClientError, AccessDeniedError, InvalidRequestError } from '../../src/engine/errors.js';
 import type { ManualClock } from '../../src/engine/clock.js';
@@ -234,6 +235,22 @@ describe('grant_type=authorization_code', () => {
     const { code, v } = await codeFor(s);
     await s.engine.updateClient('app', { grantTypes: ['refresh_token'] }, 'test');
     await expect(exchange(s.engine, code, v)).rejects.toThrow(UnauthorizedClientError);
+  });
+});
+
+describe('purge', () => {
+  it('deletes the authorization requests that ended, and only those', async () => {
+    const s = await setup();
+    const { code } = await codeFor(s);
+    const pendingOne = await s.engine.authorization.start(await checked(s.engine, { client_id: 'app', redirect_uri: REDIRECT, response_type: 'code', code_challenge: s256(verifier()), code_challenge_method: 'S256' }), null);
+    await s.engine.purge({ olderThanMs: 0 }, 'test');
+    // Both still live: the code for 60 s, the challenge for 10 minutes.
+    expect(await s.store.findAuthorization({ codeDigest: sha256(code) })).not.toBeNull();
+    expect(await s.store.findAuthorization({ challengeDigest: sha256(pendingOne.challenge) })).not.toBeNull();
+    (s.clock as ManualClock).advance(10 * MINUTE + SECOND);
+    await s.engine.purge({ olderThanMs: 30 * 86_400_000 }, 'test');
+    expect(await s.store.findAuthorization({ codeDigest: sha256(code) })).toBeNull();
+    expect(await s.store.findAuthorization({ challengeDigest: sha256(pendingOne.challenge) })).toBeNull();
   });
 });
 

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { s256 } from '../../src/engine/authorization/pkce.js';
+import { MemoryStore } from '../../src/store/memory/index.js';
+import { StoreUnavailableError } from '../../src/store/store.js';
 import { DOORS, startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
@@ -164,6 +166,22 @@ describe('GET /oauth/authorize refusals', () => {
       code_challenge_methods_supported: ['S256'],
       authorization_response_iss_parameter_supported: true,
     });
+  });
+});
+
+describe('a store fault in the browser’s part', () => {
+  it('is a page a person can read, 503 with Retry-After, not the API’s JSON record', async () => {
+    const store = new MemoryStore();
+    store.createAuthorization = async () => {
+      throw new StoreUnavailableError('the store is unavailable (test)');
+    };
+    server = await startTestServer({ store, devLogin: true });
+    await server.engine.createClient({ id: 'app', name: 'My App', public: true, redirectUris: [REDIRECT] }, 'test');
+    const r = await fetch(authorizeUrl(server, { response_type: 'code', client_id: 'app', code_challenge: s256(verifier()), code_challenge_method: 'S256' }), { redirect: 'manual' });
+    expect(r.status).toBe(503);
+    expect(r.headers.get('retry-after')).toBe('2');
+    expect(r.headers.get('content-type')).toMatch(/text\/html/);
+    expect(await r.text()).toContain('Sign-in is unavailable right now');
   });
 });
 

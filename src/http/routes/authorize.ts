@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { browserCookie, setBrowserCookie } from '../browser-cookie.js';
+import { errorAnswer, pathOf } from '../error-answer.js';
 import { errorPage, PAGE_HEADERS } from '../pages/page.js';
 import { AUTHORIZE_CONTINUE_PATH, AUTHORIZE_PATH, DEV_LOGIN_PATH } from '../paths.js';
 import type { RouteDeps } from '../types.js';
@@ -12,7 +13,7 @@ import type { RouteDeps } from '../types.js';
 export function authorizeRoutes(app: FastifyInstance, { engine }: RouteDeps): void {
   const flow = engine.authorization;
 
-  app.get(AUTHORIZE_PATH, async (request, reply) => {
+  app.get(AUTHORIZE_PATH, pageOnError(async (request, reply) => {
     if (!flow.available) {
       return sendPage(reply, 404, 'Sign-in is not enabled on this server', 'The server was started without a login. Its operator can start it with --login-url URL (their login app) or --dev-login (development only).');
     }
@@ -25,14 +26,36 @@ export function authorizeRoutes(app: FastifyInstance, { engine }: RouteDeps): vo
     const started = await flow.start(checked.request, browserCookie(request.headers));
     reply.header('set-cookie', setBrowserCookie(started.browser, engine.config.issuer.startsWith('https:')));
     return redirect(reply, flow.loginTarget(started.challenge, DEV_LOGIN_PATH)!);
-  });
+  }));
 
-  app.get(AUTHORIZE_CONTINUE_PATH, async (request, reply) => {
+  app.get(AUTHORIZE_CONTINUE_PATH, pageOnError(async (request, reply) => {
     const verifier = new URLSearchParams(queryOf(request)).get('login_verifier') ?? undefined;
     const outcome = await flow.continue(verifier, browserCookie(request.headers));
     if (outcome.to === 'page') return sendPage(reply, outcome.status, outcome.title, outcome.description);
     return redirect(reply, outcome.url);
-  });
+  }));
+}
+
+type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
+
+/**
+ * A browser's request that fails (the store down, a fault of ours) is answered with a page, not
+ * the JSON record the API endpoints answer: a person reads it. The status and the log line are
+ * the error table's (error-answer.ts).
+ */
+export function pageOnError(handler: Handler): Handler {
+  return async (request, reply) => {
+    try {
+      return await handler(request, reply);
+    } catch (err) {
+      const answer = errorAnswer(err, pathOf(request));
+      if (answer.unexpected) request.log.error({ reqId: request.id, err }, 'unexpected error');
+      if (answer.headers?.['retry-after']) reply.header('retry-after', answer.headers['retry-after']);
+      return answer.status === 503
+        ? sendPage(reply, 503, 'Sign-in is unavailable right now', 'The server cannot reach its store. Try again in a moment.')
+        : sendPage(reply, answer.status, 'Sign-in failed', 'The server could not handle this request; the error has been logged. Try again, or go back to the application.');
+    }
+  };
 }
 
 function queryOf(request: FastifyRequest): string {

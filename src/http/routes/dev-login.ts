@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { LoginRequestAnsweredError, LoginRequestNotFoundError } from '../../engine/errors.js';
 import { browserCookie, csrfMatches, csrfToken } from '../browser-cookie.js';
 import type { Form } from '../form.js';
@@ -6,7 +6,7 @@ import { devLoginPage } from '../pages/dev-login.js';
 import { PAGE_HEADERS } from '../pages/page.js';
 import { DEV_LOGIN_PATH } from '../paths.js';
 import type { RouteDeps } from '../types.js';
-import { sendPage } from './authorize.js';
+import { pageOnError, sendPage } from './authorize.js';
 
 /**
  * The development login page (`serve --dev-login`, `--demo`; contract 5): the login app of a
@@ -17,7 +17,7 @@ export function devLoginRoutes(app: FastifyInstance, { engine }: RouteDeps): voi
   if (!engine.config.devLogin) return;
   const flow = engine.authorization;
 
-  app.get(DEV_LOGIN_PATH, async (request, reply) => {
+  app.get(DEV_LOGIN_PATH, pageOnError(async (request, reply) => {
     const challenge = new URLSearchParams((request.raw.url ?? '').split('?')[1] ?? '').get('login_challenge') ?? '';
     const browser = browserCookie(request.headers);
     if (browser === null) return noCookie(reply);
@@ -27,10 +27,10 @@ export function devLoginRoutes(app: FastifyInstance, { engine }: RouteDeps): voi
     } catch (err) {
       return stale(reply, err);
     }
-  });
+  }));
 
-  app.post(DEV_LOGIN_PATH, async (request: FastifyRequest<{ Body: Form }>, reply) => {
-    const form = request.body ?? {};
+  app.post(DEV_LOGIN_PATH, pageOnError(async (request, reply) => {
+    const form = (request.body as Form | undefined) ?? {};
     const challenge = form.login_challenge ?? '';
     const browser = browserCookie(request.headers);
     // A form posted from another site carries neither the cookie's HMAC nor, often, our Origin.
@@ -51,7 +51,7 @@ export function devLoginRoutes(app: FastifyInstance, { engine }: RouteDeps): voi
     } catch (err) {
       return stale(reply, err);
     }
-  });
+  }));
 }
 
 function noCookie(reply: Parameters<typeof sendPage>[0]) {
