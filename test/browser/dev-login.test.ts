@@ -138,6 +138,8 @@ describe.skipIf(!HAS_CHROMIUM)('the development login page in Chromium', () => {
         const w = globalThis as unknown as InPage;
         return { text: w.document.activeElement?.textContent, outline: w.getComputedStyle(w.document.activeElement).outlineWidth };
       });
+    // Autofocus applies once the page is laid out: on a busy machine, after load.
+    await expect.poll(() => page.evaluate(() => (globalThis as unknown as InPage).document.activeElement?.id)).toBe('username');
     await page.keyboard.press('Tab');
     expect(await focused()).toEqual({ text: 'Sign in', outline: '3px' });
     await page.keyboard.press('Tab');

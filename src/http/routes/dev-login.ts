@@ -13,6 +13,9 @@ import { pageOnError, sendPage } from './authorize.js';
  * developer's machine, built in. It answers login requests as the operator's login app would,
  * in the server itself. Registered only when the development login is on.
  */
+/** Relative to the page, so that the form posts back to it behind a proxy that serves the issuer under a path prefix. */
+const DEV_LOGIN_ACTION = DEV_LOGIN_PATH.slice(DEV_LOGIN_PATH.lastIndexOf('/') + 1);
+
 export function devLoginRoutes(app: FastifyInstance, { engine }: RouteDeps): void {
   if (!engine.config.devLogin) return;
   const flow = engine.authorization;
@@ -23,7 +26,7 @@ export function devLoginRoutes(app: FastifyInstance, { engine }: RouteDeps): voi
     if (browser === null) return noCookie(reply);
     try {
       const view = await flow.builtInLoginRequest(challenge);
-      return reply.code(200).headers(PAGE_HEADERS).send(devLoginPage({ request: view, challenge, csrf: csrfToken(browser, challenge), action: DEV_LOGIN_PATH }));
+      return reply.code(200).headers(PAGE_HEADERS).send(devLoginPage({ request: view, challenge, csrf: csrfToken(browser, challenge), action: DEV_LOGIN_ACTION }));
     } catch (err) {
       return stale(reply, err);
     }
