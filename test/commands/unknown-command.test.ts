@@ -28,6 +28,20 @@ describe('unknown commands and the version', () => {
     expect(r.stderr).toBe(`Error: Unexpected argument: ${word}\nHint: see --help for usage and examples\n`);
   });
 
+  it.each(['bash', 'zsh', 'powershell'])('autocomplete %s: the plugin command with its shell, not an unknown command', async (shell) => {
+    const r = await tokenctl(['autocomplete', shell]);
+    expect(r.stderr).not.toContain('is not a tokenctl command');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`autocomplete script ${shell}`);
+  });
+
+  it('autocomplete with an unknown shell: refused by the plugin, naming the shells', async () => {
+    const r = await tokenctl(['autocomplete', 'fish']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).not.toContain('is not a tokenctl command');
+    expect(r.stderr).toMatch(/fish to be one of: .*bash/);
+  });
+
   it('with --json: one JSON error on stderr', async () => {
     const r = await tokenctl(['revok', '--user', 'x', '--json']);
     expect(r.code).toBe(2);
