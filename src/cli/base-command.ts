@@ -58,7 +58,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** Where the store is: `--db`, TOKENCTL_DB, or the default file in the data directory. */
   protected storeLocation(): string {
     const db = (this.flags as { db?: string }).db;
-    if (db) {
+    refuseEmptyLocation(db, this.defaultStore());
+    if (db !== undefined) {
       if (process.argv.includes(db) && /^postgres(ql)?:\/\/[^/@:?#]*:[^/@?#]+@/i.test(db)) {
         process.stderr.write('Warning: the password in --db is visible to other users (ps) and stays in shell history: use PGPASSWORD or ~/.pgpass instead (see docs/cli.md)\n');
       }
@@ -66,6 +67,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     }
     if (this.storeUse() === 'create') mkdirSync(this.config.dataDir, { recursive: true, mode: 0o700 });
     return this.defaultStore();
+  }
+
+  /** The store this command opened, as it names itself (a PostgreSQL URL without its password): destructive commands say where they acted. */
+  protected async storeName(): Promise<string> {
+    return (await this.openStore()).location;
   }
 
   /** The default store: tokens.db in the data directory (contract 1). */
@@ -149,6 +155,24 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     this.store = undefined;
     await store?.close();
   }
+}
+
+/**
+ * An empty `--db` or TOKENCTL_DB is refused rather than read as "the default store": it is what
+ * `--db "$PGURL"` gives when the variable is unset, and a bulk revocation must not then run
+ * against another store. (oclif itself skips an empty TOKENCTL_DB, so it is checked here.)
+ */
+export function refuseEmptyLocation(db: string | undefined, defaultStore: string): void {
+  const fromEnv = db === undefined && process.env.TOKENCTL_DB !== undefined;
+  const value = fromEnv ? process.env.TOKENCTL_DB! : db;
+  if (value === undefined || value.trim() !== '') return;
+  const what = fromEnv ? 'TOKENCTL_DB is set but empty' : '--db is empty';
+  throw new CliError(
+    `${what}: it names no store, so nothing was opened or changed`,
+    EXIT.usage,
+    'empty_store_location',
+    `give a SQLite file path or a postgres:// URL (is the variable you meant to pass set?), or leave ${fromEnv ? 'TOKENCTL_DB unset' : '--db out'} for the default store, ${defaultStore}`,
+  );
 }
 
 /** A missing store, said with the default one and who may create a store. */

@@ -30,7 +30,7 @@ Ctrl-C or SIGTERM stops it after the batch under way: it prints "Purge interrupt
     const olderThanMs = f['older-than'];
     const engine = await this.engine();
     const purgeable = await engine.countPurgeable(olderThanMs);
-    let result: PurgeCommandResult = { older_than_ms: olderThanMs, before: Date.now() - olderThanMs, purgeable, deleted: 0, elapsed_ms: 0, dry_run: f['dry-run'] };
+    let result: PurgeCommandResult = { store: engine.store.location, older_than_ms: olderThanMs, before: Date.now() - olderThanMs, purgeable, deleted: 0, elapsed_ms: 0, dry_run: f['dry-run'] };
     if (!result.dry_run && purgeable > 0) {
       await confirmOrStop(purgeQuestion(purgeable, result.before), { yes: f.yes, declined: 'Nothing purged' });
       const line = this.jsonEnabled() ? undefined : (n: number) => progressLine(n, Math.max(n, purgeable));

@@ -6,7 +6,7 @@ import { interruptible } from '../cli/progress.js';
 import { isRemote, remoteTarget } from '../cli/remote-target.js';
 import { resolveToken, tokenArg, tokenFileFlag } from '../cli/token-input.js';
 import { confirmOrStop } from '../cli/prompts.js';
-import type { RevocationResult, RevokeBulkResult } from '../cli/render/results.js';
+import type { LocalRevocationResult, RevocationResult, RevokeBulkResult } from '../cli/render/results.js';
 import { bulkQuestion, describeSelection, renderBulkRevocation, renderRevocation } from '../cli/render/revoke.js';
 import type { BulkSelector } from '../store/store.js';
 
@@ -55,7 +55,7 @@ With --url (or --profile) the single revocation goes to a server (POST /oauth/re
     return result;
   }
 
-  private async revokeOne(token: string): Promise<RevocationResult> {
+  private async revokeOne(token: string): Promise<RevocationResult | LocalRevocationResult> {
     const f = this.flags;
     if (isRemote(f)) {
       const target = await remoteTarget(f, this.config.configDir);
@@ -64,7 +64,8 @@ With --url (or --profile) the single revocation goes to a server (POST /oauth/re
     }
     if (f['client-id'] !== undefined || f['client-secret'] !== undefined) throw new CliError('--client-id and --client-secret go with --url or --profile', EXIT.usage, 'usage');
     assertTokenShape(token);
-    return (await this.engine()).revokeAsOperator(token, this.actor());
+    const result = await (await this.engine()).revokeAsOperator(token, this.actor());
+    return { ...result, store: await this.storeName() };
   }
 
   private async revokeBulk(): Promise<RevokeBulkResult> {
@@ -77,7 +78,7 @@ With --url (or --profile) the single revocation goes to a server (POST /oauth/re
       f.jti !== undefined ? { jti: f.jti } : f.user !== undefined ? { username: f.user, clientId: f.client } : { clientId: f.client! };
     const engine = await this.engine();
     const matched = await engine.countBulk(selector);
-    const base: RevokeBulkResult = { selector: describeSelection(f), matched, revoked: 0, elapsed_ms: 0, dry_run: f['dry-run'] };
+    const base: RevokeBulkResult = { selector: describeSelection(f), store: engine.store.location, matched, revoked: 0, elapsed_ms: 0, dry_run: f['dry-run'] };
     let result = base;
     if (matched === 0 && !('jti' in selector)) await this.neverHadTokens(selector);
     if (!base.dry_run && matched > 0) {

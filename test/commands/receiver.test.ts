@@ -67,7 +67,7 @@ describe('receiver commands', () => {
     const refused = await store.run(['receiver', 'remove', 'dev']);
     expect(refused.code).toBe(5);
     expect(refused.stderr).toMatch(/--yes/);
-    expect(await store.json(['receiver', 'remove', 'dev', '--yes'])).toEqual({ id: 'dev', dropped: 1 });
+    expect(await store.json(['receiver', 'remove', 'dev', '--yes'])).toEqual({ id: 'dev', dropped: 1, store: store.db });
     expect((await store.run(['receiver', 'remove', 'dev', '--yes'])).code).toBe(4);
     expect(await store.json(['receiver', 'retry', 'gw'])).toEqual({ id: 'gw', requeued: 0 });
     expect((await store.run(['receiver', 'retry', 'nobody'])).code).toBe(4);

@@ -1,5 +1,5 @@
 import type { ClientCreateResult, ClientDeleteResult, ClientRotateSecretResult, ClientShowResult, ClientView, TokenCounts } from './results.js';
-import { fields, orNone, plural, table } from './layout.js';
+import { fields, orNone, plural, storeNote, table } from './layout.js';
 import { color, paintState } from './style.js';
 import { formatInstant, formatTtl } from './time.js';
 
@@ -41,6 +41,7 @@ export function renderSecretRotated(r: ClientRotateSecretResult, now: number): s
       ['client_id', r.client_id],
       ['client_secret', color.bold(r.client_secret)],
       ['changed', formatInstant(r.secret_updated_at, now)],
+      ['store', r.store],
     ]),
   ].join('\n');
 }
@@ -76,7 +77,7 @@ export function renderClientDeletePlan(client: ClientView, tokens: number): stri
 }
 
 export function renderClientDeleted(r: ClientDeleteResult): string {
-  if (r.dry_run) return `${renderClientDeletePlan(r.client, r.tokens)}\n${color.dim('Dry run: nothing was deleted.')}`;
-  return color.green(`Deleted client ${color.bold(r.client.client_id)} and ${plural(r.tokens, 'token')}.`);
+  if (r.dry_run) return `${renderClientDeletePlan(r.client, r.tokens)}\n${color.dim('Dry run: nothing was deleted.')}\n${storeNote(r.store)}`;
+  return color.green(`Deleted client ${color.bold(r.client.client_id)} and ${plural(r.tokens, 'token')}.`) + `\n${storeNote(r.store)}`;
 }
 

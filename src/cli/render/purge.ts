@@ -1,5 +1,5 @@
 import type { PurgeCommandResult } from './results.js';
-import { formatCount, plural } from './layout.js';
+import { formatCount, plural, storeNote } from './layout.js';
 import { color } from './style.js';
 import { formatDate, formatElapsed } from './time.js';
 
@@ -16,6 +16,10 @@ export function progressLine(done: number, total: number, width = 30): string {
 }
 
 export function renderPurge(r: PurgeCommandResult): string {
+  return `${purgeOutcome(r)}\n${storeNote(r.store)}`;
+}
+
+function purgeOutcome(r: PurgeCommandResult): string {
   const cutoff = `expired or revoked before ${formatDate(r.before)}`;
   if (r.dry_run) return `${plural(r.purgeable, 'token')} ${cutoff} would be deleted. ${color.dim('Dry run: nothing was deleted.')}`;
   if (r.interrupted) return color.yellow(`Purge interrupted: ${formatCount(r.deleted)} of ${formatCount(r.purgeable)} deleted (${cutoff}).`);
