@@ -112,6 +112,8 @@ export interface BulkOptions {
   signal?: AbortSignal;
   /** Rows per batch (tokens; on PostgreSQL, tokens or grants); default {@link BULK_BATCH}. */
   batchSize?: number;
+  /** Called after each batch that revoked something, with the running total (a progress bar). */
+  onProgress?: (revoked: number) => void;
 }
 
 export interface BulkRevocation {
@@ -147,6 +149,7 @@ export async function revokeBulk(ctx: EngineContext<Ports>, selector: BulkSelect
       const line = auditLine(ctx, actor, 'token.revoke_bulk', target, 0, describeSelector(selector), at);
       const batch = await ctx.store.revokeBulk(selector, at, options.batchSize ?? BULK_BATCH, resume, { audit: line, event });
       revoked += batch.revoked;
+      if (batch.revoked > 0) options.onProgress?.(revoked);
       more = batch.more;
       resume = batch.resume;
     } catch (error) {

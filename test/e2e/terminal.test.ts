@@ -63,3 +63,21 @@ describe.skipIf(!hasScript())('purge at a terminal', () => {
     expect(stripAnsi(r.output)).toMatch(/Purged 6 tokens expired or revoked before .* in \d+(\.\d)? m?s\./);
   });
 });
+
+describe.skipIf(!hasScript())('bulk revocation at a terminal', () => {
+  let store: TempStore;
+  let client: string;
+  beforeAll(async () => {
+    store = tempStore();
+    ({ id: client } = await createClient(store));
+    await Promise.all([issue(store, client, 'a'), issue(store, client, 'b'), issue(store, client, 'c')]);
+  });
+  afterAll(() => store.cleanup());
+
+  it('draws a progress bar on stderr, as purge does, and ends with the summary and the store', async () => {
+    const r = await tokenctlInTerminal(['revoke', '--client', client, '--yes', '--batch-size', '2', '--db', store.db]);
+    expect(r.code).toBe(0);
+    expect(r.output).toMatch(/\r\[#+-*\]\s+\d+%\s+\d+\/6 revoked/);
+    expect(stripAnsi(r.output)).toMatch(/Revoked 6 tokens \(client \S+\) in \d+(\.\d)? m?s\.\r?\nStore: /);
+  });
+});

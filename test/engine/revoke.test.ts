@@ -170,6 +170,16 @@ describe('bulk revocation', () => {
     expect(entries[1]).toMatchObject({ target: 'client:app' });
   });
 
+  it('reports its running total after each batch that revoked something, for a progress bar', async () => {
+    const { engine } = await population();
+    const progress: number[] = [];
+    const done = await engine.revokeBulk({ username: 'alice' }, 'cli:op', { batchSize: 2, onProgress: (n) => progress.push(n) });
+    expect(done.revoked).toBe(5);
+    expect(progress.length).toBeGreaterThan(1);
+    expect(progress).toEqual([...progress].sort((a, b) => a - b));
+    expect(progress.at(-1)).toBe(5);
+  });
+
   it('skips expired tokens', async () => {
     const { engine, clock } = await population();
     clock.advance(2 * HOUR); // access tokens expired, refresh tokens active
