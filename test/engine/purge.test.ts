@@ -25,6 +25,18 @@ async function remaining(engine: Awaited<ReturnType<typeof timeline>>['engine'])
 }
 
 describe('purge', () => {
+  it('deletes with the cut-off it planned (and the operator confirmed), not a later one', async () => {
+    const { engine, clock } = await timeline();
+    // At +10d with older-than 9d: a's tokens (expired by +2h) qualify; b's revoked refresh token (+1d) does not yet.
+    const plan = await engine.planPurge(9 * DAY);
+    expect(plan).toEqual({ before: START + DAY, purgeable: 3 });
+    clock.advance(2 * HOUR); // the operator reads the prompt; b's revocation and c's access token pass the mark meanwhile
+    expect(await engine.countPurgeable(9 * DAY)).toBe(5);
+    const result = await engine.purge({ olderThanMs: 9 * DAY, before: plan.before }, 'cli:op');
+    expect(result).toMatchObject({ deleted: 3, before: plan.before });
+    expect(await remaining(engine)).toEqual(expect.arrayContaining(['b:refresh_token', 'c:access_token']));
+  });
+
   it("goes by each token's own expiry or revocation time", async () => {
     const { engine } = await timeline();
     // before = +12h: a's two tokens and b's access token expired earlier; b's refresh token was revoked later.
