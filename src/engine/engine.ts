@@ -1,6 +1,6 @@
 import type { AuditEntry, AuditFilter, BulkSelector, ClientRecord, ReceiverRecord, SigningKeyRecord, TokenFilter, TokenRecord, TokenStore } from '../store/store.js';
 import { ClientAuthenticator, type AuthenticatorOptions } from './authenticator.js';
-import { listAudit } from './audit.js';
+import { auditPage, listAudit, type AuditPage } from './audit.js';
 import type { PresentedCredentials } from './client-auth.js';
 import * as clients from './clients.js';
 import { systemClock, type Clock } from './clock.js';
@@ -182,6 +182,10 @@ export class Engine {
   }
   audit(filter: AuditFilter): Promise<AuditEntry[]> {
     return listAudit(this.ctx, filter);
+  }
+  /** `tokenctl audit`: a page, its total, one line per operation unless `batches`. */
+  auditPage(filter: Omit<AuditFilter, 'hideActions'> & { batches?: boolean }): Promise<AuditPage> {
+    return auditPage(this.ctx, filter);
   }
 
   // ---- security event receivers (docs/events.md) ------------------------------------------------

@@ -45,22 +45,27 @@ export async function purge(ctx: EngineContext<Ports>, options: PurgeOptions, ac
   const target = `before:${new Date(before).toISOString()}`;
   let deleted = 0;
   let interrupted = false;
+  let batches = 0;
   for (let batch = 1; ; batch++) {
     if (options.signal?.aborted) {
       interrupted = true;
       break;
     }
     const detail = `batch ${batch} of the purge started ${new Date(started).toISOString()}`;
-    const n = await ctx.store.purgeBatch(before, batchSize, { audit: auditLine(ctx, actor, 'purge', target, 0, detail) });
+    const n = await ctx.store.purgeBatch(before, batchSize, { audit: auditLine(ctx, actor, 'purge.batch', target, 0, detail) });
+    if (n > 0) batches = batch;
     deleted += n;
     if (n > 0) options.onProgress?.(deleted);
     if (n < batchSize) break;
     // Let other work (a server's requests, when run in-process) in between batches.
     await new Promise((resolve) => setImmediate(resolve));
   }
+  // One line for the operation, after its batches (each audited with itself).
   if (interrupted) {
     const of = options.planned === undefined ? '' : ` of ${options.planned}`;
     await audit(ctx, actor, 'purge.interrupted', target, deleted, `interrupted: ${deleted}${of} deleted`);
+  } else {
+    await audit(ctx, actor, 'purge', target, deleted, `${batches} ${batches === 1 ? 'batch' : 'batches'}`);
   }
   return { deleted, before, elapsed_ms: Date.now() - started, interrupted };
 }

@@ -70,10 +70,11 @@ describe('purge', () => {
     expect(result).toMatchObject({ deleted: 5, interrupted: false });
     expect(batches.mock.calls.map((call) => call[1])).toEqual([2, 2, 2]);
     expect(progress).toEqual([2, 4, 5]);
-    const entries = (await engine.audit({})).filter((e) => e.action === 'purge');
+    const [summary, ...entries] = (await engine.audit({})).filter((e) => e.action.startsWith('purge'));
+    expect(summary).toMatchObject({ actor: 'cli:op', action: 'purge', count: 5, detail: '3 batches' });
     expect(entries.map((e) => e.count).sort()).toEqual([1, 2, 2]);
-    for (const e of entries) {
-      expect(e).toMatchObject({ actor: 'cli:op', action: 'purge' });
+    for (const e of [summary!, ...entries]) {
+      expect(e).toMatchObject({ actor: 'cli:op', action: e === summary ? 'purge' : 'purge.batch' });
       expect(e.target).toContain(new Date(START + 3 * DAY).toISOString());
     }
   });
@@ -88,8 +89,9 @@ describe('purge', () => {
     expect(result).toMatchObject({ deleted: 2, interrupted: true });
     expect(await engine.countPurgeable(7 * DAY)).toBe(3);
     const entries = await engine.audit({});
-    expect(entries.filter((e) => e.action === 'purge').map((e) => e.count)).toEqual([2]);
+    expect(entries.filter((e) => e.action === 'purge.batch').map((e) => e.count)).toEqual([2]);
     expect(entries.find((e) => e.action === 'purge.interrupted')).toMatchObject({ count: 2, detail: 'interrupted: 2 of 5 deleted' });
+    expect(entries.some((e) => e.action === 'purge')).toBe(false); // the interrupted line is its summary
   });
 
   it('a number of tokens that fills the last batch exactly takes one more, empty, call', async () => {

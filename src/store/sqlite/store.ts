@@ -251,8 +251,12 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   }
 
   async listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
-    const { since = null, jti = null, clientId = null, limit = -1 } = filter;
-    return this.run(() => this.st.listAudit.all({ since, jti, clientId, limit }) as AuditEntry[]);
+    const { beforeId = null, limit = -1 } = filter;
+    return this.run(() => this.st.listAudit.all({ ...auditParams(filter), beforeId, limit }) as AuditEntry[]);
+  }
+
+  async countAudit(filter: Omit<AuditFilter, 'beforeId' | 'limit'>): Promise<number> {
+    return this.run(() => (this.st.countAudit.get(auditParams(filter)) as { n: number }).n);
   }
 
   async ping(): Promise<void> {
@@ -322,4 +326,10 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   protected _eventStore(): EventStore {
     return this.events;
   }
+}
+
+/** An audit filter's named parameters (statements.ts AUDIT_CONDITIONS). */
+function auditParams(filter: AuditFilter): Record<string, string | number | null> {
+  const { since = null, jti = null, clientId = null, hideActions } = filter;
+  return { since, jti, clientId, hide: hideActions === undefined || hideActions.length === 0 ? null : JSON.stringify(hideActions) };
 }
