@@ -38,6 +38,12 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
    */
   static storeUse: 'create' | 'write' | 'read' = 'write';
 
+  /**
+   * The lines `--bare` prints of the command's result (a command with `bare: bareFlag` sets it):
+   * only values a script assigns to a variable, never a label.
+   */
+  static bare?: (result: never) => string[];
+
   protected flags!: BaseFlags<T>;
   protected args!: BaseArgs<T>;
   private store?: TokenStore;
@@ -121,11 +127,30 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return `cli:${user}`;
   }
 
+  /** With `--bare` the human output is off as with --json, and logJson prints the bare values instead. */
+  public override jsonEnabled(): boolean {
+    return super.jsonEnabled() || this.bareEnabled();
+  }
+
+  private bareEnabled(): boolean {
+    return (this.flags as { bare?: boolean } | undefined)?.bare === true && (this.ctor as unknown as typeof BaseCommand).bare !== undefined;
+  }
+
+  public override logJson(json: unknown): void {
+    const bare = (this.ctor as unknown as typeof BaseCommand).bare as ((result: unknown) => string[]) | undefined;
+    if (bare && this.bareEnabled()) {
+      for (const line of bare(json)) process.stdout.write(`${line}\n`);
+      return;
+    }
+    super.logJson(json);
+  }
+
   protected override async catch(err: Error & { exitCode?: number }): Promise<unknown> {
     // oclif's --help/--version and this.exit() travel as errors too: let them through.
     if (err instanceof Error && (err.constructor.name === 'ExitError' || (err as { code?: string }).code === 'EEXIT')) throw err;
     const rendered = renderCliError(err);
-    if (this.jsonEnabled()) {
+    // --bare asks for values, not for JSON: its errors read as text.
+    if (super.jsonEnabled()) {
       const { code, message, hint, details } = rendered;
       process.stderr.write(JSON.stringify({ error: { code, message, ...(hint ? { hint } : {}), ...details } }) + '\n');
     } else {

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { lifetimeFlag } from '../../cli/flags.js';
+import { bareFlag, lifetimeFlag } from '../../cli/flags.js';
 import { resolveSecret } from '../../cli/token-input.js';
 import { renderClientCreated, secretNotice } from '../../cli/render/client.js';
 import type { ClientCreateResult } from '../../cli/render/results.js';
@@ -13,6 +13,7 @@ export default class ClientCreate extends BaseCommand<typeof ClientCreate> {
   static override examples = [
     { description: 'A confidential client limited to two scopes', command: '<%= config.bin %> <%= command.id %> --name "Web shop" --scope "read write"' },
     { description: 'A public client with short-lived access tokens', command: '<%= config.bin %> <%= command.id %> --name "Mobile app" --public --access-ttl 15m' },
+    { description: 'Keep the client id in a variable, for the commands that follow', command: 'CLIENT=$(<%= config.bin %> <%= command.id %> --name "Web shop" --bare)' },
     { description: 'Keep the secret in a variable (JSON output)', command: 'SECRET=$(<%= config.bin %> <%= command.id %> --name ci --json | jq -r .client_secret)' },
   ];
 
@@ -25,7 +26,11 @@ export default class ClientCreate extends BaseCommand<typeof ClientCreate> {
     audience: Flags.string({ description: 'Audience of its tokens, returned as aud' }),
     'access-ttl': lifetimeFlag({ description: 'Lifetime of its access tokens, e.g. 15m [default: 1h]' }),
     'refresh-ttl': lifetimeFlag({ description: 'Lifetime of its refresh tokens, e.g. 30d [default: 30d]' }),
+    bare: bareFlag,
   };
+
+  /** --bare: the client id alone (its secret needs --json, or is gone). */
+  static override bare = (r: ClientCreateResult): string[] => [r.client_id];
 
   async run(): Promise<ClientCreateResult> {
     const f = this.flags;
