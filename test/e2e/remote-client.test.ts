@@ -74,9 +74,13 @@ describe('--url with the secret off the command line', () => {
     expect(unset.code).toBe(2);
     expect(unset.stderr).toMatch(/takes the client secret from \$MY_SECRET, which is not set/);
 
+    // An unknown profile is "not found", exit 4, as an unknown client or jti is.
     const missing = await tokenctl(['introspect', t.access_token, '--profile', 'nope'], { env });
-    expect(missing.code).toBe(2);
+    expect(missing.code).toBe(4);
     expect(missing.stderr).toContain(`no profile "nope" in ${file}`);
+    const removeMissing = await tokenctl(['profile', 'remove', 'nope'], { env });
+    expect(removeMissing.code).toBe(4);
+    expect(removeMissing.stderr).toContain(`no profile "nope" in ${file}`);
 
     expect((await tokenctl(['profile', 'remove', 'local'], { env })).code).toBe(0);
     expect((await tokenctl(['profile', 'list', '--json'], { env })).json().map((p: { name: string }) => p.name)).toEqual(['env']);
