@@ -7,12 +7,17 @@ function ttl(seconds: number | null): string {
   return seconds === null ? color.dim('default') : formatTtl(seconds);
 }
 
+/** A client's scope: empty means no restriction, so any scope is granted it (engine/issue.ts narrowScope). */
+function clientScope(scope: string): string {
+  return scope === '' ? color.dim('(any: no restriction)') : scope;
+}
+
 function clientFields(c: ClientView, now: number): [string, string | undefined][] {
   return [
     ['client_id', color.bold(c.client_id)],
     ['name', c.name],
     ['type', c.type],
-    ['scope', orNone(c.scope)],
+    ['scope', clientScope(c.scope)],
     ['org_id', orNone(c.org_id)],
     ['audience', orNone(c.audience)],
     ['access ttl', ttl(c.access_ttl_s)],
@@ -48,7 +53,7 @@ export function renderSecretRotated(r: ClientRotateSecretResult, now: number): s
 
 export function renderClientList(clients: ClientView[], now: number): string {
   if (clients.length === 0) return color.dim('No clients. Register one with: tokenctl client create --name NAME');
-  const rows = clients.map((c) => [c.client_id, c.name, c.type, orNone(c.scope), formatInstant(c.created_at, now)]);
+  const rows = clients.map((c) => [c.client_id, c.name, c.type, c.scope === '' ? color.dim('(any)') : c.scope, formatInstant(c.created_at, now)]);
   return table(['CLIENT ID', 'NAME', 'TYPE', 'SCOPE', 'CREATED'], rows);
 }
 
