@@ -7,6 +7,7 @@ import ClientShow from './client/show.js';
 import Introspect from './introspect.js';
 import Migrate from './migrate.js';
 import ProfileAdd from './profile/add.js';
+import ProfileCheck from './profile/check.js';
 import ProfileList from './profile/list.js';
 import ProfileRemove from './profile/remove.js';
 import Purge from './purge.js';
@@ -35,6 +36,7 @@ export const COMMANDS = {
   introspect: Introspect,
   migrate: Migrate,
   'profile:add': ProfileAdd,
+  'profile:check': ProfileCheck,
   'profile:list': ProfileList,
   'profile:remove': ProfileRemove,
   purge: Purge,
