@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, issue, tempStore, type TempStore } from '../helpers/cli.js';
 import { runCommand } from '../helpers/run-command.js';
@@ -16,6 +17,12 @@ describe('an empty or unknown store location', () => {
   });
   afterAll(() => store.cleanup());
   const activeOfZed = async () => (await store.json<{ total: number }>(['token', 'list', '--user', 'zed', '--state', 'active'])).total;
+
+  it("in-process, the default store is the test's private one, not the user's", async () => {
+    const r = await runCommand(['status']);
+    expect(r.code).toBe(6);
+    expect(r.stderr).toContain(`no tokenctl store at ${tmpdir()}`);
+  });
 
   it('--db "" (an unset variable passed as --db "$PGURL") is refused, exit 2, before any store is opened', async () => {
     // TOKENCTL_DB names the store that an empty --db used to fall back from.
