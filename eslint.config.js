@@ -71,7 +71,7 @@ const LAYERS = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist-typecheck/**', 'node_modules/**', 'bench/results/**', 'oclif.manifest.json'] },
+  { ignores: ['dist/**', 'packages/*/dist/**', 'dist-typecheck/**', 'node_modules/**', 'bench/results/**', 'oclif.manifest.json'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

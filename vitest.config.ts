@@ -34,6 +34,7 @@ const INTEGRATION = [
   'test/resource-server/nginx.test.ts',
   'test/resource-server/package.test.ts',
   'test/resource-server/push.test.ts',
+  'test/resource-server/standalone-package.test.ts',
   // PostgreSQL and PgBouncer, and the SQLite store shared by serve processes.
   'test/store/connection-budget.test.ts',
   'test/store/migrate.test.ts',

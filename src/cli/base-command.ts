@@ -38,6 +38,12 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
    */
   static storeUse: 'create' | 'write' | 'read' = 'write';
 
+  /**
+   * The lines `--bare` prints of the command's result (a command with `bare: bareFlag` sets it):
+   * only values a script assigns to a variable, never a label.
+   */
+  static bare?: (result: never) => string[];
+
   protected flags!: BaseFlags<T>;
   protected args!: BaseArgs<T>;
   private store?: TokenStore;
@@ -58,7 +64,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** Where the store is: `--db`, TOKENCTL_DB, or the default file in the data directory. */
   protected storeLocation(): string {
     const db = (this.flags as { db?: string }).db;
-    if (db) {
+    refuseEmptyLocation(db, this.defaultStore());
+    if (db !== undefined) {
       if (process.argv.includes(db) && /^postgres(ql)?:\/\/[^/@:?#]*:[^/@?#]+@/i.test(db)) {
         process.stderr.write('Warning: the password in --db is visible to other users (ps) and stays in shell history: use PGPASSWORD or ~/.pgpass instead (see docs/cli.md)\n');
       }
@@ -66,6 +73,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     }
     if (this.storeUse() === 'create') mkdirSync(this.config.dataDir, { recursive: true, mode: 0o700 });
     return this.defaultStore();
+  }
+
+  /** The store this command opened, as it names itself (a PostgreSQL URL without its password): destructive commands say where they acted. */
+  protected async storeName(): Promise<string> {
+    return (await this.openStore()).location;
   }
 
   /** The default store: tokens.db in the data directory (contract 1). */
@@ -115,11 +127,30 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return `cli:${user}`;
   }
 
+  /** With `--bare` the human output is off as with --json, and logJson prints the bare values instead. */
+  public override jsonEnabled(): boolean {
+    return super.jsonEnabled() || this.bareEnabled();
+  }
+
+  private bareEnabled(): boolean {
+    return (this.flags as { bare?: boolean } | undefined)?.bare === true && (this.ctor as unknown as typeof BaseCommand).bare !== undefined;
+  }
+
+  public override logJson(json: unknown): void {
+    const bare = (this.ctor as unknown as typeof BaseCommand).bare as ((result: unknown) => string[]) | undefined;
+    if (bare && this.bareEnabled()) {
+      for (const line of bare(json)) process.stdout.write(`${line}\n`);
+      return;
+    }
+    super.logJson(json);
+  }
+
   protected override async catch(err: Error & { exitCode?: number }): Promise<unknown> {
     // oclif's --help/--version and this.exit() travel as errors too: let them through.
     if (err instanceof Error && (err.constructor.name === 'ExitError' || (err as { code?: string }).code === 'EEXIT')) throw err;
     const rendered = renderCliError(err);
-    if (this.jsonEnabled()) {
+    // --bare asks for values, not for JSON: its errors read as text.
+    if (super.jsonEnabled()) {
       const { code, message, hint, details } = rendered;
       process.stderr.write(JSON.stringify({ error: { code, message, ...(hint ? { hint } : {}), ...details } }) + '\n');
     } else {
@@ -149,6 +180,24 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     this.store = undefined;
     await store?.close();
   }
+}
+
+/**
+ * An empty `--db` or TOKENCTL_DB is refused rather than read as "the default store": it is what
+ * `--db "$PGURL"` gives when the variable is unset, and a bulk revocation must not then run
+ * against another store. (oclif itself skips an empty TOKENCTL_DB, so it is checked here.)
+ */
+export function refuseEmptyLocation(db: string | undefined, defaultStore: string): void {
+  const fromEnv = db === undefined && process.env.TOKENCTL_DB !== undefined;
+  const value = fromEnv ? process.env.TOKENCTL_DB! : db;
+  if (value === undefined || value.trim() !== '') return;
+  const what = fromEnv ? 'TOKENCTL_DB is set but empty' : '--db is empty';
+  throw new CliError(
+    `${what}: it names no store, so nothing was opened or changed`,
+    EXIT.usage,
+    'empty_store_location',
+    `give a SQLite file path or a postgres:// URL (is the variable you meant to pass set?), or leave ${fromEnv ? 'TOKENCTL_DB unset' : '--db out'} for the default store, ${defaultStore}`,
+  );
 }
 
 /** A missing store, said with the default one and who may create a store. */

@@ -3,6 +3,9 @@ import type { RenderedError } from './errors.js';
 /** Commands that oclif's plugins bring, besides this package's. */
 const PLUGIN_COMMANDS = ['help', 'autocomplete', 'autocomplete:create', 'autocomplete:script'];
 
+/** Of those, the ones whose next word may be an argument (`autocomplete bash`), not a verb. */
+const TAKES_ARGUMENT = new Set(['autocomplete']);
+
 /**
  * An unknown command (`tokenctl revok`, `tokenctl instrospect X`, `tokenctl client crate`), as
  * the README's error, with the nearest commands as "did you mean". Undefined when argv names a
@@ -29,6 +32,8 @@ export function unknownCommand(argv: string[], ids: string[]): RenderedError | u
   }
   const sub = first[1] ?? words[1];
   if (sub === undefined || all.includes(`${head}:${sub}`)) return undefined;
+  // `autocomplete bash`: the plugin command itself, with its shell as argument (oclif checks the value).
+  if (first[1] === undefined && TAKES_ARGUMENT.has(head)) return undefined;
   const inTopic = all.filter((id) => id.startsWith(`${head}:`)).map((id) => id.slice(head.length + 1));
   return render(`${head} ${sub}`, nearest(sub, inTopic).map((s) => `${head} ${s}`));
 }

@@ -26,6 +26,17 @@ export const yesFlag = Flags.boolean({
   default: false,
 });
 
+/**
+ * `--bare`: only the values a script wants (a client id, the tokens, jtis), one line each, as
+ * hydra's `--quiet` and gh's `--jq` give them: no table, no notice, no JSON to parse. A command
+ * that takes it says which values (`static bare` of BaseCommand).
+ */
+export const bareFlag = Flags.boolean({
+  description: 'Print only the bare values for scripts, one line each (see the description)',
+  default: false,
+  exclusive: ['json'],
+});
+
 export const dryRunFlag = Flags.boolean({
   description: 'Show what would change, and change nothing',
   default: false,

@@ -63,7 +63,7 @@ export function writeProfiles(configDir: string, profiles: Record<string, Profil
 export function getProfile(configDir: string, name: string): Profile {
   const profile = readProfiles(configDir)[name];
   if (!profile) {
-    throw new CliError(`no profile "${name}" in ${profilesPath(configDir)}`, EXIT.usage, 'no_profile', 'see tokenctl profile list; add one with tokenctl profile add');
+    throw new CliError(`no profile "${name}" in ${profilesPath(configDir)}`, EXIT.notFound, 'no_profile', 'see tokenctl profile list; add one with tokenctl profile add');
   }
   return profile;
 }

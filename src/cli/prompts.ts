@@ -1,4 +1,5 @@
 import { CliError, EXIT } from './errors.js';
+import { color } from './render/style.js';
 
 /** Asks a yes/no question; resolves true for yes. */
 export type AskFn = (question: string) => Promise<boolean>;
@@ -40,9 +41,28 @@ export async function confirmOrStop(question: string, options: ConfirmOptions): 
 export async function askOnTerminal(question: string): Promise<boolean> {
   const { confirm } = await import('@inquirer/prompts');
   try {
-    return await confirm({ message: question, default: false }, { output: process.stderr });
+    return await confirm({ message: question, default: false, ...(color.level === 0 ? { theme: PLAIN_THEME } : {}) }, { output: process.stderr });
   } catch (err) {
     if (err instanceof Error && (err.name === 'ExitPromptError' || err.name === 'AbortPromptError')) return false;
     throw err;
   }
 }
+
+const plain = (text: string) => text;
+
+/**
+ * The prompt without colour, where tokenctl's own output has none (NO_COLOR, CI, not a terminal:
+ * chalk's verdict, render/style.ts): @inquirer colours by its own rules, which ignore CI.
+ */
+const PLAIN_THEME = {
+  prefix: { idle: '?', done: '✔' },
+  style: {
+    answer: plain,
+    message: plain,
+    error: (text: string) => `> ${text}`,
+    defaultAnswer: (text: string) => `(${text})`,
+    help: plain,
+    highlight: plain,
+    key: (text: string) => `<${text}>`,
+  },
+};

@@ -25,13 +25,13 @@ export function isRemote(f: RemoteFlagValues): boolean {
  * TOKENCTL_PROFILE). The client secret: --client-secret, else TOKENCTL_CLIENT_SECRET, else what
  * the profile names, else a prompt without echo when stdin is a terminal (empty: a public client).
  */
-export async function remoteTarget(f: RemoteFlagValues, configDir: string, prompt: SecretPrompt = promptHidden): Promise<RemoteOptions> {
+export async function remoteTarget(f: RemoteFlagValues, configDir: string, prompt: SecretPrompt = promptHidden, secretFromEnv = true): Promise<RemoteOptions> {
   const profile = f.profile === undefined ? undefined : getProfile(configDir, f.profile);
   const url = f.url ?? profile?.url;
   if (url === undefined) throw new CliError('no server to talk to: give --url or --profile', EXIT.usage, 'usage');
   const clientId = f['client-id'] ?? profile?.client_id;
   if (!clientId) throw new CliError('--url needs --client-id: the server authenticates the client', EXIT.usage, 'usage', 'or save both in a profile: tokenctl profile add');
-  let secret: string | null | undefined = f['client-secret'] ?? (process.env.TOKENCTL_CLIENT_SECRET || undefined);
+  let secret: string | null | undefined = f['client-secret'] ?? ((secretFromEnv && process.env.TOKENCTL_CLIENT_SECRET) || undefined);
   if (secret === undefined && profile && f['client-id'] === undefined) secret = profileSecret(f.profile!, profile);
   if (secret === undefined && process.stdin.isTTY) {
     secret = (await prompt(`Client secret of ${clientId} (not echoed; Enter for a public client):`)) || null;

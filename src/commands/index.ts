@@ -9,6 +9,7 @@ import Introspect from './introspect.js';
 import Login from './login.js';
 import Migrate from './migrate.js';
 import ProfileAdd from './profile/add.js';
+import ProfileCheck from './profile/check.js';
 import ProfileList from './profile/list.js';
 import ProfileRemove from './profile/remove.js';
 import Purge from './purge.js';
@@ -39,6 +40,7 @@ export const COMMANDS = {
   login: Login,
   migrate: Migrate,
   'profile:add': ProfileAdd,
+  'profile:check': ProfileCheck,
   'profile:list': ProfileList,
   'profile:remove': ProfileRemove,
   purge: Purge,

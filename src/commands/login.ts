@@ -20,7 +20,7 @@ export default class Login extends BaseCommand<typeof Login> {
 
 The client must allow the authorization code grant with the redirect URI http://127.0.0.1/callback (any port matches it): for example client create --name my-cli --public --redirect-uri http://127.0.0.1/callback; serve --demo registers demo-app so. The server needs a login: serve --login-url URL, --dev-login or --demo.
 
-A public client needs no secret. A confidential one takes it from TOKENCTL_CLIENT_SECRET, a profile, or --client-secret (which other users can see in ps).`;
+A public client needs no secret. A confidential one takes it from a profile or --client-secret (which other users can see in ps); TOKENCTL_CLIENT_SECRET is not read, because in a shell it usually holds another client's secret (the demo's) and a public client that sends one is refused.`;
 
   static override examples = [
     { description: 'Against serve --demo', command: '<%= config.bin %> <%= command.id %> --url https://127.0.0.1:8443 --client-id demo-app --ca ~/.local/share/tokenctl/tls/cert.pem' },
@@ -32,7 +32,7 @@ A public client needs no secret. A confidential one takes it from TOKENCTL_CLIEN
     url: Flags.string({ description: 'Base URL of the server, its issuer (e.g. https://127.0.0.1:8443)', helpGroup: 'REMOTE' }),
     profile,
     'client-id': Flags.string({ description: 'The client to log in as (its redirect URIs include http://127.0.0.1/callback)', helpGroup: 'REMOTE' }),
-    'client-secret': Flags.string({ description: 'A confidential client’s password (visible to other users in ps: prefer TOKENCTL_CLIENT_SECRET or a profile); omit for a public client', helpGroup: 'REMOTE' }),
+    'client-secret': Flags.string({ description: 'A confidential client’s password (visible to other users in ps: prefer a profile); omit for a public client', helpGroup: 'REMOTE' }),
     ca,
     scope: Flags.string({ description: 'Space-separated scope to ask for [default: the client’s]' }),
     port: Flags.integer({ description: 'Port of the loopback listener on 127.0.0.1 [default: a free one]', min: 0, max: 65_535, default: 0, helpValue: '<n>' }),
@@ -43,7 +43,7 @@ A public client needs no secret. A confidential one takes it from TOKENCTL_CLIEN
   async run(): Promise<TokenResponse> {
     const f = this.flags;
     // No prompt for a secret: a command-line app is a public client (RFC 8252 §8.4) unless told otherwise.
-    const remote = await remoteTarget({ url: f.url, profile: f.profile, 'client-id': f['client-id'], 'client-secret': f['client-secret'], ca: f.ca }, this.config.configDir, async () => '');
+    const remote = await remoteTarget({ url: f.url, profile: f.profile, 'client-id': f['client-id'], 'client-secret': f['client-secret'], ca: f.ca }, this.config.configDir, async () => '', false);
     const { login, LoginError } = await import('../remote/login-flow.js');
     const interrupt = onInterrupt(() => process.stderr.write('\nCtrl-C: stopping the login…\n'));
     try {

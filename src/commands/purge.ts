@@ -9,7 +9,7 @@ import type { PurgeCommandResult } from '../cli/render/results.js';
 
 export default class Purge extends BaseCommand<typeof Purge> {
   static override summary = 'Delete tokens that expired or were revoked longer ago than a duration';
-  static override description = `Counts what qualifies, asks for confirmation (without a terminal it refuses unless --yes), then deletes in batches so that a server using the same store is never held up for long. Active tokens are never purged. Each batch writes its audit line in its own transaction, so the audit trail holds exactly what was deleted.
+  static override description = `Counts what qualifies, asks for confirmation (without a terminal it refuses unless --yes), then deletes with exactly the cut-off it asked about (a token that passes it while the prompt waits stays for the next purge), in batches so that a server using the same store is never held up for long. Active tokens are never purged. Each batch writes its audit line in its own transaction, so the audit trail holds exactly what was deleted.
 
 Ctrl-C or SIGTERM stops it after the batch under way: it prints "Purge interrupted: 4,700 of 35,004 deleted", audits it, and exits 130. Run it again to finish.`;
 
@@ -29,13 +29,13 @@ Ctrl-C or SIGTERM stops it after the batch under way: it prints "Purge interrupt
     const f = this.flags;
     const olderThanMs = f['older-than'];
     const engine = await this.engine();
-    const purgeable = await engine.countPurgeable(olderThanMs);
-    let result: PurgeCommandResult = { older_than_ms: olderThanMs, before: Date.now() - olderThanMs, purgeable, deleted: 0, elapsed_ms: 0, dry_run: f['dry-run'] };
+    const { before, purgeable } = await engine.planPurge(olderThanMs);
+    let result: PurgeCommandResult = { store: engine.store.location, older_than_ms: olderThanMs, before, purgeable, deleted: 0, elapsed_ms: 0, dry_run: f['dry-run'] };
     if (!result.dry_run && purgeable > 0) {
       await confirmOrStop(purgeQuestion(purgeable, result.before), { yes: f.yes, declined: 'Nothing purged' });
       const line = this.jsonEnabled() ? undefined : (n: number) => progressLine(n, Math.max(n, purgeable));
       const purged = await interruptible(line, ({ signal, onProgress }) =>
-        engine.purge({ olderThanMs, batchSize: f['batch-size'], onProgress, signal, planned: purgeable }, this.actor()),
+        engine.purge({ olderThanMs, before, batchSize: f['batch-size'], onProgress, signal, planned: purgeable }, this.actor()),
       );
       result = { ...result, deleted: purged.deleted, before: purged.before, elapsed_ms: purged.elapsed_ms, interrupted: purged.interrupted };
     }

@@ -3,10 +3,11 @@ import { BaseCommand } from '../cli/base-command.js';
 import { CliError, EXIT } from '../cli/errors.js';
 import { assertTokenShape, dryRunFlag, hintFlag, remoteFlags, yesFlag } from '../cli/flags.js';
 import { interruptible } from '../cli/progress.js';
+import { progressBar } from '../cli/render/progress.js';
 import { isRemote, remoteTarget } from '../cli/remote-target.js';
 import { resolveToken, tokenArg, tokenFileFlag } from '../cli/token-input.js';
 import { confirmOrStop } from '../cli/prompts.js';
-import type { RevocationResult, RevokeBulkResult } from '../cli/render/results.js';
+import type { LocalRevocationResult, RevocationResult, RevokeBulkResult } from '../cli/render/results.js';
 import { bulkQuestion, describeSelection, renderBulkRevocation, renderRevocation } from '../cli/render/revoke.js';
 import type { BulkSelector } from '../store/store.js';
 
@@ -16,7 +17,7 @@ export default class Revoke extends BaseCommand<typeof Revoke> {
 
 The token is never read from stdin unless you say so: give it as - (stdin; a hidden prompt at a terminal) or with --token-file, so that it stays out of shell history and ps. Surrounding spaces, quotes and a "Bearer " prefix are removed.
 
-In bulk (--jti, --user [--client], --client): shows how many active tokens are selected and asks for confirmation. Without a terminal it refuses unless --yes is given; --dry-run only shows. A user or client that never had a token here is an error (exit 4: a typo?); one whose tokens are all revoked or expired is not (exit 0, nothing to revoke). Ctrl-C or SIGTERM during a bulk revocation stops it between batches, says how many were revoked, and exits 130.
+In bulk (--jti, --user [--client], --client): shows how many active tokens are selected and asks for confirmation. Without a terminal it refuses unless --yes is given; --dry-run only shows. A user or client that never had a token here is an error (exit 4: a typo?); one whose tokens are all revoked or expired is not (exit 0, nothing to revoke). On a terminal it draws a progress bar on stderr while it runs. Ctrl-C or SIGTERM during a bulk revocation stops it between batches, says how many were revoked, and exits 130.
 
 With --url (or --profile) the single revocation goes to a server (POST /oauth/revocation).`;
 
@@ -55,7 +56,7 @@ With --url (or --profile) the single revocation goes to a server (POST /oauth/re
     return result;
   }
 
-  private async revokeOne(token: string): Promise<RevocationResult> {
+  private async revokeOne(token: string): Promise<RevocationResult | LocalRevocationResult> {
     const f = this.flags;
     if (isRemote(f)) {
       const target = await remoteTarget(f, this.config.configDir);
@@ -64,7 +65,8 @@ With --url (or --profile) the single revocation goes to a server (POST /oauth/re
     }
     if (f['client-id'] !== undefined || f['client-secret'] !== undefined) throw new CliError('--client-id and --client-secret go with --url or --profile', EXIT.usage, 'usage');
     assertTokenShape(token);
-    return (await this.engine()).revokeAsOperator(token, this.actor());
+    const result = await (await this.engine()).revokeAsOperator(token, this.actor());
+    return { ...result, store: await this.storeName() };
   }
 
   private async revokeBulk(): Promise<RevokeBulkResult> {
@@ -77,12 +79,13 @@ With --url (or --profile) the single revocation goes to a server (POST /oauth/re
       f.jti !== undefined ? { jti: f.jti } : f.user !== undefined ? { username: f.user, clientId: f.client } : { clientId: f.client! };
     const engine = await this.engine();
     const matched = await engine.countBulk(selector);
-    const base: RevokeBulkResult = { selector: describeSelection(f), matched, revoked: 0, elapsed_ms: 0, dry_run: f['dry-run'] };
+    const base: RevokeBulkResult = { selector: describeSelection(f), store: engine.store.location, matched, revoked: 0, elapsed_ms: 0, dry_run: f['dry-run'] };
     let result = base;
     if (matched === 0 && !('jti' in selector)) await this.neverHadTokens(selector);
     if (!base.dry_run && matched > 0) {
       await confirmOrStop(bulkQuestion(base.selector, matched), { yes: f.yes, declined: 'Nothing revoked' });
-      const done = await interruptible(undefined, ({ signal }) => engine.revokeBulk(selector, this.actor(), { signal, batchSize: f['batch-size'] }));
+      const line = this.jsonEnabled() ? undefined : (n: number) => progressBar(n, Math.max(n, matched), 'revoked');
+      const done = await interruptible(line, ({ signal, onProgress }) => engine.revokeBulk(selector, this.actor(), { signal, onProgress, batchSize: f['batch-size'] }));
       result = { ...base, revoked: done.revoked, elapsed_ms: done.elapsed_ms, interrupted: done.interrupted };
     }
     if (!this.jsonEnabled()) this.log(renderBulkRevocation(result));

@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
+import { parseDuration } from '../cli/duration.js';
 import { CliError, EXIT } from '../cli/errors.js';
 import type { StatusReport } from '../cli/render/results.js';
 import { renderStatus } from '../cli/render/status.js';
@@ -10,7 +11,7 @@ export default class Status extends BaseCommand<typeof Status> {
   static override summary = 'Show the store: where it is, its schema version, and what it holds; or, with --url, a running server\'s metrics';
   static override description = `Counts clients, and tokens by type and state, and shows the oldest expired token not yet purged and the receivers of security events with what waits for them (a receiver that is behind by an hour or has dead letters is pointed out; tokenctl receiver list shows which). Never shows a token or a secret.
 
-With --url (the metrics listener of serve --metrics-port) it reads the server's Prometheus metrics instead of the store: requests a second and latency per endpoint, 401s by reason, 503s, tokens refreshed and revoked, reuse detections, store latency, errors, row-cache hits and pool. On a terminal it refreshes every --interval seconds until Ctrl-C; with --json, or when stdout is not a terminal, it prints the totals since the server started once.`;
+With --url (the metrics listener of serve --metrics-port) it reads the server's Prometheus metrics instead of the store: requests a second and latency per endpoint, 401s by reason, 503s, tokens refreshed and revoked, reuse detections, store latency, errors, row-cache hits and pool. On a terminal it refreshes every --interval (a duration, 2s by default) until Ctrl-C; with --json, or when stdout is not a terminal, it prints the totals since the server started once.`;
 
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
@@ -20,7 +21,13 @@ With --url (the metrics listener of serve --metrics-port) it reads the server's 
 
   static override flags = {
     url: Flags.string({ description: "A running server's metrics URL (serve --metrics-port): show its metrics, not the store", helpGroup: 'METRICS' }),
-    interval: Flags.integer({ description: 'With --url on a terminal: seconds between refreshes', default: 2, min: 1, max: 3600, helpGroup: 'METRICS' }),
+    // A duration like every other one (2s, 1m): a bare number is refused rather than read as seconds.
+    interval: Flags.custom<number>({ helpValue: '<duration>', parse: async (input: string) => parseInterval(input) })({
+      description: 'With --url on a terminal: time between refreshes, 1s to 1h',
+      default: 2000,
+      defaultHelp: async () => '2s',
+      helpGroup: 'METRICS',
+    }),
   };
 
   async run(): Promise<StatusReport | MetricsStatus> {
@@ -50,7 +57,14 @@ With --url (the metrics listener of serve --metrics-port) it reads the server's 
     const stop = new AbortController();
     let last: MetricsStatus | undefined;
     process.once('SIGINT', () => stop.abort());
-    await watchStatus(url, this.flags.interval, (status) => this.log(`\x1b[H\x1b[2J${renderMetricsStatus((last = status))}`), stop.signal).catch(failed);
+    await watchStatus(url, this.flags.interval / 1000, (status) => this.log(`\x1b[H\x1b[2J${renderMetricsStatus((last = status))}`), stop.signal).catch(failed);
     return last!;
   }
+}
+
+/** `--interval`: a duration of at least a second (a scrape a second is already plenty) and at most an hour. */
+function parseInterval(input: string): number {
+  const ms = parseDuration(input, 3_600_000);
+  if (ms < 1000) throw new CliError(`--interval ${input}: at least 1s`, EXIT.usage, 'usage');
+  return ms;
 }

@@ -19,9 +19,11 @@ export const AUDIT_ACTIONS = {
   'token.revoke': 'one token revoked (a refresh token with its grant)',
   'token.revoke_grant': 'a replaced refresh token presented for revocation: its grant ended',
   'token.reuse_detected': 'a replaced refresh token presented for refresh: its grant ended (RFC 9700 §4.14.2)',
-  'token.revoke_bulk': "a batch of an operator's bulk revocation, or its summary when nothing was revoked",
+  'token.revoke_bulk': "an operator's bulk revocation, one line once it is done: how many it revoked in all",
+  'token.revoke_bulk.batch': 'one batch of a bulk revocation, written with it (detail: audit --batches)',
   'token.revoke_bulk_interrupted': 'a bulk revocation stopped part way: how many it revoked',
-  purge: 'a batch of expired and revoked tokens deleted',
+  purge: 'a purge, one line once it is done: how many it deleted in all',
+  'purge.batch': 'one batch of a purge, written with it (detail: audit --batches)',
   'purge.interrupted': 'a purge stopped part way: how many it deleted',
   'receiver.add': 'a receiver of security events registered',
   'receiver.remove': 'a receiver and its deliveries removed',
@@ -30,6 +32,12 @@ export const AUDIT_ACTIONS = {
 } as const satisfies Record<string, string>;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;
+
+/**
+ * The lines that are detail of one operation: each batch of a bulk revocation or purge, which its
+ * summary line (written when the operation ends) adds up. `audit` shows them on request.
+ */
+export const BATCH_ACTIONS: readonly AuditAction[] = ['token.revoke_bulk.batch', 'purge.batch'];
 
 /** What makes a line: the clock's `now`, unless the change has its own instant. */
 type Clocked = Pick<EngineContext<unknown>, 'clock'>;
@@ -61,4 +69,19 @@ export async function audit(
 
 export function listAudit(ctx: EngineContext<Ports>, filter: AuditFilter): Promise<AuditEntry[]> {
   return ctx.store.listAudit(filter);
+}
+
+/** A page of the audit trail and how many lines match on every page. */
+export interface AuditPage {
+  entries: AuditEntry[];
+  total: number;
+}
+
+/** A page of the trail, newest first; without `batches`, one line per operation (no {@link BATCH_ACTIONS}). */
+export async function auditPage(ctx: EngineContext<Ports>, filter: Omit<AuditFilter, 'hideActions'> & { batches?: boolean }): Promise<AuditPage> {
+  const { batches, ...rest } = filter;
+  const query: AuditFilter = { ...rest, hideActions: batches ? undefined : BATCH_ACTIONS };
+  const { beforeId: _page, limit: _limit, ...counted } = query;
+  const [entries, total] = await Promise.all([ctx.store.listAudit(query), ctx.store.countAudit(counted)]);
+  return { entries, total };
 }

@@ -1,7 +1,7 @@
 import type { AuditEntry, AuditFilter, BulkSelector, ClientRecord, ReceiverRecord, SigningKeyRecord, TokenFilter, TokenRecord, TokenStore } from '../store/store.js';
 import { AuthorizationFlow } from './authorization/index.js';
 import { ClientAuthenticator, type AuthenticatorOptions } from './authenticator.js';
-import { listAudit } from './audit.js';
+import { auditPage, listAudit, type AuditPage } from './audit.js';
 import type { PresentedCredentials } from './client-auth.js';
 import * as clients from './clients.js';
 import { systemClock, type Clock } from './clock.js';
@@ -13,7 +13,7 @@ import { clientMayUse, GRANTS, parseTokenRequest, refreshGrant, type GrantTable,
 import type { Parameters } from './parameters.js';
 import { inspect, introspectForClient } from './introspect.js';
 import { issueGrants, issueTokens, type IssueInput } from './issue.js';
-import { countPurgeable, countTokens, listTokens, purge, status, type PurgeOptions, type PurgeResult, type StatusReport } from './maintenance.js';
+import { countPurgeable, countTokens, listTokens, planPurge, purge, status, type PurgeOptions, type PurgePlan, type PurgeResult, type StatusReport } from './maintenance.js';
 import type { ClientCall, ClientRequest, RefreshRequest, TokenRequest } from './client-requests.js';
 import * as receivers from './receivers.js';
 import { refreshAsOperator } from './refresh.js';
@@ -179,6 +179,9 @@ export class Engine {
   countPurgeable(olderThanMs: number): Promise<number> {
     return countPurgeable(this.ctx, olderThanMs);
   }
+  planPurge(olderThanMs: number): Promise<PurgePlan> {
+    return planPurge(this.ctx, olderThanMs);
+  }
   purge(options: PurgeOptions, actor: string): Promise<PurgeResult> {
     return purge(this.ctx, options, actor);
   }
@@ -187,6 +190,10 @@ export class Engine {
   }
   audit(filter: AuditFilter): Promise<AuditEntry[]> {
     return listAudit(this.ctx, filter);
+  }
+  /** `tokenctl audit`: a page, its total, one line per operation unless `batches`. */
+  auditPage(filter: Omit<AuditFilter, 'hideActions'> & { batches?: boolean }): Promise<AuditPage> {
+    return auditPage(this.ctx, filter);
   }
 
   // ---- security event receivers (docs/events.md) ------------------------------------------------

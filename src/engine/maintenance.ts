@@ -9,6 +9,11 @@ type Ports = TokenReads & MaintenanceStore & AuditStore & OutboxStore & Pick<Aut
 export interface PurgeOptions {
   /** Delete tokens that expired or were revoked more than this long ago. */
   olderThanMs: number;
+  /**
+   * The cut-off itself (ms), as {@link planPurge} counted and the operator confirmed it; default
+   * now − olderThanMs. A purge run seconds after its prompt must not delete what expired since.
+   */
+  before?: number;
   /** Tokens deleted per store call; each call is short so a running server is never blocked long. */
   batchSize?: number;
   /** Called after each batch with the running total. */
@@ -35,18 +40,20 @@ export interface PurgeResult {
  */
 export async function purge(ctx: EngineContext<Ports>, options: PurgeOptions, actor: string): Promise<PurgeResult> {
   const started = Date.now();
-  const before = ctx.clock.now() - options.olderThanMs;
+  const before = options.before ?? ctx.clock.now() - options.olderThanMs;
   const batchSize = options.batchSize ?? 1000;
   const target = `before:${new Date(before).toISOString()}`;
   let deleted = 0;
   let interrupted = false;
+  let batches = 0;
   for (let batch = 1; ; batch++) {
     if (options.signal?.aborted) {
       interrupted = true;
       break;
     }
     const detail = `batch ${batch} of the purge started ${new Date(started).toISOString()}`;
-    const n = await ctx.store.purgeBatch(before, batchSize, { audit: auditLine(ctx, actor, 'purge', target, 0, detail) });
+    const n = await ctx.store.purgeBatch(before, batchSize, { audit: auditLine(ctx, actor, 'purge.batch', target, 0, detail) });
+    if (n > 0) batches = batch;
     deleted += n;
     if (n > 0) options.onProgress?.(deleted);
     if (n < batchSize) break;
@@ -54,9 +61,12 @@ export async function purge(ctx: EngineContext<Ports>, options: PurgeOptions, ac
     await new Promise((resolve) => setImmediate(resolve));
   }
   if (!interrupted) await purgeEndedAuthorizations(ctx, batchSize, options.signal);
+  // One line for the operation, after its batches (each audited with itself).
   if (interrupted) {
     const of = options.planned === undefined ? '' : ` of ${options.planned}`;
     await audit(ctx, actor, 'purge.interrupted', target, deleted, `interrupted: ${deleted}${of} deleted`);
+  } else {
+    await audit(ctx, actor, 'purge', target, deleted, `${batches} ${batches === 1 ? 'batch' : 'batches'}`);
   }
   return { deleted, before, elapsed_ms: Date.now() - started, interrupted };
 }
@@ -76,6 +86,18 @@ async function purgeEndedAuthorizations(ctx: EngineContext<Ports>, batchSize: nu
 /** How many tokens purge would delete (expired or revoked before `now - olderThanMs`). */
 export function countPurgeable(ctx: EngineContext<Ports>, olderThanMs: number): Promise<number> {
   return ctx.store.countPurgeable(ctx.clock.now() - olderThanMs);
+}
+
+/** What a purge of `olderThanMs` would delete now: its cut-off, fixed here, and how many qualify. */
+export interface PurgePlan {
+  before: number;
+  purgeable: number;
+}
+
+/** Fixes a purge's cut-off and counts what it covers, so that the purge confirmed is the one run (pass `before` on). */
+export async function planPurge(ctx: EngineContext<Ports>, olderThanMs: number): Promise<PurgePlan> {
+  const before = ctx.clock.now() - olderThanMs;
+  return { before, purgeable: await ctx.store.countPurgeable(before) };
 }
 
 /** How many tokens match the filter (limit and cursor aside), judged now. */

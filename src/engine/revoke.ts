@@ -5,6 +5,11 @@ import { findPresentedToken, type EngineContext, type Located } from './context.
 import { InvalidInputError, NotFoundError, PartialBulkRevocationError } from './errors.js';
 import type { ClientAction, Revocation, RevocationResult } from './results.js';
 import { isWellFormedToken } from './tokens.js';
+
+/** `1 batch`, `3 batches`. */
+function plural(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
 import type { AuditStore, ClientStore, TokenReads, TokenWrites } from '../store/store.js';
 
 /** The store ports this module uses (store/ports/). */
@@ -112,6 +117,8 @@ export interface BulkOptions {
   signal?: AbortSignal;
   /** Rows per batch (tokens; on PostgreSQL, tokens or grants); default {@link BULK_BATCH}. */
   batchSize?: number;
+  /** Called after each batch that revoked something, with the running total (a progress bar). */
+  onProgress?: (revoked: number) => void;
 }
 
 export interface BulkRevocation {
@@ -137,6 +144,7 @@ export async function revokeBulk(ctx: EngineContext<Ports>, selector: BulkSelect
   let revoked = 0;
   let interrupted = false;
   let resume: string | undefined;
+  let batches = 0;
   for (let more = true; more; ) {
     if (options.signal?.aborted) {
       interrupted = true;
@@ -144,9 +152,12 @@ export async function revokeBulk(ctx: EngineContext<Ports>, selector: BulkSelect
     }
     const at = ctx.clock.now();
     try {
-      const line = auditLine(ctx, actor, 'token.revoke_bulk', target, 0, describeSelector(selector), at);
+      const detail = `batch ${batches + 1} of the revocation of ${describeSelector(selector)} started ${new Date(started).toISOString()}`;
+      const line = auditLine(ctx, actor, 'token.revoke_bulk.batch', target, 0, detail, at);
       const batch = await ctx.store.revokeBulk(selector, at, options.batchSize ?? BULK_BATCH, resume, { audit: line, event });
+      if (batch.revoked > 0) batches++;
       revoked += batch.revoked;
+      if (batch.revoked > 0) options.onProgress?.(revoked);
       more = batch.more;
       resume = batch.resume;
     } catch (error) {
@@ -154,8 +165,9 @@ export async function revokeBulk(ctx: EngineContext<Ports>, selector: BulkSelect
       throw new PartialBulkRevocationError(revoked, describeSelector(selector), error);
     }
   }
-  // Nothing to revoke is worth a line too: the operator asked, and the trail says so.
-  if (revoked === 0) await audit(ctx, actor, 'token.revoke_bulk', target, 0, describeSelector(selector) + (interrupted ? ' (interrupted)' : ''));
-  else if (interrupted) await audit(ctx, actor, 'token.revoke_bulk_interrupted', target, revoked, `${describeSelector(selector)}: interrupted after ${revoked} revoked`);
+  // One line for the operation, after its batches (each audited with itself); nothing to revoke
+  // is worth a line too: the operator asked, and the trail says so.
+  if (interrupted && revoked > 0) await audit(ctx, actor, 'token.revoke_bulk_interrupted', target, revoked, `${describeSelector(selector)}: interrupted after ${revoked} revoked`);
+  else await audit(ctx, actor, 'token.revoke_bulk', target, revoked, `${describeSelector(selector)}${interrupted ? ' (interrupted)' : ''}: ${plural(batches, 'batch', 'batches')}`);
   return { revoked, elapsed_ms: Date.now() - started, interrupted };
 }

@@ -17,7 +17,7 @@ import { RootPlugin } from './root-plugin.js';
  * a topic, an unknown command) starts on oclif's full configuration.
  */
 export async function run(root: URL): Promise<unknown> {
-  const argv = process.argv.slice(2);
+  const argv = asVersionCommand(process.argv.slice(2));
   if (!isOwnCommand(argv)) {
     const unknown = unknownCommand(argv, Object.keys(COMMANDS));
     if (unknown) return reportError(unknown, argv.includes('--json'));
@@ -30,6 +30,14 @@ export async function run(root: URL): Promise<unknown> {
   const plugin = RootPlugin.from(dir, pjson, COMMANDS as Record<string, Command.Class>);
   if (!plugin) return execute({ args: argv, dir: root.href });
   return execute({ args: argv, loadOptions: { root: dir, pjson, plugins: new Map([[plugin.name, plugin]]) } });
+}
+
+/**
+ * `tokenctl -v` and `--version` (package.json additionalVersionFlags) as `tokenctl version`, so
+ * that there is one version format; oclif would print its user agent (`tokenctl/0.1.0 linux-x64 node-v20…`).
+ */
+function asVersionCommand(argv: string[]): string[] {
+  return argv.length > 0 && (argv[0] === '-v' || argv[0] === '--version') && argv.slice(1).every((a) => a === '--json') ? ['version', ...argv.slice(1)] : argv;
 }
 
 /** An unknown command or an unexpected word, in the README's error format (or as JSON with --json), exit 2. */

@@ -15,6 +15,7 @@ const OPERATIONS = {
   addSigningKey: true,
   appendAudit: true,
   claimPushReceivers: true,
+  countAudit: true,
   countPurgeable: true,
   countRevocable: true,
   countTokens: true,

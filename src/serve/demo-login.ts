@@ -1,4 +1,5 @@
 import type { Engine } from '../engine/engine.js';
+import { launcher } from './demo.js';
 
 /** The public client `serve --demo` registers for trying the authorization code flow from an app. */
 export const DEMO_APP_ID = 'demo-app';
@@ -18,14 +19,14 @@ export async function prepareDemoApp(engine: Engine, actor: string): Promise<voi
 }
 
 /** How to log in from an app against this server: the discovery URL, the client, and one command to try it. */
-export function demoLoginInstructions(url: string, certFile?: string): string {
+export function demoLoginInstructions(url: string, certFile?: string, bin = launcher()): string {
   const ca = certFile ? ` --ca '${certFile}'` : '';
   return [
     '# Log in from an app: the authorization code flow with PKCE (the development login takes any user name)',
     `#   issuer:     ${url} (RFC 8414 metadata at /.well-known/oauth-authorization-server)`,
     `#   client_id:  ${DEMO_APP_ID} (public), redirect URI http://127.0.0.1:<any port>/callback`,
     '#   an openid-client app, step by step: docs/login.md',
-    `tokenctl login --url ${url} --client-id ${DEMO_APP_ID}${ca}`,
+    `${bin} login --url ${url} --client-id ${DEMO_APP_ID}${ca}`,
     '',
   ].join('\n');
 }

@@ -1,3 +1,5 @@
+import { existsSync, realpathSync } from 'node:fs';
+import { delimiter, isAbsolute, join, relative } from 'node:path';
 import { buildSpecAuthorization } from '../engine/client-auth.js';
 import type { Engine } from '../engine/engine.js';
 import type { TokenResponse } from '../engine/results.js';
@@ -32,7 +34,7 @@ export async function prepareDemo(engine: Engine, actor: string): Promise<DemoSe
  * Authorization header for /oauth/token (spec part 5), form credentials for the other two.
  * The secret and tokens are printed here once, as at creation.
  */
-export function demoInstructions(demo: DemoSetup, url: string, certFile?: string): string {
+export function demoInstructions(demo: DemoSetup, url: string, certFile?: string, bin = launcher()): string {
   const https = url.startsWith('https:');
   const curl = https && certFile ? `curl -sS -w '\\n' --cacert '${certFile}'` : https ? "curl -sS -w '\\n' -k" : "curl -sS -w '\\n'";
   const { clientId, clientSecret, tokens } = demo;
@@ -56,8 +58,8 @@ export function demoInstructions(demo: DemoSetup, url: string, certFile?: string
     `${curl} ${url}/oauth/introspection \\`,
     `  -d token=${tokens.access_token} -d token_type_hint=access_token ${form}`,
     '',
-    '# The same with tokenctl as the client',
-    `tokenctl introspect ${tokens.access_token} --hint access_token --url ${url} --client-id ${clientId} --client-secret ${clientSecret}${ca}`,
+    '# The same with tokenctl as the client: it asks for the client_secret above without echo (or reads TOKENCTL_CLIENT_SECRET), keeping it out of ps and shell history',
+    `${bin} introspect ${tokens.access_token} --hint access_token --url ${url} --client-id ${clientId}${ca}`,
     '',
     '# Revocation (spec 4.2), last: the access token is revoked afterwards',
     `${curl} ${url}/oauth/revocation \\`,
@@ -65,4 +67,34 @@ export function demoInstructions(demo: DemoSetup, url: string, certFile?: string
     '',
   ];
   return lines.filter((line, i) => line !== '' || lines[i - 1] !== '').join('\n');
+}
+
+/**
+ * How the operator can run tokenctl again, as this process was started: `tokenctl` when that
+ * name on PATH is this launcher (npm link, a global install), else the launcher's path, relative
+ * to the working directory when inside it (`./bin/run.js` after `npm start` in a fresh clone).
+ */
+export function launcher(script = process.argv[1], cwd = process.cwd(), path = process.env.PATH ?? ''): string {
+  if (!script) return 'tokenctl';
+  const real = realOrSelf(script);
+  for (const dir of path.split(delimiter)) {
+    const candidate = dir && join(dir, 'tokenctl');
+    if (candidate && existsSync(candidate) && realOrSelf(candidate) === real) return 'tokenctl';
+  }
+  const rel = relative(cwd, script);
+  if (rel.startsWith('..') || isAbsolute(rel)) return shellWord(script);
+  return shellWord(`./${rel}`);
+}
+
+function realOrSelf(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return file;
+  }
+}
+
+/** A path as one shell word: quoted only when it needs to be. */
+function shellWord(text: string): string {
+  return /^[\w./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
 }

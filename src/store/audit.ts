@@ -6,7 +6,7 @@ export interface AuditEntry {
   at: number;
   /** A client id, `cli:<os user>`, or `serve:<node>` (serve's own signing-key rotation). */
   actor: string;
-  /** e.g. `token.revoke`, `token.revoke_bulk`, `client.create`, `purge`. */
+  /** e.g. `token.revoke`, `token.revoke_bulk`, `client.create`, `purge` (the vocabulary: engine/audit.ts). */
   action: string;
   /**
    * What was acted on, as space-separated words: a jti, `client:<id>`, `user:<name>`,
@@ -25,5 +25,9 @@ export interface AuditFilter {
   jti?: string;
   /** Entries by this client (actor), or whose target has the word `client:<id>`. */
   clientId?: string;
+  /** Leave out lines of these actions (the batches of a bulk operation, shown on request). */
+  hideActions?: readonly string[];
+  /** Only lines older than the one with this id: the next page after it. */
+  beforeId?: number;
   limit?: number;
 }

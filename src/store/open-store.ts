@@ -1,3 +1,4 @@
+import { StoreLocationError } from './errors.js';
 import type { OpenStoreOptions, TokenStore } from './store.js';
 import * as memory from './memory/kind.js';
 import * as postgres from './postgres/kind.js';
@@ -40,13 +41,26 @@ const STORE_KINDS: readonly StoreKind[] = [
   { name: 'sqlite', ...sqlite, load: () => import('./sqlite/index.js') },
 ];
 
+/** What a location of every kind looks like, for the error that refuses one of none. */
+const SUPPORTED = 'a SQLite file path or a postgres:// (postgresql://) URL';
+
+/** A URL scheme (`mysql://`), which a file path does not start with. */
+const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
+
 /** The kind of store at `location`. */
 export function storeKindOf(location: string): Pick<StoreKind, 'name' | 'isFile'> {
   return kindOf(location);
 }
 
 function kindOf(location: string): StoreKind {
-  return STORE_KINDS.find((kind) => kind.matches(location)) ?? STORE_KINDS[STORE_KINDS.length - 1]!;
+  const kind = STORE_KINDS.find((k) => k.matches(location)) ?? STORE_KINDS[STORE_KINDS.length - 1]!;
+  const scheme = SCHEME.exec(location)?.[1];
+  // A URL no kind claims would otherwise fall to the file kind and become a file named "mysql:".
+  if (kind.isFile && scheme !== undefined) {
+    throw new StoreLocationError(`${scheme}:// is not a kind of store tokenctl knows`, `a store is ${SUPPORTED}`);
+  }
+  if (location.trim() === '') throw new StoreLocationError('the store location is empty', `a store is ${SUPPORTED}`);
+  return kind;
 }
 
 /** Whether a store's error means a lost race or a timeout (any kind's driver), for metrics. */

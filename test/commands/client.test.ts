@@ -99,7 +99,7 @@ describe('client commands', () => {
     expect(refused.stderr).toMatch(/Secret not changed/);
 
     const rotated = await store.json(['client', 'rotate-secret', id, '--yes']);
-    expect(Object.keys(rotated).sort()).toEqual(['client_id', 'client_secret', 'secret_updated_at']);
+    expect(Object.keys(rotated).sort()).toEqual(['client_id', 'client_secret', 'secret_updated_at', 'store']);
     expect(rotated.client_id).toBe(id);
     expect(rotated.client_secret).not.toBe(secret);
 

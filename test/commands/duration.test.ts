@@ -15,6 +15,22 @@ describe('durations', () => {
     expect(() => parseDuration('99999999d')).toThrow(/the longest accepted is 36525d/);
   });
 
+  it('status --url --interval is a duration like the others: a bare number and less than 1s are refused (exit 2)', async () => {
+    const store = tempStore({ inProcess: true });
+    try {
+      const [bare, short] = await Promise.all([
+        store.run(['status', '--url', 'http://127.0.0.1:9/metrics', '--interval', '5']),
+        store.run(['status', '--url', 'http://127.0.0.1:9/metrics', '--interval', '500ms']),
+      ]);
+      expect(bare.code).toBe(2);
+      expect(bare.stderr).toMatch(/--interval: "5" is not a duration: use a number with a unit/);
+      expect(short.code).toBe(2);
+      expect(short.stderr).toMatch(/--interval 500ms: at least 1s/);
+    } finally {
+      store.cleanup();
+    }
+  });
+
   it('the CLI refuses --access-ttl 1M and --refresh-ttl 99999999d with exit 2', async () => {
     const store = tempStore({ inProcess: true });
     try {

@@ -5,12 +5,12 @@ import { stripAnsi } from '../helpers/cli.js';
 
 describe('what an interrupted command prints', () => {
   it('a bulk revocation: how many of how many', () => {
-    const text = renderBulkRevocation({ selector: 'client web', matched: 35_004, revoked: 4_700, elapsed_ms: 900, dry_run: false, interrupted: true });
-    expect(stripAnsi(text)).toBe('Revocation interrupted: 4,700 of 35,004 revoked (client web).');
+    const text = renderBulkRevocation({ selector: 'client web', store: '/srv/tokens.db', matched: 35_004, revoked: 4_700, elapsed_ms: 900, dry_run: false, interrupted: true });
+    expect(stripAnsi(text)).toBe('Revocation interrupted: 4,700 of 35,004 revoked (client web).\nStore: /srv/tokens.db');
   });
 
   it('a purge: how many of how many', () => {
-    const text = renderPurge({ older_than_ms: 0, before: Date.UTC(2026, 10, 23, 10), purgeable: 35_004, deleted: 4_700, elapsed_ms: 900, dry_run: false, interrupted: true });
-    expect(stripAnsi(text)).toBe('Purge interrupted: 4,700 of 35,004 deleted (expired or revoked before 2026-11-23 10:00:00 UTC).');
+    const text = renderPurge({ store: '/srv/tokens.db', older_than_ms: 0, before: Date.UTC(2026, 10, 23, 10), purgeable: 35_004, deleted: 4_700, elapsed_ms: 900, dry_run: false, interrupted: true });
+    expect(stripAnsi(text)).toBe('Purge interrupted: 4,700 of 35,004 deleted (expired or revoked before 2026-11-23 10:00:00 UTC).\nStore: /srv/tokens.db');
   });
 });

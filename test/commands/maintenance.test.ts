@@ -68,26 +68,53 @@ describe('purge, status, audit', () => {
   });
 
   it('audit lists what happened, newest first, and --json exports it', async () => {
-    const entries = await store.json<{ action: string; at: number; actor: string; count: number; target: string }[]>(['audit']);
+    type Page = { entries: { action: string; at: number; actor: string; count: number; target: string }[]; total: number; next_cursor: string | null };
+    const { entries, total, next_cursor } = await store.json<Page>(['audit']);
     const actions = entries.map((e) => e.action);
+    expect(total).toBe(entries.length);
+    expect(next_cursor).toBeNull();
+    // One line per operation: the purge of --batch-size 1 is one line with its total.
+    expect(entries.filter((e) => e.action === 'purge').map((e) => e.count)).toEqual([4]);
     expect(actions[0]).toBe('purge');
     expect(actions).toContain('token.revoke_bulk');
     expect(actions).toContain('client.create');
+    expect(actions.some((a) => a.endsWith('.batch'))).toBe(false);
     expect(entries.map((e) => e.at)).toEqual([...entries.map((e) => e.at)].sort((a, b) => b - a));
-    // --batch-size 1: one audit line per batch, each written with its batch, summing to what was deleted.
-    expect(entries.filter((e) => e.action === 'purge').map((e) => e.count)).toEqual([1, 1, 1, 1]);
     expect(entries.every((e) => e.actor.startsWith('cli:'))).toBe(true);
+    // --batches: one line per batch too, each written with its batch, summing to what was deleted.
+    const detail = await store.json<Page>(['audit', '--batches']);
+    expect(detail.entries.filter((e) => e.action === 'purge.batch').map((e) => e.count)).toEqual([1, 1, 1, 1]);
+    expect(detail.total).toBeGreaterThan(total);
 
     const [limited, byClient, recent, human] = await Promise.all([
-      store.json<unknown[]>(['audit', '--limit', '1']),
-      store.json<{ target: string }[]>(['audit', '--client', client.id]),
-      store.json<unknown[]>(['audit', '--since', '1h']),
-      store.run(['audit']),
+      store.json<Page>(['audit', '--limit', '1']),
+      store.json<Page>(['audit', '--client', client.id]),
+      store.json<Page>(['audit', '--since', '1h']),
+      store.run(['audit', '--limit', '2']),
     ]);
-    expect(limited).toHaveLength(1);
-    expect(byClient.length).toBeGreaterThan(0);
-    expect(recent).toHaveLength(entries.length);
+    expect(limited.entries).toHaveLength(1);
+    expect(limited.total).toBe(total);
+    expect(byClient.entries.length).toBeGreaterThan(0);
+    expect(recent.entries).toHaveLength(entries.length);
     expect(human.stdout).toMatch(/^WHEN\s+ACTOR\s+ACTION\s+TARGET\s+COUNT\s+DETAIL$/m);
+    expect(human.stderr).toMatch(new RegExp(`^Showing 2 of ${total}; next page: --cursor \\S+\n$`));
+  });
+
+  it('audit pages like token list: every line once, newest first, through the cursors', async () => {
+    type Page = { entries: { id: number }[]; total: number; next_cursor: string | null };
+    const all = await store.json<Page>(['audit', '--batches']);
+    const seen: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: Page = await store.json<Page>(['audit', '--batches', '--limit', '3', ...(cursor ? ['--cursor', cursor] : [])]);
+      expect(page.total).toBe(all.total);
+      seen.push(...page.entries.map((e) => e.id));
+      cursor = page.next_cursor;
+    } while (cursor !== null);
+    expect(seen).toEqual(all.entries.map((e) => e.id));
+    const bad = await store.run(['audit', '--cursor', 'nonsense']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('is not a cursor that audit printed');
   });
 
   it('token list, status, audit and client list/show never print an issued token or the client secret', async () => {

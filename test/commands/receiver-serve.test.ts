@@ -24,7 +24,7 @@ describe('serve and the signing keys', () => {
       const keys = await own.json<{ kid: string; current: boolean }[]>(['signing-key', 'list']);
       expect(keys.map((k) => k.current)).toEqual([true, false]);
       expect(keys[1]!.kid).toBe(made.kid);
-      const audit = await own.json<{ action: string; actor: string; target: string }[]>(['audit']);
+      const { entries: audit } = await own.json<{ entries: { action: string; actor: string; target: string }[] }>(['audit']);
       expect(audit.filter((e) => e.action === 'signing_key.rotate').map((e) => [e.actor, e.target])).toEqual([
         ['serve:node-a', `key:${keys[0]!.kid}`],
         [expect.stringMatching(/^cli:/), `key:${made.kid}`],

@@ -67,7 +67,7 @@ describe('receiver commands', () => {
     const refused = await store.run(['receiver', 'remove', 'dev']);
     expect(refused.code).toBe(5);
     expect(refused.stderr).toMatch(/--yes/);
-    expect(await store.json(['receiver', 'remove', 'dev', '--yes'])).toEqual({ id: 'dev', dropped: 1 });
+    expect(await store.json(['receiver', 'remove', 'dev', '--yes'])).toEqual({ id: 'dev', dropped: 1, store: store.db });
     expect((await store.run(['receiver', 'remove', 'dev', '--yes'])).code).toBe(4);
     expect(await store.json(['receiver', 'retry', 'gw'])).toEqual({ id: 'gw', requeued: 0 });
     expect((await store.run(['receiver', 'retry', 'nobody'])).code).toBe(4);
@@ -84,7 +84,7 @@ describe('receiver commands', () => {
     ]);
     expect(JSON.stringify(keys)).not.toMatch(/"d"|privateJwk/);
     // Each rotation is in the audit log, with the operator who made it.
-    const audit = await store.json<{ action: string; actor: string; target: string; count: number; detail: string }[]>(['audit']);
+    const { entries: audit } = await store.json<{ entries: { action: string; actor: string; target: string; count: number; detail: string }[] }>(['audit']);
     const rotations = audit.filter((e) => e.action === 'signing_key.rotate');
     expect(rotations.map((e) => e.target)).toEqual([`key:${second.kid}`, `key:${first.kid}`]);
     for (const e of rotations) expect(e).toMatchObject({ actor: expect.stringMatching(/^cli:/), count: 1, detail: 'ES256' });

@@ -146,8 +146,8 @@ describe('bulk revocation text', () => {
     expect(describeSelection({ user: 'alice', client: 'web' })).toBe('user alice of client web');
     expect(describeSelection({ client: 'web' })).toBe('client web');
     expect(bulkQuestion('user alice', 1)).toBe('Revoke 1 active token (user alice)?');
-    const done = { selector: 'client web', matched: 3, revoked: 3, elapsed_ms: 1500, dry_run: false };
-    expect(plain(renderBulkRevocation(done))).toBe('Revoked 3 tokens (client web) in 1.5 s.');
+    const done = { selector: 'client web', store: 'postgres://tokenctl@db/auth', matched: 3, revoked: 3, elapsed_ms: 1500, dry_run: false };
+    expect(plain(renderBulkRevocation(done))).toBe('Revoked 3 tokens (client web) in 1.5 s.\nStore: postgres://tokenctl@db/auth');
     expect(plain(renderBulkRevocation({ ...done, dry_run: true, revoked: 0 }))).toMatch(/^3 active tokens \(client web\) would be revoked\. Dry run/);
   });
 });

@@ -17,7 +17,7 @@ describe('revoke', () => {
   it('revokes one token and prints the spec 2.2 result; a second time says already revoked', async () => {
     const t = await issue(store, web.id, 'alice');
     const first = await store.json(['revoke', t.access_token, '--hint', 'access_token']);
-    expect(first).toEqual({ code: 'token_revoke_success', message: expect.stringContaining(t.jti) });
+    expect(first).toEqual({ code: 'token_revoke_success', message: expect.stringContaining(t.jti), store: store.db });
     expect(first.message).toMatch(/access_token/);
     const again = await store.run(['revoke', t.access_token]);
     expect(again.code).toBe(0);
@@ -68,7 +68,7 @@ describe('revoke', () => {
 
   it('--dry-run shows the count and changes nothing', async () => {
     const dry = await store.json(['revoke', '--user', 'carol', '--dry-run']);
-    expect(dry).toEqual({ selector: 'user carol', matched: 4, revoked: 0, elapsed_ms: 0, dry_run: true });
+    expect(dry).toEqual({ selector: 'user carol', store: store.db, matched: 4, revoked: 0, elapsed_ms: 0, dry_run: true });
     const human = await store.run(['revoke', '--client', web.id, '--dry-run']);
     expect(human.stdout).toMatch(/would be revoked/);
     expect(await activeOf(['--user', 'carol'])).toBe(4);

@@ -72,6 +72,22 @@ describe('the store rule', () => {
     }
   });
 
+  it('--db "" is refused (exit 2) and does not fall back to the default store, which keeps its tokens', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'tokenctl-home-'));
+    const env = { HOME: home, XDG_DATA_HOME: join(home, 'data') };
+    try {
+      const c = await tokenctl(['client', 'create', '--name', 'default', '--json'], { env });
+      await tokenctl(['token', 'issue', '--client', c.json<{ client_id: string }>().client_id, '--user', 'zed'], { env });
+      const r = await tokenctl(['revoke', '--user', 'zed', '--db', '', '--yes'], { env });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/^Error: --db is empty/);
+      const left = await tokenctl(['token', 'list', '--user', 'zed', '--state', 'active', '--json'], { env });
+      expect(left.json<{ total: number }>().total).toBe(2);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
   it('an answer that depends on the store names it', async () => {
     const r = await store.run(['introspect', `tca_${'A'.repeat(43)}`]);
     expect(r.code).toBe(3);

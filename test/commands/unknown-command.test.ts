@@ -28,6 +28,20 @@ describe('unknown commands and the version', () => {
     expect(r.stderr).toBe(`Error: Unexpected argument: ${word}\nHint: see --help for usage and examples\n`);
   });
 
+  it.each(['bash', 'zsh', 'powershell'])('autocomplete %s: the plugin command with its shell, not an unknown command', async (shell) => {
+    const r = await tokenctl(['autocomplete', shell]);
+    expect(r.stderr).not.toContain('is not a tokenctl command');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`autocomplete script ${shell}`);
+  });
+
+  it('autocomplete with an unknown shell: refused by the plugin, naming the shells', async () => {
+    const r = await tokenctl(['autocomplete', 'fish']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).not.toContain('is not a tokenctl command');
+    expect(r.stderr).toMatch(/fish to be one of: .*bash/);
+  });
+
   it('with --json: one JSON error on stderr', async () => {
     const r = await tokenctl(['revok', '--user', 'x', '--json']);
     expect(r.code).toBe(2);
@@ -41,8 +55,9 @@ describe('unknown commands and the version', () => {
     expect(cmd.code).toBe(0);
     expect(cmd.stdout).toMatch(/^tokenctl \d+\.\d+\.\d+ \(Node\.js v\d+/);
     expect(json.json()).toMatchObject({ version: expect.stringMatching(/^\d+\.\d+\.\d+/), node: process.version });
+    // One format: -v and --version are the version command.
     expect(short.code).toBe(0);
-    expect(short.stdout).toMatch(/^tokenctl\/\d+\.\d+\.\d+/);
-    expect(long.stdout).toBe(short.stdout);
+    expect(short.stdout).toBe(cmd.stdout);
+    expect(long.stdout).toBe(cmd.stdout);
   });
 });

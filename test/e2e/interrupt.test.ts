@@ -25,7 +25,7 @@ async function storeWithExpired(): Promise<TempStore> {
 function trail(file: string): { purged: number; batches: number; interrupted: { count: number; detail: string } | undefined; left: number } {
   const db = new Database(file, { readonly: true });
   try {
-    const purge = db.prepare("SELECT coalesce(sum(count), 0) AS n, count(*) AS batches FROM audit WHERE action = 'purge'").get() as { n: number; batches: number };
+    const purge = db.prepare("SELECT coalesce(sum(count), 0) AS n, count(*) AS batches FROM audit WHERE action = 'purge.batch'").get() as { n: number; batches: number };
     const interrupted = db.prepare("SELECT count, detail FROM audit WHERE action = 'purge.interrupted'").get() as { count: number; detail: string } | undefined;
     const left = (db.prepare('SELECT count(*) AS n FROM tokens').get() as { n: number }).n;
     return { purged: purge.n, batches: purge.batches, interrupted, left };
@@ -170,7 +170,7 @@ describe('interrupting a bulk revocation', () => {
   const revokedByTrail = (file: string) => {
     const db = new Database(file, { readonly: true });
     try {
-      const batches = db.prepare("SELECT coalesce(sum(count), 0) AS n, count(*) AS k FROM audit WHERE action = 'token.revoke_bulk'").get() as { n: number; k: number };
+      const batches = db.prepare("SELECT coalesce(sum(count), 0) AS n, count(*) AS k FROM audit WHERE action = 'token.revoke_bulk.batch'").get() as { n: number; k: number };
       const revoked = (db.prepare('SELECT count(*) AS n FROM tokens WHERE revoked_at IS NOT NULL').get() as { n: number }).n;
       const interrupted = db.prepare("SELECT count FROM audit WHERE action = 'token.revoke_bulk_interrupted'").get() as { count: number } | undefined;
       return { audited: batches.n, batches: batches.k, revoked, interrupted };

@@ -74,12 +74,42 @@ describe('--url with the secret off the command line', () => {
     expect(unset.code).toBe(2);
     expect(unset.stderr).toMatch(/takes the client secret from \$MY_SECRET, which is not set/);
 
+    // An unknown profile is "not found", exit 4, as an unknown client or jti is.
     const missing = await tokenctl(['introspect', t.access_token, '--profile', 'nope'], { env });
-    expect(missing.code).toBe(2);
+    expect(missing.code).toBe(4);
     expect(missing.stderr).toContain(`no profile "nope" in ${file}`);
+    const removeMissing = await tokenctl(['profile', 'remove', 'nope'], { env });
+    expect(removeMissing.code).toBe(4);
+    expect(removeMissing.stderr).toContain(`no profile "nope" in ${file}`);
 
     expect((await tokenctl(['profile', 'remove', 'local'], { env })).code).toBe(0);
     expect((await tokenctl(['profile', 'list', '--json'], { env })).json().map((p: { name: string }) => p.name)).toEqual(['env']);
+  });
+
+  it('profile check: the server answers and takes the credentials (exit 0); a wrong secret, or no server, exit 1', async () => {
+    const add = (name: string, at: string, secret: string) =>
+      tokenctl(['profile', 'add', name, '--url', at, '--client-id', web.id, '--store-secret', '--force'], { env, input: `${secret}\n` });
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const down = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise((r) => closed.close(r));
+    for (const [name, at, secret] of [['check-ok', url, web.secret!], ['check-bad', url, 'wrong-secret-123'], ['check-down', down, web.secret!]] as const) {
+      expect((await add(name, at, secret)).code).toBe(0);
+    }
+    const [ok, bad, gone, text] = await Promise.all([
+      tokenctl(['profile', 'check', 'check-ok', '--json'], { env }),
+      tokenctl(['profile', 'check', 'check-bad', '--json'], { env }),
+      tokenctl(['profile', 'check', 'check-down', '--json'], { env }),
+      tokenctl(['profile', 'check', 'check-bad'], { env }),
+    ]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.json()).toEqual({ name: 'check-ok', url, client_id: web.id, answers: true, credentials: 'accepted' });
+    expect(bad.code).toBe(1);
+    expect(bad.json()).toMatchObject({ answers: true, credentials: 'refused' });
+    expect(gone.code).toBe(1);
+    expect(gone.json()).toMatchObject({ answers: false, credentials: 'unknown' });
+    expect(text.stdout).toMatch(/refuses the credentials of \S+ \(401\)/);
+    expect(text.stdout + text.stderr).not.toContain('wrong-secret-123');
   });
 
   it('a profile file others can read is refused while it holds a secret', async () => {

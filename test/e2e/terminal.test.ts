@@ -63,3 +63,47 @@ describe.skipIf(!hasScript())('purge at a terminal', () => {
     expect(stripAnsi(r.output)).toMatch(/Purged 6 tokens expired or revoked before .* in \d+(\.\d)? m?s\./);
   });
 });
+
+describe.skipIf(!hasScript())('bulk revocation at a terminal', () => {
+  let store: TempStore;
+  let client: string;
+  beforeAll(async () => {
+    store = tempStore();
+    ({ id: client } = await createClient(store));
+    await Promise.all([issue(store, client, 'a'), issue(store, client, 'b'), issue(store, client, 'c')]);
+  });
+  afterAll(() => store.cleanup());
+
+  it('draws a progress bar on stderr, as purge does, and ends with the summary and the store', async () => {
+    const r = await tokenctlInTerminal(['revoke', '--client', client, '--yes', '--batch-size', '2', '--db', store.db]);
+    expect(r.code).toBe(0);
+    expect(r.output).toMatch(/\r\[#+-*\]\s+\d+%\s+\d+\/6 revoked/);
+    expect(stripAnsi(r.output)).toMatch(/Revoked 6 tokens \(client \S+\) in \d+(\.\d)? m?s\.\r?\nStore: /);
+  });
+});
+
+describe.skipIf(!hasScript())('the confirmation prompt and colour', () => {
+  let store: TempStore;
+  beforeAll(async () => {
+    store = tempStore();
+    const { id } = await createClient(store);
+    await issue(store, id, 'dana');
+  });
+  afterAll(() => store.cleanup());
+
+  // A colour or style, not the cursor controls the prompt also writes.
+  const sgr = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`);
+  const ask = (env: Record<string, string | undefined>) =>
+    tokenctlInTerminal(['revoke', '--user', 'dana', '--db', store.db], { env, answers: [{ when: /Revoke 2 active tokens/, send: 'n\r' }] });
+
+  it('is plain under CI, as the rest of the output is; coloured at a plain terminal', async () => {
+    // Inside tmux, Node tells @inquirer there are colours even under CI, where chalk says none.
+    const tmux = '/tmp/tmux-1000/default,1,0';
+    const [ci, person] = await Promise.all([ask({ NO_COLOR: undefined, CI: '1', TMUX: tmux }), ask({ NO_COLOR: undefined, CI: undefined, TMUX: tmux })]);
+    expect(ci.code).toBe(5);
+    expect(stripAnsi(ci.output)).toMatch(/\? Revoke 2 active tokens \(user dana\)\? \(y\/N\)/);
+    expect(ci.output).not.toMatch(sgr);
+    expect(person.code).toBe(5);
+    expect(person.output).toMatch(sgr);
+  });
+});

@@ -25,6 +25,18 @@ async function remaining(engine: Awaited<ReturnType<typeof timeline>>['engine'])
 }
 
 describe('purge', () => {
+  it('deletes with the cut-off it planned (and the operator confirmed), not a later one', async () => {
+    const { engine, clock } = await timeline();
+    // At +10d with older-than 9d: a's tokens (expired by +2h) qualify; b's revoked refresh token (+1d) does not yet.
+    const plan = await engine.planPurge(9 * DAY);
+    expect(plan).toEqual({ before: START + DAY, purgeable: 3 });
+    clock.advance(2 * HOUR); // the operator reads the prompt; b's revocation and c's access token pass the mark meanwhile
+    expect(await engine.countPurgeable(9 * DAY)).toBe(5);
+    const result = await engine.purge({ olderThanMs: 9 * DAY, before: plan.before }, 'cli:op');
+    expect(result).toMatchObject({ deleted: 3, before: plan.before });
+    expect(await remaining(engine)).toEqual(expect.arrayContaining(['b:refresh_token', 'c:access_token']));
+  });
+
   it("goes by each token's own expiry or revocation time", async () => {
     const { engine } = await timeline();
     // before = +12h: a's two tokens and b's access token expired earlier; b's refresh token was revoked later.
@@ -58,10 +70,11 @@ describe('purge', () => {
     expect(result).toMatchObject({ deleted: 5, interrupted: false });
     expect(batches.mock.calls.map((call) => call[1])).toEqual([2, 2, 2]);
     expect(progress).toEqual([2, 4, 5]);
-    const entries = (await engine.audit({})).filter((e) => e.action === 'purge');
+    const [summary, ...entries] = (await engine.audit({})).filter((e) => e.action.startsWith('purge'));
+    expect(summary).toMatchObject({ actor: 'cli:op', action: 'purge', count: 5, detail: '3 batches' });
     expect(entries.map((e) => e.count).sort()).toEqual([1, 2, 2]);
-    for (const e of entries) {
-      expect(e).toMatchObject({ actor: 'cli:op', action: 'purge' });
+    for (const e of [summary!, ...entries]) {
+      expect(e).toMatchObject({ actor: 'cli:op', action: e === summary ? 'purge' : 'purge.batch' });
       expect(e.target).toContain(new Date(START + 3 * DAY).toISOString());
     }
   });
@@ -76,8 +89,9 @@ describe('purge', () => {
     expect(result).toMatchObject({ deleted: 2, interrupted: true });
     expect(await engine.countPurgeable(7 * DAY)).toBe(3);
     const entries = await engine.audit({});
-    expect(entries.filter((e) => e.action === 'purge').map((e) => e.count)).toEqual([2]);
+    expect(entries.filter((e) => e.action === 'purge.batch').map((e) => e.count)).toEqual([2]);
     expect(entries.find((e) => e.action === 'purge.interrupted')).toMatchObject({ count: 2, detail: 'interrupted: 2 of 5 deleted' });
+    expect(entries.some((e) => e.action === 'purge')).toBe(false); // the interrupted line is its summary
   });
 
   it('a number of tokens that fills the last batch exactly takes one more, empty, call', async () => {

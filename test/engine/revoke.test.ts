@@ -166,8 +166,32 @@ describe('bulk revocation', () => {
     expect(await active(engine, [aliceApp.refresh_token, bobApp.access_token, aliceWeb.refresh_token])).toEqual([false, false, true]);
     expect((await engine.revokeBulk({ clientId: 'app' }, 'cli:op')).revoked).toBe(0);
     const entries = await engine.audit({});
-    expect(entries.map((e) => e.count)).toEqual([0, 5]); // newest first
-    expect(entries[1]).toMatchObject({ target: 'client:app' });
+    // Newest first: the second run's summary, then the first run's summary and its one batch.
+    expect(entries.map((e) => [e.action, e.count])).toEqual([['token.revoke_bulk', 0], ['token.revoke_bulk', 5], ['token.revoke_bulk.batch', 5]]);
+    expect(entries[1]).toMatchObject({ target: 'client:app', detail: 'client app: 1 batch' });
+  });
+
+  it('reports its running total after each batch that revoked something, for a progress bar', async () => {
+    const { engine } = await population();
+    const progress: number[] = [];
+    const done = await engine.revokeBulk({ username: 'alice' }, 'cli:op', { batchSize: 2, onProgress: (n) => progress.push(n) });
+    expect(done.revoked).toBe(5);
+    expect(progress.length).toBeGreaterThan(1);
+    expect(progress).toEqual([...progress].sort((a, b) => a - b));
+    expect(progress.at(-1)).toBe(5);
+  });
+
+  it('in the audit trail: one line for the revocation with its total, after one line per batch', async () => {
+    const { engine } = await population();
+    await engine.revokeBulk({ username: 'alice' }, 'cli:op', { batchSize: 2 });
+    const [summary, ...batches] = await engine.audit({});
+    expect(summary).toMatchObject({ action: 'token.revoke_bulk', target: 'user:alice', count: 5, detail: `user alice: ${batches.length} batches` });
+    expect(batches.length).toBeGreaterThan(1);
+    expect(batches.every((b) => b.action === 'token.revoke_bulk.batch' && b.count > 0)).toBe(true);
+    expect(batches.reduce((n, b) => n + b.count, 0)).toBe(5);
+    const page = await engine.auditPage({});
+    expect(page).toEqual({ entries: [summary], total: 1 });
+    expect((await engine.auditPage({ batches: true })).total).toBe(1 + batches.length);
   });
 
   it('skips expired tokens', async () => {

@@ -100,7 +100,10 @@ async function runNow(args: string[], options: RunOptions): Promise<CliResult> {
   console.warn = console.error = (...args: unknown[]) => void (stderr += `${format(...args)}\n`);
   let code: number;
   try {
-    const env = { TOKENCTL_DB: undefined, FORCE_COLOR: undefined, TOKENCTL_DEBUG: undefined, TOKENCTL_PROFILE: undefined, ...options.env };
+    // The private home again: oclif's Command.run loads the configuration anew (its data and config
+    // directories from HOME and XDG_*), and without it the default store would be the user's own.
+    const own = { HOME: home!, XDG_DATA_HOME: join(home!, 'data'), XDG_CONFIG_HOME: join(home!, 'config') };
+    const env = { ...own, TOKENCTL_DB: undefined, FORCE_COLOR: undefined, TOKENCTL_DEBUG: undefined, TOKENCTL_PROFILE: undefined, ...options.env };
     code = await withEnv(env, async () => {
       try {
         await command.run(argv, cfg);

@@ -866,6 +866,20 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(fields(await store.listAudit({ limit: 1 }))).toEqual([entries[3]]);
         expect(await store.listAudit({ since: T0 + 10 })).toEqual([]);
       });
+
+      it('leaves out the actions asked, pages by id, and counts what matches on every page', async () => {
+        for (const e of entries) await store.appendAudit(e);
+        const hide = ['token.revoke_bulk'];
+        expect(fields(await store.listAudit({ hideActions: hide }))).toEqual([entries[3], entries[0]]);
+        expect(await store.countAudit({ hideActions: hide })).toBe(2);
+        expect(await store.countAudit({})).toBe(4);
+        expect(await store.countAudit({ clientId: 'client-1' })).toBe(2);
+        const first = await store.listAudit({ limit: 3 });
+        const next = await store.listAudit({ limit: 3, beforeId: first.at(-1)!.id });
+        expect(fields(first)).toEqual([entries[3], entries[2], entries[1]]);
+        expect(fields(next)).toEqual([entries[0]]);
+        expect(await store.listAudit({ beforeId: next[0]!.id })).toEqual([]);
+      });
     });
 
     describe('lifecycle', () => {

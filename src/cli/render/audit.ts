@@ -1,5 +1,5 @@
 import type { AuditEntry } from './results.js';
-import { table } from './layout.js';
+import { formatCount, table } from './layout.js';
 import { color } from './style.js';
 import { formatDate, formatRelative } from './time.js';
 
@@ -15,4 +15,10 @@ export function renderAudit(entries: AuditEntry[], now: number): string {
     color.dim(e.detail),
   ]);
   return table(['WHEN', 'ACTOR', 'ACTION', 'TARGET', 'COUNT', 'DETAIL'], rows);
+}
+
+/** Under the page, on stderr: how many of how many, and the cursor of the next page (as token list). */
+export function renderAuditFooter(shown: number, total: number, nextCursor: string | null, paged: boolean): string {
+  const of = `${formatCount(shown)} of ${formatCount(total)}`;
+  return color.dim(nextCursor ? `Showing ${of}; next page: --cursor ${nextCursor}` : `Showing ${of}${paged ? ' (last page)' : ''}.`);
 }

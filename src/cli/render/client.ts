@@ -1,5 +1,5 @@
 import type { ClientCreateResult, ClientDeleteResult, ClientRotateSecretResult, ClientShowResult, ClientView, TokenCounts } from './results.js';
-import { fields, orNone, plural, table } from './layout.js';
+import { fields, orNone, plural, storeNote, table } from './layout.js';
 import { color, paintState } from './style.js';
 import { formatInstant, formatTtl } from './time.js';
 
@@ -7,12 +7,17 @@ function ttl(seconds: number | null): string {
   return seconds === null ? color.dim('default') : formatTtl(seconds);
 }
 
+/** A client's scope: empty means no restriction, so any scope is granted it (engine/issue.ts narrowScope). */
+function clientScope(scope: string): string {
+  return scope === '' ? color.dim('(any: no restriction)') : scope;
+}
+
 function clientFields(c: ClientView, now: number): [string, string | undefined][] {
   return [
     ['client_id', color.bold(c.client_id)],
     ['name', c.name],
     ['type', c.type],
-    ['scope', orNone(c.scope)],
+    ['scope', clientScope(c.scope)],
     ['org_id', orNone(c.org_id)],
     ['audience', orNone(c.audience)],
     ['access ttl', ttl(c.access_ttl_s)],
@@ -49,13 +54,14 @@ export function renderSecretRotated(r: ClientRotateSecretResult, now: number): s
       ['client_id', r.client_id],
       ['client_secret', color.bold(r.client_secret)],
       ['changed', formatInstant(r.secret_updated_at, now)],
+      ['store', r.store],
     ]),
   ].join('\n');
 }
 
 export function renderClientList(clients: ClientView[], now: number): string {
   if (clients.length === 0) return color.dim('No clients. Register one with: tokenctl client create --name NAME');
-  const rows = clients.map((c) => [c.client_id, c.name, c.type, orNone(c.scope), formatInstant(c.created_at, now)]);
+  const rows = clients.map((c) => [c.client_id, c.name, c.type, c.scope === '' ? color.dim('(any)') : c.scope, formatInstant(c.created_at, now)]);
   return table(['CLIENT ID', 'NAME', 'TYPE', 'SCOPE', 'CREATED'], rows);
 }
 
@@ -84,7 +90,7 @@ export function renderClientDeletePlan(client: ClientView, tokens: number): stri
 }
 
 export function renderClientDeleted(r: ClientDeleteResult): string {
-  if (r.dry_run) return `${renderClientDeletePlan(r.client, r.tokens)}\n${color.dim('Dry run: nothing was deleted.')}`;
-  return color.green(`Deleted client ${color.bold(r.client.client_id)} and ${plural(r.tokens, 'token')}.`);
+  if (r.dry_run) return `${renderClientDeletePlan(r.client, r.tokens)}\n${color.dim('Dry run: nothing was deleted.')}\n${storeNote(r.store)}`;
+  return color.green(`Deleted client ${color.bold(r.client.client_id)} and ${plural(r.tokens, 'token')}.`) + `\n${storeNote(r.store)}`;
 }
 

@@ -41,6 +41,11 @@ export function orNone(value: string): string {
   return value === '' ? color.dim('(none)') : value;
 }
 
+/** The line under a destructive command's result: which store it acted on. */
+export function storeNote(store: string): string {
+  return color.dim(`Store: ${store}`);
+}
+
 /** `35,004`: digits grouped by thousands, the same in every locale (tests and logs compare it). */
 export function formatCount(n: number): string {
   return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');

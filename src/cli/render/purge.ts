@@ -1,5 +1,6 @@
 import type { PurgeCommandResult } from './results.js';
-import { formatCount, plural } from './layout.js';
+import { formatCount, plural, storeNote } from './layout.js';
+import { progressBar } from './progress.js';
 import { color } from './style.js';
 import { formatDate, formatElapsed } from './time.js';
 
@@ -7,15 +8,16 @@ export function purgeQuestion(count: number, before: number): string {
   return `Delete ${plural(count, 'token')} expired or revoked before ${formatDate(before)}?`;
 }
 
-/** One line of the progress bar, redrawn with `\r` on a terminal: `[#####-----]  50%  500/1000`. */
+/** Purge's progress bar: `[#####-----]  50%  500/1000 deleted`. */
 export function progressLine(done: number, total: number, width = 30): string {
-  const ratio = total <= 0 ? 1 : Math.min(1, done / total);
-  const filled = Math.round(ratio * width);
-  const percent = `${Math.floor(ratio * 100)}%`.padStart(4);
-  return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${percent}  ${done}/${total} deleted`;
+  return progressBar(done, total, 'deleted', width);
 }
 
 export function renderPurge(r: PurgeCommandResult): string {
+  return `${purgeOutcome(r)}\n${storeNote(r.store)}`;
+}
+
+function purgeOutcome(r: PurgeCommandResult): string {
   const cutoff = `expired or revoked before ${formatDate(r.before)}`;
   if (r.dry_run) return `${plural(r.purgeable, 'token')} ${cutoff} would be deleted. ${color.dim('Dry run: nothing was deleted.')}`;
   if (r.interrupted) return color.yellow(`Purge interrupted: ${formatCount(r.deleted)} of ${formatCount(r.purgeable)} deleted (${cutoff}).`);

@@ -1,6 +1,6 @@
 import type { ReceiverStatusView, ReceiverView } from '../../engine/receivers.js';
 import type { SigningKeyView } from '../../engine/signing-keys.js';
-import { fields, plural, table } from './layout.js';
+import { fields, plural, storeNote, table } from './layout.js';
 import { color } from './style.js';
 import { formatInstant, formatSpan } from './time.js';
 
@@ -41,8 +41,10 @@ export function renderReceiverList(receivers: ReceiverStatusView[], now: number)
   return table(['ID', 'DELIVERY', 'WHERE', 'PENDING', 'DEAD', 'OLDEST', 'LAST DELIVERED', 'LAST ERROR'], rows);
 }
 
-export function renderReceiverRemoved(id: string, lost: number): string {
-  return color.green(`Removed receiver ${color.bold(id)}`) + (lost > 0 ? color.dim(` (${plural(lost, 'pending or dead delivery', 'pending or dead deliveries')} dropped)`) : '');
+export function renderReceiverRemoved(r: { id: string; dropped: number; store: string }): string {
+  const lost = r.dropped;
+  const line = color.green(`Removed receiver ${color.bold(r.id)}`) + (lost > 0 ? color.dim(` (${plural(lost, 'pending or dead delivery', 'pending or dead deliveries')} dropped)`) : '');
+  return `${line}\n${storeNote(r.store)}`;
 }
 
 export function renderReceiverRetried(id: string, requeued: number): string {

@@ -15,6 +15,8 @@ export type ClientCreateResult = ClientView & { client_secret: string | null };
 /** `client rotate-secret`: the new secret, shown this once. */
 export interface ClientRotateSecretResult {
   client_id: string;
+  /** The store it was changed in (a PostgreSQL URL without its password). */
+  store: string;
   client_secret: string;
   secret_updated_at: number;
 }
@@ -27,6 +29,9 @@ export interface TokenCounts {
   revoked: number;
 }
 
+/** `revoke TOKEN` on a store: spec 2.2's result, and the store it acted on. */
+export type LocalRevocationResult = RevocationResult & { store: string };
+
 /** `client show`. */
 export type ClientShowResult = ClientView & { tokens: TokenCounts };
 
@@ -37,12 +42,16 @@ export interface ClientDeleteResult {
   tokens: number;
   deleted: boolean;
   dry_run: boolean;
+  /** The store it was deleted from. */
+  store: string;
 }
 
 /** `revoke --jti | --user | --client`. */
 export interface RevokeBulkResult {
   /** What was selected, in words: `user alice of client web`. */
   selector: string;
+  /** The store it acted on. */
+  store: string;
   /** Active tokens the selection named when counted. */
   matched: number;
   revoked: number;
@@ -54,6 +63,8 @@ export interface RevokeBulkResult {
 
 /** `purge`. */
 export interface PurgeCommandResult {
+  /** The store it acted on. */
+  store: string;
   older_than_ms: number;
   /** Tokens expired or revoked before this instant (ms) are purged. */
   before: number;

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { lifetimeFlag } from '../../cli/flags.js';
+import { bareFlag, lifetimeFlag } from '../../cli/flags.js';
 import { resolveSecret } from '../../cli/token-input.js';
 import { renderClientCreated, secretNotice } from '../../cli/render/client.js';
 import type { ClientCreateResult } from '../../cli/render/results.js';
@@ -18,6 +18,7 @@ export default class ClientCreate extends BaseCommand<typeof ClientCreate> {
     { description: 'A command-line or desktop app: public, any loopback port (RFC 8252)', command: '<%= config.bin %> <%= command.id %> --name "CLI" --public --redirect-uri http://127.0.0.1/callback' },
     { description: 'A cron job calling an API (client credentials)', command: '<%= config.bin %> <%= command.id %> --name nightly-report --grant-type client_credentials --scope reports' },
     { description: 'The operator\'s login app (answers login requests: docs/login.md)', command: '<%= config.bin %> <%= command.id %> --name "Login app" --login-provider' },
+    { description: 'Keep the client id in a variable, for the commands that follow', command: 'CLIENT=$(<%= config.bin %> <%= command.id %> --name "Web shop" --bare)' },
     { description: 'Keep the secret in a variable (JSON output)', command: 'SECRET=$(<%= config.bin %> <%= command.id %> --name ci --json | jq -r .client_secret)' },
   ];
 
@@ -31,7 +32,11 @@ export default class ClientCreate extends BaseCommand<typeof ClientCreate> {
     'access-ttl': lifetimeFlag({ description: 'Lifetime of its access tokens, e.g. 15m [default: 1h]' }),
     'refresh-ttl': lifetimeFlag({ description: 'Lifetime of its refresh tokens, e.g. 30d [default: 30d]' }),
     ...clientSettingFlags(),
+    bare: bareFlag,
   };
+
+  /** --bare: the client id alone (its secret needs --json, or is gone). */
+  static override bare = (r: ClientCreateResult): string[] => [r.client_id];
 
   async run(): Promise<ClientCreateResult> {
     const f = this.flags;

@@ -21,7 +21,7 @@ export default class ClientDelete extends BaseCommand<typeof ClientDelete> {
     const engine = await this.engine();
     const client = await engine.getClient(this.args.id);
     const tokens = (await engine.countClientTokens(client.client_id)).total;
-    let result: ClientDeleteResult = { client, tokens, deleted: false, dry_run: this.flags['dry-run'] };
+    let result: ClientDeleteResult = { client, tokens, deleted: false, dry_run: this.flags['dry-run'], store: engine.store.location };
     if (!result.dry_run) {
       if (!this.flags.yes && !this.jsonEnabled()) this.logToStderr(renderClientDeletePlan(client, tokens));
       await confirmOrStop(`Delete client ${client.client_id} and its ${tokens} token(s)?`, { yes: this.flags.yes, declined: 'Nothing deleted' });

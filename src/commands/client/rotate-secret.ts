@@ -31,6 +31,7 @@ export default class ClientRotateSecret extends BaseCommand<typeof ClientRotateS
       client_id: rotated.client.client_id,
       client_secret: rotated.client_secret!,
       secret_updated_at: rotated.client.secret_updated_at,
+      store: engine.store.location,
     };
     if (!this.jsonEnabled()) {
       this.log(renderSecretRotated(result, Date.now()));

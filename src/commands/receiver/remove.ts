@@ -8,6 +8,8 @@ export interface ReceiverRemoveResult {
   id: string;
   /** Pending and dead deliveries dropped with it. */
   dropped: number;
+  /** The store it was removed from. */
+  store: string;
 }
 
 export default class ReceiverRemove extends BaseCommand<typeof ReceiverRemove> {
@@ -27,7 +29,8 @@ export default class ReceiverRemove extends BaseCommand<typeof ReceiverRemove> {
       await confirmOrStop(`Remove receiver ${status.id} and drop its ${dropped} undelivered event(s)?`, { yes: this.flags.yes, declined: 'Nothing removed' });
     }
     await engine.removeReceiver(status.id, this.actor());
-    if (!this.jsonEnabled()) this.log(renderReceiverRemoved(status.id, dropped));
-    return { id: status.id, dropped };
+    const result = { id: status.id, dropped, store: engine.store.location };
+    if (!this.jsonEnabled()) this.log(renderReceiverRemoved(result));
+    return result;
   }
 }

@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { CliError, EXIT } from '../../cli/errors.js';
-import { limitFlag, stateFlag, tokenTypeFlag } from '../../cli/flags.js';
+import { bareFlag, limitFlag, stateFlag, tokenTypeFlag } from '../../cli/flags.js';
 import { formatCount } from '../../cli/render/layout.js';
 import { color } from '../../cli/render/style.js';
 import type { TokenView } from '../../cli/render/results.js';
@@ -24,6 +24,8 @@ export default class TokenList extends BaseCommand<typeof TokenList> {
   static override summary = 'List tokens: jti, type, client, user, state and expiry, never the token';
   static override description = `Newest first, a page at a time (--limit, default ${DEFAULT_LIMIT}), with the total that match. Operators act on a token by its jti (revoke --jti, introspect --jti) without ever holding the token itself.
 
+--bare prints the jtis of the page alone, one a line (for revoke --jti, introspect --jti).
+
 The next page: pass the cursor the previous page ended with (--json: next_cursor; otherwise printed on stderr) as --cursor, with the same filters. Tokens issued meanwhile do not shift the pages.`;
 
   static override examples = [
@@ -39,7 +41,11 @@ The next page: pass the cursor the previous page ended with (--json: next_cursor
     type: tokenTypeFlag,
     limit: limitFlag(`Show at most this many, newest first [default: ${DEFAULT_LIMIT}]`),
     cursor: Flags.string({ description: 'Continue after the page that printed this cursor', helpValue: '<cursor>' }),
+    bare: bareFlag,
   };
+
+  /** --bare: the page's jtis, one a line (the next cursor is not printed: use --json to page). */
+  static override bare = (r: TokenListResult): string[] => r.tokens.map((t) => t.jti);
 
   async run(): Promise<TokenListResult> {
     const f = this.flags;

@@ -301,13 +301,23 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
 
   async listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
     this.check();
-    const out = this.auditLog
+    const out = this.matchingAudit(filter)
+      .filter((e) => filter.beforeId === undefined || e.id! < filter.beforeId)
+      .reverse();
+    return (filter.limit === undefined ? out : out.slice(0, filter.limit)).map((e) => ({ ...e }));
+  }
+
+  async countAudit(filter: Omit<AuditFilter, 'beforeId' | 'limit'>): Promise<number> {
+    this.check();
+    return this.matchingAudit(filter).length;
+  }
+
+  private matchingAudit(filter: AuditFilter): AuditEntry[] {
+    return this.auditLog
       .filter((e) => filter.since === undefined || e.at >= filter.since)
       .filter((e) => filter.jti === undefined || e.target.split(' ').includes(filter.jti))
       .filter((e) => filter.clientId === undefined || e.actor === filter.clientId || e.target.split(' ').includes(`client:${filter.clientId}`))
-      .slice()
-      .reverse();
-    return (filter.limit === undefined ? out : out.slice(0, filter.limit)).map((e) => ({ ...e }));
+      .filter((e) => !filter.hideActions?.includes(e.action));
   }
 
   async ping(): Promise<void> {

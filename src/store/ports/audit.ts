@@ -8,6 +8,8 @@ import type { AuditEntry, AuditFilter } from '../audit.js';
 export interface AuditStore {
   /** Appends one line, in a transaction of its own. */
   appendAudit(entry: AuditEntry): Promise<void>;
-  /** Lines matching the filter, newest first. */
+  /** Lines matching the filter, newest first (by id: the order they were written in). */
   listAudit(filter: AuditFilter): Promise<AuditEntry[]>;
+  /** How many lines match the filter, `beforeId` and `limit` aside (every page's total). */
+  countAudit(filter: Omit<AuditFilter, 'beforeId' | 'limit'>): Promise<number>;
 }

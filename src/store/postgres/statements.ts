@@ -229,10 +229,17 @@ export const STATS = `WITH by_state AS (
     (SELECT coalesce(json_agg(by_state), '[]') FROM by_state) AS "byState"`;
 
 /** Newest first; `target` is space-separated words, and the filters match whole words. */
-export const LIST_AUDIT = `SELECT id, at, actor, action, target, count, detail FROM audit
-  WHERE ($1::bigint IS NULL OR at >= $1) AND ($2::text IS NULL OR $2 = ANY (string_to_array(target, ' ')))
+/** The audit filters (AuditFilter) as $1–$4: since, jti, client id, actions to leave out. */
+const AUDIT_CONDITIONS = `($1::bigint IS NULL OR at >= $1) AND ($2::text IS NULL OR $2 = ANY (string_to_array(target, ' ')))
     AND ($3::text IS NULL OR actor = $3 OR 'client:' || $3 = ANY (string_to_array(target, ' ')))
-  ORDER BY id DESC LIMIT $4`;
+    AND ($4::text[] IS NULL OR NOT (action = ANY ($4)))`;
+
+/** $5: only ids below it (the next page), $6: the limit. */
+export const LIST_AUDIT = `SELECT id, at, actor, action, target, count, detail FROM audit
+  WHERE ${AUDIT_CONDITIONS} AND ($5::bigint IS NULL OR id < $5)
+  ORDER BY id DESC LIMIT $6`;
+
+export const COUNT_AUDIT = `SELECT count(*)::int AS n FROM audit WHERE ${AUDIT_CONDITIONS}`;
 
 /** A WHERE clause with its parameters, numbered from a given `$n`. */
 export interface Where {

@@ -42,6 +42,7 @@ import {
   INSERT_AUDIT,
   INSERT_TOKENS,
   LIST_AUDIT,
+  COUNT_AUDIT,
   listTokensQuery,
   optionalAudit,
   FIRST_TUPLE,
@@ -329,8 +330,12 @@ export class PostgresStore extends ForwardsAuthorizationStore implements TokenSt
   }
 
   async listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
-    const { since = null, jti = null, clientId = null, limit = null } = filter;
-    return (await this.db.query<AuditEntry>(LIST_AUDIT, [since, jti, clientId, limit])).rows;
+    const { beforeId = null, limit = null } = filter;
+    return (await this.db.query<AuditEntry>(LIST_AUDIT, [...auditFilterParams(filter), beforeId, limit])).rows;
+  }
+
+  async countAudit(filter: Omit<AuditFilter, 'beforeId' | 'limit'>): Promise<number> {
+    return (await this.db.query<{ n: number }>(COUNT_AUDIT, auditFilterParams(filter))).rows[0]!.n;
   }
 
   async ping(): Promise<void> {
@@ -363,4 +368,10 @@ async function currentSchema(db: PoolClient, location: string): Promise<string> 
   const schema = rows[0]?.schema;
   if (!schema) throw new Error(`cannot open ${location}: its search_path names no existing schema; name one with ?schema=NAME in the URL`);
   return schema;
+}
+
+/** An audit filter as COUNT_AUDIT's $1–$4 (LIST_AUDIT's first four). */
+function auditFilterParams(filter: AuditFilter): unknown[] {
+  const { since = null, jti = null, clientId = null, hideActions } = filter;
+  return [since, jti, clientId, hideActions === undefined || hideActions.length === 0 ? null : [...hideActions]];
 }

@@ -6,6 +6,7 @@ export const BUSY_TIMEOUT_MS = 5000;
 
 /** SQLite's errors as the store's own (store.ts); anything else unchanged. */
 export function mapError(error: unknown, location: string): unknown {
+  if (isMissingNativeBuild(error)) return new StoreUnavailableError(missingNativeBuild(), { cause: error });
   if (!(error instanceof Database.SqliteError)) return error;
   if (/^SQLITE_(BUSY|LOCKED)/.test(error.code)) {
     return new StoreUnavailableError(`the store ${location} is locked by another process (waited ${BUSY_TIMEOUT_MS} ms)`, { cause: error });
@@ -29,6 +30,22 @@ export function mapError(error: unknown, location: string): unknown {
   return error;
 }
 
+/**
+ * better-sqlite3 without its compiled module for this Node (an install that could neither
+ * download a prebuilt binary nor compile one, or a Node upgraded since): its `bindings` lookup
+ * fails at the first `new Database`, or the module was built for another NODE_MODULE_VERSION.
+ */
+function isMissingNativeBuild(error: unknown): boolean {
+  return error instanceof Error && !(error instanceof Database.SqliteError) && /Could not locate the bindings file|better_sqlite3\.node|NODE_MODULE_VERSION/.test(error.message);
+}
+
+/** What to do about it, as docs/development.md ("Installing without the internet") says. */
+export function missingNativeBuild(): string {
+  return (
+    `the SQLite driver (better-sqlite3) has no native build for Node.js ${process.version}: run \`npm rebuild better-sqlite3\` in tokenctl's directory; ` +
+    `without the internet, point it at Node's headers first (npm_config_nodedir=/usr when /usr/include/node exists; see docs/development.md, "Installing without the internet")`
+  );
+}
 
 /** Runs `insert`; a row with the same key already there is thrown as `duplicate()` instead. */
 export function insertUnique(insert: () => unknown, duplicate: () => Error): void {

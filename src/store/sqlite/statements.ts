@@ -164,13 +164,18 @@ export function prepareStatements(db: Database.Database) {
     clientTokenStats: p(`SELECT type, ${STATE_SQL} AS state, count(*) AS n FROM tokens WHERE client_id = @clientId GROUP BY 1, 2`),
     clientOldestExpired: p('SELECT min(expires_at) AS at FROM tokens WHERE client_id = @clientId AND expires_at <= @now'),
     insertAudit: p('INSERT INTO audit (at, actor, action, target, count, detail) VALUES (@at, @actor, @action, @target, @count, @detail)'),
-    listAudit: p(`SELECT id, at, actor, action, target, count, detail FROM audit
-      WHERE (@since IS NULL OR at >= @since) AND (@jti IS NULL OR instr(' ' || target || ' ', ' ' || @jti || ' ') > 0)
-        AND (@clientId IS NULL OR actor = @clientId OR instr(' ' || target || ' ', ' client:' || @clientId || ' ') > 0)
+    listAudit: p(`SELECT id, at, actor, action, target, count, detail FROM audit WHERE ${AUDIT_CONDITIONS}
+        AND (@beforeId IS NULL OR id < @beforeId)
       ORDER BY id DESC LIMIT @limit`),
+    countAudit: p(`SELECT count(*) AS n FROM audit WHERE ${AUDIT_CONDITIONS}`),
     ping: p('SELECT count(*) FROM migrations'),
   };
 }
+
+/** The audit filters (AuditFilter), `beforeId` and `limit` aside; @hide is a JSON array of actions. */
+const AUDIT_CONDITIONS = `(@since IS NULL OR at >= @since) AND (@jti IS NULL OR instr(' ' || target || ' ', ' ' || @jti || ' ') > 0)
+        AND (@clientId IS NULL OR actor = @clientId OR instr(' ' || target || ' ', ' client:' || @clientId || ' ') > 0)
+        AND (@hide IS NULL OR action NOT IN (SELECT value FROM json_each(@hide)))`;
 
 /** listTokens' query for the filter's shape: only the conditions it uses, so that indexes apply. */
 export function listTokensSql(filter: TokenFilter): string {

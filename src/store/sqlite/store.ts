@@ -273,8 +273,12 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
   }
 
   async listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
-    const { since = null, jti = null, clientId = null, limit = -1 } = filter;
-    return this.run(() => this.st.listAudit.all({ since, jti, clientId, limit }) as AuditEntry[]);
+    const { beforeId = null, limit = -1 } = filter;
+    return this.run(() => this.st.listAudit.all({ ...auditParams(filter), beforeId, limit }) as AuditEntry[]);
+  }
+
+  async countAudit(filter: Omit<AuditFilter, 'beforeId' | 'limit'>): Promise<number> {
+    return this.run(() => (this.st.countAudit.get(auditParams(filter)) as { n: number }).n);
   }
 
   async ping(): Promise<void> {
@@ -349,4 +353,10 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
   protected _authorizationStore(): AuthorizationStore {
     return this.authorizations;
   }
+}
+
+/** An audit filter's named parameters (statements.ts AUDIT_CONDITIONS). */
+function auditParams(filter: AuditFilter): Record<string, string | number | null> {
+  const { since = null, jti = null, clientId = null, hideActions } = filter;
+  return { since, jti, clientId, hide: hideActions === undefined || hideActions.length === 0 ? null : JSON.stringify(hideActions) };
 }
