@@ -5,7 +5,7 @@ import { startWorkers } from './cluster.js';
 import { startEventDelivery } from './event-delivery.js';
 import { demoInstructions, prepareDemo } from './demo.js';
 import { waitForShutdownSignal } from './shutdown.js';
-import { startServer } from './listen.js';
+import { checkTrustProxy, startServer } from './listen.js';
 import { checkStoreWritable, watchStoreFile } from './store-watch.js';
 import { chooseTransport, metricsListenerWarning, type TransportFlags } from './transport.js';
 import { connectionBudgetWarning, type OpenStoreOptions } from '../store/open-store.js';
@@ -31,6 +31,8 @@ export interface ServeSettings extends TransportFlags {
   storeOptions?: OpenStoreOptions;
   /** `--max-connections`: open connections at once, per process. */
   maxConnections?: number;
+  /** `--trust-proxy`: the proxies whose `X-Forwarded-For` names the client; none by default. */
+  trustProxy?: string[];
   /** Where this process writes its request log lines (the command chooses the format). */
   logStream: NodeJS.WritableStream;
   /** Metrics and tracing (`--metrics-port`, `--trace`); none without. */
@@ -50,6 +52,7 @@ export interface ServeOutput {
  * print `listening on <URL>`, and on SIGTERM/SIGINT stop gracefully. The caller closes the store.
  */
 export async function runServe(settings: ServeSettings, openEngine: (options: Partial<EngineOptions>) => Promise<Engine>, out: ServeOutput): Promise<void> {
+  checkTrustProxy(settings.trustProxy);
   const transport = await chooseTransport(settings, settings.certDir);
   // Without an issuer given, the engine's default stands until the server learns the URL it listens on.
   const issuerFromUrl = settings.engine.issuer === undefined;
@@ -94,6 +97,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
         issuerFromUrl,
         logLevel: settings.logLevel,
         maxConnections: settings.maxConnections,
+        trustProxy: settings.trustProxy,
         observability: settings.observability?.settings,
       },
       (message) => fatal(message),
@@ -123,6 +127,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
     issuerFromUrl,
     logger: { level: settings.logLevel, stream: settings.logStream },
     connections: { maxConnections: settings.maxConnections },
+    trustProxy: settings.trustProxy,
   });
   force = () => server.app.server.closeAllConnections();
   const delivery = await startEventDelivery(engine, server.app.log, settings.observability?.local?.metrics);
