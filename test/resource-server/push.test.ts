@@ -28,7 +28,7 @@ beforeAll(async () => {
   await store.json(['receiver', 'add', 'rs-push', '--push', url, '--authorization-file', join(store.dir, 'push-auth'), '--audience', 'rs-push']);
   serve = startServe(store.db, tls, await freePort());
   await serve.up;
-  rs = new ResourceServer({ url: serve.url, ca: tls.ca, clientId: rsClient.id, clientSecret: rsClient.secret!, events: 'push', audience: 'rs-push', pushAuthorization: 'Bearer push-credential-for-the-test', cache: { maxAgeMs: 600_000 } });
+  rs = new ResourceServer({ url: serve.url, ca: tls.ca, clientId: rsClient.id, clientSecret: rsClient.secret!, events: 'push', audience: 'rs-push', accept: { audience: 'rs-push' }, pushAuthorization: 'Bearer push-credential-for-the-test', cache: { maxAgeMs: 600_000 } });
   endpoint = createServer(rs.pushHandler());
   await new Promise<void>((r) => endpoint.listen(port, '127.0.0.1', r));
 }, 60_000);
@@ -42,7 +42,7 @@ afterAll(async () => {
 
 describe('push (RFC 8935) into the module', () => {
   it('refuses a cached token within 1 s of its revocation by the CLI, by the pushed SET', async () => {
-    const app = await createClient(store);
+    const app = await createClient(store, ['--audience', 'rs-push']);
     const t = await issue(store, app.id, 'alice');
     expect(await rs.verify(t.access_token)).not.toBeNull();
     await store.json(['revoke', t.access_token]);
