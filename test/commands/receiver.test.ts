@@ -48,8 +48,11 @@ describe('receiver commands', () => {
       expect(r.code, args.join(' ')).not.toBe(0);
       expect(r.stderr, args.join(' ')).toMatch(message);
     }
-    // Plain http:// to this machine is fine (development).
-    expect((await store.run(['receiver', 'add', 'dev', '--push', 'http://127.0.0.1:9999/events', '--json'])).code).toBe(0);
+    // Plain http:// to this machine is fine (development), once private addresses are allowed.
+    expect((await store.run(['receiver', 'add', 'dev', '--push', 'http://127.0.0.1:9999/events'])).stderr).toMatch(/127\.0\.0\.1 is a loopback address \(allowed with --allow-private-network\)/);
+    const dev = await store.run(['receiver', 'add', 'dev', '--push', 'http://127.0.0.1:9999/events', '--allow-private-network', '--json']);
+    expect(dev.code).toBe(0);
+    expect(JSON.parse(dev.stdout)).toMatchObject({ endpoint_url: 'http://127.0.0.1:9999/events', allow_private_network: true });
     const caFile = join(store.dir, 'not-a-ca.pem');
     writeFileSync(caFile, 'hello');
     expect((await store.run(['receiver', 'add', 'x8', '--push', 'https://rs.example.test/', '--ca', caFile])).stderr).toMatch(/not a PEM certificate/);

@@ -19,6 +19,7 @@ export function renderReceiverAdded(r: ReceiverView): string {
       ['audience', r.audience],
       ['authorization', r.delivery === 'push' ? (r.authorization ? 'sent (not shown)' : 'none') : undefined],
       ['ca', r.ca ? 'own CA trusted' : undefined],
+      ['network', r.allow_private_network ? 'private addresses allowed' : undefined],
     ]),
     '',
     color.dim('Every revocation from now on is delivered to it.'),

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parseBasicAuthorization } from '../../engine/client-auth.js';
 import { InvalidClientError } from '../../engine/errors.js';
+import { pushDestination } from '../../engine/push-destination.js';
 import { SigningKeys } from '../../events/keys.js';
 import { parsePollRequest, poll } from '../../events/poll.js';
 import { TOKENS_REVOKED } from '../../events/set.js';
@@ -48,7 +49,7 @@ export function streamConfiguration(issuer: string, r: ReceiverRecord): Record<s
     events_supported: [TOKENS_REVOKED],
     events_requested: [TOKENS_REVOKED],
     events_delivered: [TOKENS_REVOKED],
-    delivery: r.delivery === 'poll' ? { method: DELIVERY_POLL, endpoint_url: base + POLL_PATH } : { method: DELIVERY_PUSH, endpoint_url: r.endpointUrl },
+    delivery: r.delivery === 'poll' ? { method: DELIVERY_POLL, endpoint_url: base + POLL_PATH } : { method: DELIVERY_PUSH, endpoint_url: pushDestination(r.endpointUrl ?? '').url },
     description: 'tokenctl revocation events: drop the cached introspection answers each event covers',
   };
 }
