@@ -5,6 +5,7 @@ import { startWorkers } from './cluster.js';
 import { startEventDelivery } from './event-delivery.js';
 import { demoInstructions, prepareDemo } from './demo.js';
 import { waitForShutdownSignal } from './shutdown.js';
+import { connectionCap, readDescriptors } from './descriptor-limit.js';
 import { checkTrustProxy, startServer } from './listen.js';
 import { checkStoreWritable, watchStoreFile } from './store-watch.js';
 import { chooseTransport, metricsListenerWarning, type TransportFlags } from './transport.js';
@@ -29,7 +30,7 @@ export interface ServeSettings extends TransportFlags {
   storeLocation?: string;
   /** How workers open the store (pool size, timeout), as the primary did. */
   storeOptions?: OpenStoreOptions;
-  /** `--max-connections`: open connections at once, per process. */
+  /** `--max-connections`: open connections at once, per process (default 1000); lowered to fit the open files limit. */
   maxConnections?: number;
   /** `--trust-proxy`: the proxies whose `X-Forwarded-For` names the client; none by default. */
   trustProxy?: string[];
@@ -60,6 +61,10 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
   const engine = await openEngine(engineOptions);
   await checkStoreWritable(engine);
   if (transport.warning) out.warn(transport.warning);
+  // After the store is open, so that its descriptors are counted; workers inherit the same limit.
+  const cap = connectionCap(settings.maxConnections, readDescriptors(), settings.storeOptions?.poolSize);
+  if (cap.warning) out.warn(cap.warning);
+  if (cap.note) out.note(cap.note);
   if (settings.storeLocation !== undefined) {
     const budget = await connectionBudgetWarning(settings.storeLocation, settings.storeOptions?.poolSize, settings.workers ?? 1);
     if (budget) out.warn(budget);
@@ -96,7 +101,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
         tls: transport.tls && { key: transport.tls.key, cert: transport.tls.cert },
         issuerFromUrl,
         logLevel: settings.logLevel,
-        maxConnections: settings.maxConnections,
+        maxConnections: cap.maxConnections,
         trustProxy: settings.trustProxy,
         observability: settings.observability?.settings,
       },
@@ -126,7 +131,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
     tls: transport.tls,
     issuerFromUrl,
     logger: { level: settings.logLevel, stream: settings.logStream },
-    connections: { maxConnections: settings.maxConnections },
+    connections: { maxConnections: cap.maxConnections },
     trustProxy: settings.trustProxy,
   });
   force = () => server.app.server.closeAllConnections();
