@@ -1,4 +1,5 @@
 import type { Trail } from '../trail.js';
+import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import {
   DuplicateClientError,
@@ -19,7 +20,7 @@ import {
 import type { EventStore } from '../store.js';
 import { ForwardsEventStore } from '../forward-events.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
-import { insertUnique, mapError } from './errors.js';
+import { BUSY_TIMEOUT_MS, insertUnique, mapError } from './errors.js';
 import { SqliteEvents } from './outbox-store.js';
 import { GroupCommit } from './group-commit.js';
 import { Listing } from './listing.js';
@@ -82,7 +83,9 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
     if (options.syncOffLoop) this.walSync = new WalSync(location); // the connection commits with NORMAL (open.ts)
     this.events = new SqliteEvents(db, (step) => this.write(step), (step) => this.run(step), (entry) => this.st.insertAudit.run(entry));
     // The revocations' events of one transaction are written at its end, as one outbox row (outbox-store.ts tail).
-    this.writes = new GroupCommit(db, (error) => mapError(error, location), options.observer, this.walSync?.sync, this.events.tail);
+    // A server waits for another process's write lock off the event loop (group-commit.ts LockWait).
+    const lockWait = options.syncOffLoop ? { timeoutMs: BUSY_TIMEOUT_MS } : undefined;
+    this.writes = new GroupCommit(db, (error) => mapError(error, location), options.observer, this.walSync?.sync, this.events.tail, lockWait);
     const readAll = db.transaction((batch: ClientAndTokenQuery[]) => {
       this.cache.sync(this.st.dataVersion.get() as number); // the first read: the snapshot starts here
       return batch.map(({ clientId, digest }) => ({
@@ -222,11 +225,14 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   /** One event for the whole bulk revocation, in the batch that ends it (store.ts). */
   async revokeBulk(selector: BulkSelector, at: number, limit: number, resume: string | undefined, trail: Trail): Promise<BulkBatch> {
     const { audit, event } = trail;
-    return this.write(() => {
+    const started = performance.now();
+    const done = await this.write(() => {
       const batch = this.tx.revokeBulk(selector, at, limit, audit, resume);
       this.events.emitIf(!batch.more && (batch.revoked > 0 || resume !== undefined), event);
       return batch;
     });
+    if (done.more) await letOtherWritersIn(started);
+    return done;
   }
 
   async rotateRefreshToken(oldJti: string, issued: TokenRecord[], at: number, revokeJti?: string): Promise<RotateOutcome> {
@@ -235,7 +241,10 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
 
   async purgeBatch(before: number, batchSize: number, trail: Trail): Promise<number> {
     const { audit } = trail;
-    return this.write(() => this.tx.withAudit(this.st.purge.run({ before, limit: batchSize }).changes, audit));
+    const started = performance.now();
+    const purged = await this.write(() => this.tx.withAudit(this.st.purge.run({ before, limit: batchSize }).changes, audit));
+    if (purged === batchSize) await letOtherWritersIn(started);
+    return purged;
   }
 
   async countPurgeable(before: number): Promise<number> {
@@ -322,4 +331,13 @@ export class SqliteStore extends ForwardsEventStore implements TokenStore {
   protected _eventStore(): EventStore {
     return this.events;
   }
+}
+
+/**
+ * Between two batches of a bulk write (a revocation, a purge): as long as the batch took, 10 to
+ * 50 ms, without the write lock, so that a server's writes, which try again every few ms while
+ * another process holds it (group-commit.ts), get in between instead of waiting out the whole run.
+ */
+function letOtherWritersIn(batchStarted: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.min(50, Math.max(10, performance.now() - batchStarted))));
 }
