@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SetRejected } from './set-receiver.js';
 
@@ -34,7 +35,7 @@ export function createPushHandler(options: PushHandlerOptions): (req: IncomingMe
       req.socket.destroySoon?.();
       req.resume();
     };
-    if (options.authorization !== undefined && req.headers.authorization !== options.authorization) {
+    if (options.authorization !== undefined && !sameSecret(req.headers.authorization, options.authorization)) {
       return refuse(401, { err: 'authentication_failed', description: 'wrong or missing Authorization' });
     }
     const declared = Number(req.headers['content-length'] ?? 0);
@@ -79,4 +80,10 @@ export function createPushHandler(options: PushHandlerOptions): (req: IncomingMe
       );
     });
   };
+}
+
+/** Compares a presented credential with the expected one in constant time (of their digests, so lengths do not show either). */
+function sameSecret(presented: string | undefined, expected: string): boolean {
+  const digest = (s: string) => createHash('sha256').update(s).digest();
+  return presented !== undefined && timingSafeEqual(digest(presented), digest(expected));
 }

@@ -245,8 +245,9 @@ export class ResourceServer {
 
   /**
    * RFC 8935 push: a Node handler for the endpoint registered with `tokenctl receiver add ID
-   * --push URL`. Answers 202 once the SET is verified and applied, 400 `{err}` when it is not
-   * acceptable, 401 when `pushAuthorization` is set and not presented.
+   * --push URL`. Answers 202 once the SET is verified and applied (or was already), 400 `{err}`
+   * when it is not acceptable, 401 when `pushAuthorization` is set and not presented, 413 for a
+   * body over `maxPushBytes`, 408 for one not in within 10 s, 503 while 4 others are being read.
    */
   pushHandler(): (req: IncomingMessage, res: ServerResponse) => void {
     return createPushHandler({
