@@ -104,7 +104,7 @@ function dropCopy(/** @type {string} */ db) {
  */
 async function refusalPhase(o) {
   const { ResourceServer } = await import(pathToFileURL(join(ROOT, 'dist/resource-server/index.js')).href);
-  const rs = new ResourceServer({ url: o.url, clientId: CLIENT.id, clientSecret: CLIENT.secret, audience: 'rs', cache: { maxAgeMs: 10 * 60_000 } });
+  const rs = new ResourceServer({ url: o.url, clientId: CLIENT.id, clientSecret: CLIENT.secret, audience: 'rs', accept: { audience: 'https://api.example.test' }, cache: { maxAgeMs: 10 * 60_000 } });
   const agent = new Agent({ keepAlive: true, maxSockets: 8 });
   try {
     await Promise.race([rs.ready(), sleep(10_000).then(() => Promise.reject(new Error('the event stream did not come up in 10 s')))]);

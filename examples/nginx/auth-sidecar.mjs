@@ -6,7 +6,8 @@
  * caches nothing, so there is nothing in NGINX to purge.
  *
  * Environment: TOKENCTL_URL (https://127.0.0.1:8443), RS_CLIENT_ID, RS_CLIENT_SECRET_FILE (a file
- * holding the secret), TOKENCTL_CA (the development certificate, optional), SIDECAR_PORT (9100).
+ * holding the secret), TOKENCTL_CA (the development certificate, optional), SIDECAR_PORT (9100),
+ * RS_AUDIENCE (optional: the receiver's audience, and the aud the tokens it accepts must carry).
  * Answers 204 with X-User, X-Client-Id and X-Scope for an active token; 401/400/403 with the
  * RFC 6750 challenge NGINX passes on; 503 when tokenctl cannot be asked (NGINX answers 500).
  */

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The ten lines of docs/resource-server.md, runnable: an API on Node's http protected by tokenctl.
-// Environment: TOKENCTL_URL, RS_CLIENT_ID, RS_CLIENT_SECRET, TOKENCTL_CA (optional), RS_AUDIENCE (optional), PORT.
+// Environment: TOKENCTL_URL, RS_CLIENT_ID, RS_CLIENT_SECRET, TOKENCTL_CA (optional), RS_AUDIENCE (optional: the receiver's audience, and the aud its tokens must carry), PORT.
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { resourceServer } from 'tokenctl/resource-server';

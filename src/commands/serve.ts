@@ -57,7 +57,13 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
     demo: Flags.boolean({ description: 'Create (or re-key) the client demo-client, issue it a token pair and print curl commands for every endpoint; HTTPS with a development certificate unless a TLS flag says otherwise' }),
     'pool-size': Flags.integer({ description: 'PostgreSQL: connections per process (each worker has its own pool); 10 nodes at 8 fit a stock max_connections of 100 with room for operators (docs/scale-out.md)', default: 8, min: 1, max: 1000, helpGroup: 'STORE' }),
     'db-timeout': durationFlag({ description: 'PostgreSQL: the longest a request waits on the database before it answers 503 [default: 5s]', helpGroup: 'STORE' }),
-    'max-connections': Flags.integer({ description: 'Open connections at once, per process; past it new ones are closed and idle keep-alive ones make room', default: 1000, min: 1, max: 1_000_000 }),
+    'max-connections': Flags.integer({ description: 'Open connections at once, per process; past it new ones are closed and idle keep-alive ones make room. Lowered to fit the open files limit (ulimit -n), which serve reads and says at start [default: 1000]', min: 1, max: 1_000_000 }),
+    'trust-proxy': Flags.string({
+      description: 'Proxies (addresses, CIDR ranges, or loopback, linklocal, uniquelocal) whose X-Forwarded-For names the client, for the brute-force budgets and the logs; repeatable or comma-separated [default: none: the peer is the client] (docs/operations.md)',
+      multiple: true,
+      delimiter: ',',
+      helpValue: '<cidr>',
+    }),
     workers: Flags.integer({ description: 'Processes serving the port (node:cluster), each with its own store connection; use the cores of a bigger machine', default: 1, min: 1, max: 64 }),
     'metrics-port': Flags.integer({ description: 'Serve Prometheus metrics at http://<metrics-host>:<port>/metrics, summed over all workers; 0 picks a free port (printed on stderr) [default: off]', min: 0, max: 65535, helpGroup: 'METRICS' }),
     'metrics-host': Flags.string({ description: 'Address of the metrics listener (keep it off the public network)', default: '127.0.0.1', helpGroup: 'METRICS' }),
@@ -131,6 +137,7 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
       storeLocation: this.storeLocation(),
       storeOptions: this.storeOptions(),
       maxConnections: f['max-connections'],
+      trustProxy: f['trust-proxy'],
       observability: this.observability,
     };
   }

@@ -49,10 +49,11 @@ export type Source = string | undefined;
  * already verified is answered from memory and never throttled. A new password from a network
  * source is checked against {@link FailureBudget}s of failed hashes, kept per source address,
  * per client id and per pair, keyed by the id presented whether it exists or not: a pair
- * (source, id) past its budget, or one that has failed before while its source or its client id
- * is past theirs, is refused at once with {@link TooManyAttemptsError}, no hash paid. A source
- * with no failure for that id (the owner, as far as can be told) is still heard, and its hash
- * runs before the flood's.
+ * (source, id) past its budget, a source past its own (whatever id it presents, made-up ones
+ * included), or a pair that has failed before while its client id is past its budget, is refused
+ * at once with {@link TooManyAttemptsError}, no hash paid. A source with no failure for that id
+ * (the owner, as far as can be told) is still heard while the id is flooded, and its hash runs
+ * before the flood's.
  */
 export class ClientAuthenticator {
   private readonly limiter: FairLimiter;
@@ -148,18 +149,20 @@ export class ClientAuthenticator {
 
   /**
    * Whether a new password from `source` for `clientId` may be hashed, and if so whether first
-   * (true: this source has no failure for this id and is not itself past its budget). Throws
-   * {@link TooManyAttemptsError} otherwise. Decided on the presented id alone, never on whether
-   * such a client exists.
+   * (true: this source has no failure for this id). Throws {@link TooManyAttemptsError}
+   * otherwise. Decided on the presented id alone, never on whether such a client exists.
+   *
+   * A source past its own budget is refused for every id, also one it never tried: each made-up
+   * id is a pair without failures, so otherwise a new id per request bought a hash each without
+   * limit. Refusing only unknown ids would tell which ids exist, so known ones are refused alike.
    */
   private admit(clientId: string, source: Source): boolean {
     if (source === undefined) return false;
     const from = sourceKey(source);
     const pair = from + '\u0000' + clientId;
     if (this.pairs.exhausted(pair)) throw new TooManyAttemptsError(this.pairs.retryAfterSeconds(pair));
-    const sourceExhausted = this.sources.exhausted(from);
-    if (this.pairs.level(pair) === 0) return !sourceExhausted;
-    if (sourceExhausted) throw new TooManyAttemptsError(this.sources.retryAfterSeconds(from));
+    if (this.sources.exhausted(from)) throw new TooManyAttemptsError(this.sources.retryAfterSeconds(from));
+    if (this.pairs.level(pair) === 0) return true;
     if (this.clients.exhausted(clientId)) throw new TooManyAttemptsError(this.clients.retryAfterSeconds(clientId));
     return false;
   }

@@ -3,6 +3,7 @@ import { DuplicateReceiverError, type ClientRecord, type ReceiverRecord, type Re
 import { auditLine } from './audit.js';
 import type { EngineContext } from './context.js';
 import { AccessDeniedError, InvalidInputError, NotFoundError } from './errors.js';
+import { pushDestination, recordedEndpoint, refusedHost, refusedPort } from './push-destination.js';
 import type { ClientStore, OutboxStore } from '../store/store.js';
 
 /** The store ports this module uses (store/ports/). */
@@ -29,6 +30,8 @@ export type AddReceiverInput =
       /** PEM of a CA to trust for the endpoint, besides the system's. */
       caPem?: string;
       audience?: string;
+      /** Whether the endpoint may be on a private network (loopback, RFC 1918, unique local); link-local and metadata addresses never. */
+      allowPrivateNetwork?: boolean;
     }
   | { id: string; delivery: 'poll'; clientId: string; audience?: string };
 
@@ -43,6 +46,8 @@ export interface ReceiverView {
   authorization: boolean;
   /** Whether a CA of its own is trusted for the endpoint. */
   ca: boolean;
+  /** push: whether the endpoint may be on a private network (`--allow-private-network`). */
+  allow_private_network: boolean;
   created_at: number;
 }
 
@@ -56,14 +61,16 @@ export interface ReceiverStatusView extends ReceiverView {
 }
 
 export function receiverView(r: ReceiverRecord): ReceiverView {
+  const destination = r.endpointUrl === null ? null : pushDestination(r.endpointUrl);
   return {
     id: r.id,
     delivery: r.delivery,
-    endpoint_url: r.endpointUrl,
+    endpoint_url: destination?.url ?? null,
     client_id: r.clientId,
     audience: r.audience,
     authorization: r.authorization !== null,
     ca: r.caPem !== null,
+    allow_private_network: destination?.allowPrivateNetwork ?? false,
     created_at: r.createdAt,
   };
 }
@@ -79,8 +86,12 @@ function statusView(s: ReceiverStatus): ReceiverStatusView {
   };
 }
 
-/** A push endpoint: https://, or http:// to this machine only (development). No credentials in it. */
-export function checkPushUrl(value: string): URL {
+/**
+ * A push endpoint: https://, or http:// to this machine only (development). No credentials in it;
+ * not a port or an address of {@link refusedHost}'s (cloud metadata, link-local, unspecified,
+ * multicast, and private ones unless `allowPrivateNetwork`).
+ */
+export function checkPushUrl(value: string, allowPrivateNetwork = false): URL {
   let url: URL;
   try {
     url = new URL(value);
@@ -93,6 +104,8 @@ export function checkPushUrl(value: string): URL {
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new InvalidInputError('the push URL must be https://');
   if (url.username !== '' || url.password !== '') throw new InvalidInputError('the push URL must not hold credentials: use --authorization-env or --authorization-file');
   if (url.hash !== '') throw new InvalidInputError('the push URL must not have a #fragment');
+  const refused = refusedPort(Number(url.port || (url.protocol === 'https:' ? 443 : 80))) ?? refusedHost(url.hostname, allowPrivateNetwork);
+  if (refused !== undefined) throw new InvalidInputError(`the push URL is refused: ${refused}`);
   return url;
 }
 
@@ -127,11 +140,11 @@ export async function addReceiver(ctx: EngineContext<Ports>, input: AddReceiverI
   if (!RECEIVER_ID.test(input.id)) throw new InvalidInputError(`receiver id "${input.id}" must be 1 to 64 letters, digits, ".", "_" or "-"`);
   let record: ReceiverRecord;
   if (input.delivery === 'push') {
-    const url = checkPushUrl(input.endpointUrl);
+    const url = checkPushUrl(input.endpointUrl, input.allowPrivateNetwork);
     record = {
       id: input.id,
       delivery: 'push',
-      endpointUrl: url.href,
+      endpointUrl: recordedEndpoint(url, input.allowPrivateNetwork === true),
       authorization: input.authorization === undefined ? null : checkAuthorization(input.authorization),
       caPem: input.caPem === undefined ? null : checkCa(input.caPem),
       clientId: null,

@@ -1,6 +1,8 @@
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { rootCertificates } from 'node:tls';
+import { pushDestination, refusedAddress, refusedHost, refusedPort } from '../engine/push-destination.js';
 import type { ReceiverRecord } from '../store/store.js';
 
 /** What the receiver made of one pushed SET (RFC 8935 §2.2–2.4). */
@@ -24,10 +26,17 @@ const MAX_ANSWER_BYTES = 16 * 1024;
 export function pushSet(receiver: ReceiverRecord, set: string, timeoutMs = PUSH_TIMEOUT_MS): Promise<PushResult> {
   return new Promise((resolve) => {
     let url: URL;
+    const { url: href, allowPrivateNetwork } = pushDestination(receiver.endpointUrl ?? '');
     try {
-      url = new URL(receiver.endpointUrl ?? '');
+      url = new URL(href);
     } catch {
       resolve({ kind: 'failed', error: 'the endpoint URL is not valid' });
+      return;
+    }
+    // Judged again here, not only at `receiver add`: the rules may have changed since it was stored.
+    const refused = refusedPort(Number(url.port || (url.protocol === 'https:' ? 443 : 80))) ?? refusedHost(url.hostname, allowPrivateNetwork);
+    if (refused !== undefined) {
+      resolve({ kind: 'failed', error: `refused: ${refused}` });
       return;
     }
     const headers: Record<string, string | number> = {
@@ -36,7 +45,7 @@ export function pushSet(receiver: ReceiverRecord, set: string, timeoutMs = PUSH_
       'content-length': Buffer.byteLength(set),
     };
     if (receiver.authorization !== null) headers.authorization = receiver.authorization;
-    const options = { method: 'POST', headers, timeout: timeoutMs };
+    const options = { method: 'POST', headers, timeout: timeoutMs, lookup: guardedLookup(allowPrivateNetwork) };
     const onAnswer = (res: import('node:http').IncomingMessage): void => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -57,6 +66,23 @@ export function pushSet(receiver: ReceiverRecord, set: string, timeoutMs = PUSH_
     req.on('close', () => clearTimeout(deadline));
     req.end(set);
   });
+}
+
+/**
+ * dns.lookup, refusing a name any of whose addresses may not be pushed to: checked on the
+ * addresses the socket then connects to, so a name that resolved to a public address when the
+ * receiver was added cannot be turned to a metadata or private one later (DNS rebinding).
+ */
+function guardedLookup(allowPrivateNetwork: boolean) {
+  return (hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void): void => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, '');
+      const refused = addresses.map((a) => refusedAddress(a.address, allowPrivateNetwork)).find((r) => r !== undefined);
+      if (refused !== undefined) return callback(new Error(`refused: ${hostname} resolves to ${refused}`), '');
+      if (options.all) return callback(null, addresses);
+      callback(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  };
 }
 
 /** RFC 8935 §2.2: 202 is accepted; §2.3: 400 with `{"err", "description"}` is this SET refused for good. */

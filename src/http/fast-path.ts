@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { reportAnswer, reporting, writeAnswer, type AnswerReporter } from './answer.js';
+import { clientAddress, type TrustProxy } from './client-address.js';
 import { handle, type Endpoint, type HandlerDeps } from './endpoints/endpoint.js';
 import { ENDPOINTS } from './endpoints/index.js';
 import { BODY_LIMIT, FORM_MEDIA_TYPE, formBodyParser } from './form.js';
@@ -13,6 +14,8 @@ export interface FastPathOptions extends HandlerDeps {
   reporter: AnswerReporter;
   /** The request id, from the counter fastify's own requests use too. */
   nextId: () => string;
+  /** The proxies trusted to name the client, as fastify is given them; none: the socket's peer. */
+  trustProxy?: TrustProxy;
 }
 
 /**
@@ -29,7 +32,7 @@ export function createFastPath(options: FastPathOptions): (req: IncomingMessage,
   async function respond(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint, body: Buffer, started: number): Promise<void> {
     const id = nextId();
     const headers = req.headers;
-    const request = new EndpointRequest('POST', endpoint.path, headers, req.socket.remoteAddress, () => formBodyParser(headers['content-type'], body));
+    const request = new EndpointRequest('POST', endpoint.path, headers, clientAddress(req, options.trustProxy), () => formBodyParser(headers['content-type'], body));
     const answered = await handle(options, endpoint, request, (err) => reporter.log().error({ reqId: id, err }, 'unexpected error'));
     writeAnswer(res, answered.answer);
     if (reporting(reporter)) {

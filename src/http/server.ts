@@ -3,6 +3,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Engine } from '../engine/engine.js';
+import type { TrustProxy } from './client-address.js';
 import { reportAnswer, type AnswerReporter } from './answer.js';
 import { endpointRoute } from './endpoints/endpoint.js';
 import { ENDPOINTS } from './endpoints/index.js';
@@ -33,6 +34,11 @@ export interface BuildServerOptions {
    * parser refusing the request): for metrics. Nothing is computed for it when absent.
    */
   observer?: AnswerObserver;
+  /**
+   * The proxies whose `X-Forwarded-For` names the client (`serve --trust-proxy`, from
+   * `trustedProxies`); none by default: the socket's peer is the client.
+   */
+  trustProxy?: TrustProxy;
 }
 
 /**
@@ -83,7 +89,7 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
   const storeFaults = new StoreFaults();
   const reporter: AnswerReporter = { log: () => app.log, logRequests: () => logRequests, observer: options.observer };
   const refuse = createRefusal({ reporter, nextId });
-  const fastPath = createFastPath({ engine: options.engine, storeFaults, reporter, nextId });
+  const fastPath = createFastPath({ engine: options.engine, storeFaults, reporter, nextId, trustProxy: options.trustProxy });
   app = fastify({
     logger: options.logger ?? false,
     genReqId: nextId,
@@ -120,6 +126,8 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
     clientErrorHandler: createParserRefusals({ reporter, nextId }),
     // Its own 503 has no record, no no-store and no log line: the listener answers those instead.
     return503OnClosing: false,
+    // request.ip through the same function the fast path uses, so both doors key the budgets alike.
+    trustProxy: options.trustProxy ?? false,
     bodyLimit: BODY_LIMIT,
     exposeHeadRoutes: false,
     requestTimeout: limits.requestTimeoutMs,

@@ -16,7 +16,8 @@ export interface IntrospectionAnswer {
   iat?: number;
   nbf?: number;
   sub?: string;
-  aud?: string;
+  /** RFC 7662 §2.2: a string, or an array of them. */
+  aud?: string | string[];
   iss?: string;
   jti?: string;
 }

@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { bearerToken, expressMiddleware, fastifyHook, refusal, writeRefusal, type Check, type HeadersLike, type Principal } from './adapters.js';
 import { AnswerCache, covers, type IntrospectionAnswer, type RevokedTokens } from './cache.js';
-import { EventPoller, SetRejected, SetVerifier, type VerifiedSet } from './set-receiver.js';
+import { createPushHandler } from './push-handler.js';
+import { SeenSets } from './seen-sets.js';
+import { EventPoller, SetVerifier, type VerifiedSet } from './set-receiver.js';
 import { basicAuthorization, replyJson, Transport } from './transport.js';
 
 export interface ResourceServerOptions {
@@ -20,8 +22,20 @@ export interface ResourceServerOptions {
    * `fallbackMaxAgeMs`).
    */
   events?: 'poll' | 'push' | false;
-  /** The `aud` of the receiver's SETs; checked when given. */
+  /**
+   * The `aud` of the receiver's SETs (`tokenctl receiver add` prints it; by default the receiver's
+   * id): a SET for another receiver is refused. Required with `events: 'push'`, where anyone can
+   * post a SET tokenctl signed for someone else. By default also the `aud` every access token must
+   * carry (see `accept`).
+   */
   audience?: string;
+  /**
+   * Which active access tokens this API accepts (RFC 7662 §4, RFC 9068 §4: a resource server
+   * checks that a token was meant for it). `audience`: the `aud` a token must carry (one of these);
+   * default the `audience` above when it is given, `false` for any. `clientIds`: the clients whose
+   * tokens are accepted; default any. A token that fails either is refused as not active (401).
+   */
+  accept?: { audience?: string | readonly string[] | false; clientIds?: readonly string[] };
   /** The `iss` of the SETs; read from the server's RFC 8414 metadata when not given. */
   issuer?: string;
   /** Default `<url>/.well-known/jwks.json`. */
@@ -46,6 +60,8 @@ export interface ResourceServerOptions {
   realm?: string;
   /** push: the `Authorization` value tokenctl sends with each SET (the receiver's `--authorization-…`). */
   pushAuthorization?: string;
+  /** push: the largest body accepted (413 past it, the rest never read). Default 1 MiB. */
+  maxPushBytes?: number;
   /** Errors of the event stream and of introspection (never with a token or secret in them). Default: none. */
   onError?: (error: Error) => void;
 }
@@ -63,6 +79,10 @@ export interface ResourceServerStats {
   revocations: number;
   /** Cached answers dropped by events. */
   dropped: number;
+  /** SETs received again (same `jti`) and not applied a second time. */
+  replays: number;
+  /** Active access tokens refused because they were meant for another audience or client (`accept`). */
+  foreign: number;
   entries: number;
   streamUp: boolean;
 }
@@ -95,21 +115,31 @@ export class ResourceServer {
   private seq = 0;
   private streamUp: boolean;
   private issuer: Promise<string> | undefined;
-  private readonly counters = { hits: 0, misses: 0, introspections: 0, events: 0, revocations: 0, dropped: 0 };
+  private readonly counters = { hits: 0, misses: 0, introspections: 0, events: 0, revocations: 0, dropped: 0, replays: 0, foreign: 0 };
+  private readonly seen: SeenSets;
+  private readonly audiences: readonly string[] | undefined;
   private readonly upWaiters: (() => void)[] = [];
 
   constructor(private readonly options: ResourceServerOptions) {
     this.base = new URL(options.url.replace(/\/*$/, '/'));
     this.transport = new Transport(options.ca, 64);
     this.authorization = basicAuthorization(options.clientId, options.clientSecret);
+    const maxAgeMs = options.cache?.maxAgeMs ?? 5 * 60_000;
     this.cache = new AnswerCache({
       maxEntries: options.cache?.maxEntries ?? 10_000,
-      maxAgeMs: options.cache?.maxAgeMs ?? 5 * 60_000,
+      maxAgeMs,
       inactiveTtlMs: options.cache?.inactiveTtlMs ?? 10_000,
     });
     this.fallbackMaxAgeMs = options.fallbackMaxAgeMs ?? 2000;
     this.timeoutMs = options.introspectionTimeoutMs ?? 5000;
     const events = options.events ?? 'poll';
+    if (events === 'push' && options.audience === undefined) {
+      throw new TypeError("events: 'push' needs audience: the receiver's audience (tokenctl receiver list shows it), so that SETs signed for other receivers are refused");
+    }
+    const accepted = options.accept?.audience === undefined ? options.audience : options.accept.audience;
+    this.audiences = accepted === false || accepted === undefined ? undefined : typeof accepted === 'string' ? [accepted] : [...accepted];
+    // A SET older than an answer may be kept has nothing left to drop: remembered that long.
+    this.seen = new SeenSets(100_000, Math.max(maxAgeMs, this.fallbackMaxAgeMs) + 60_000);
     // push has no liveness signal of its own: its stream counts as up (docs/resource-server.md).
     this.streamUp = events === 'push';
     this.verifier = new SetVerifier(this.transport, {
@@ -156,6 +186,10 @@ export class ResourceServer {
   async verify(token: string): Promise<Principal | null> {
     const answer = await this.introspect(token);
     if (!answer.active || (answer.token_type !== undefined && answer.token_type !== 'access_token')) return null;
+    if (!this.meantForUs(answer)) {
+      this.counters.foreign++;
+      return null;
+    }
     return {
       clientId: answer.client_id,
       username: answer.username,
@@ -211,34 +245,19 @@ export class ResourceServer {
 
   /**
    * RFC 8935 push: a Node handler for the endpoint registered with `tokenctl receiver add ID
-   * --push URL`. Answers 202 once the SET is verified and applied, 400 `{err}` when it is not
-   * acceptable, 401 when `pushAuthorization` is set and not presented.
+   * --push URL`. Answers 202 once the SET is verified and applied (or was already), 400 `{err}`
+   * when it is not acceptable, 401 when `pushAuthorization` is set and not presented, 413 for a
+   * body over `maxPushBytes`, 408 for one not in within 10 s, 503 while 4 others are being read.
    */
-  pushHandler() {
-    return (req: IncomingMessage, res: ServerResponse): void => {
-      const answer = (status: number, body?: object) => {
-        res.writeHead(status, body ? { 'content-type': 'application/json' } : {});
-        res.end(body ? JSON.stringify(body) : undefined);
-      };
-      if (this.options.pushAuthorization !== undefined && req.headers.authorization !== this.options.pushAuthorization) {
-        return answer(401, { err: 'authentication_failed', description: 'wrong or missing Authorization' });
-      }
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        this.verifier.verify(Buffer.concat(chunks).toString('utf8').trim()).then(
-          (set) => {
-            this.apply(set);
-            answer(202);
-          },
-          (error: unknown) => {
-            this.options.onError?.(error instanceof Error ? error : new Error(String(error)));
-            if (error instanceof SetRejected) answer(400, { err: error.err, description: error.message });
-            else answer(503); // a key not fetched yet: the transmitter retries
-          },
-        );
-      });
-    };
+  pushHandler(): (req: IncomingMessage, res: ServerResponse) => void {
+    return createPushHandler({
+      authorization: this.options.pushAuthorization,
+      maxBytes: this.options.maxPushBytes ?? 1 << 20,
+      bodyTimeoutMs: 10_000,
+      maxConcurrent: 4,
+      receive: async (jws) => this.apply(await this.verifier.verify(jws)),
+      onError: (error) => this.options.onError?.(error),
+    });
   }
 
   /** Resolves once the event stream is up (poll: the backlog fetched and applied). */
@@ -305,8 +324,14 @@ export class ResourceServer {
 
   /** Drops what each revocation of a SET covers, oldest first, and remembers them for {@link coveredSince}. */
   private apply(set: VerifiedSet): void {
-    if (set.revocations.length === 0) return;
     const now = Date.now();
+    // Acknowledged again (202, or in the next poll) but not applied again: RFC 8935 §2 lets the
+    // transmitter resend a SET whose acknowledgement it lost, and a captured one costs nothing.
+    if (!this.seen.firstTime(set.jti, now)) {
+      this.counters.replays++;
+      return;
+    }
+    if (set.revocations.length === 0) return;
     this.counters.events++;
     for (const revocation of set.revocations) {
       this.counters.revocations++;
@@ -317,6 +342,16 @@ export class ResourceServer {
     // timeout), and forgotten in chunks so that a high rate of events does not copy on each one.
     const forget = now - 2 * this.timeoutMs - 1000;
     if (this.recent.length > 1024 && this.recent[1023]!.at < forget) this.recent = this.recent.filter((e) => e.at >= forget);
+  }
+
+  /** Whether an active token was meant for this API (`accept`): its audience and its client. */
+  private meantForUs(answer: IntrospectionAnswer): boolean {
+    if (this.audiences !== undefined) {
+      const aud = answer.aud === undefined ? [] : typeof answer.aud === 'string' ? [answer.aud] : answer.aud;
+      if (!aud.some((a) => this.audiences!.includes(a))) return false;
+    }
+    const clients = this.options.accept?.clientIds;
+    return clients === undefined || (answer.client_id !== undefined && clients.includes(answer.client_id));
   }
 
   private setStreamUp(up: boolean): void {

@@ -174,6 +174,8 @@ export class EventPoller {
           headers: { authorization: this.options.authorization, 'content-type': 'application/json', accept: 'application/json' },
           body,
           timeoutMs: this.options.longPollTimeoutMs,
+          // Up to maxEvents SETs, each of up to a thousand revocations merged (docs/events.md).
+          maxBytes: 64 << 20,
           signal: this.abort.signal,
         });
         const answer = replyJson(reply, 'poll') as { sets?: Record<string, string>; moreAvailable?: boolean; err?: string };

@@ -15,10 +15,17 @@ export interface SendOptions {
   method?: 'GET' | 'POST';
   headers?: Record<string, string>;
   body?: string;
-  /** Gives up after this many ms (the request is destroyed). */
+  /**
+   * Gives up this many ms after the request starts, however the server trickles its answer (the
+   * request is destroyed): a deadline for the whole exchange, not a timeout on silence.
+   */
   timeoutMs: number;
+  /** An answer body longer than this is an error (the request is destroyed). Default 1 MiB. */
+  maxBytes?: number;
   signal?: AbortSignal;
 }
+
+const DEFAULT_MAX_BYTES = 1 << 20;
 
 export class Transport {
   private readonly https: HttpsAgent;
@@ -32,18 +39,30 @@ export class Transport {
   send(url: URL, options: SendOptions): Promise<Reply> {
     const secure = url.protocol === 'https:';
     if (!secure && url.protocol !== 'http:') return Promise.reject(new Error(`unsupported URL scheme ${url.protocol}`));
+    const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
     return new Promise((resolve, reject) => {
       const req = (secure ? httpsRequest : httpRequest)(
         url,
         { method: options.method ?? 'GET', headers: options.headers, agent: secure ? this.https : this.http, signal: options.signal },
         (res) => {
           const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          let length = 0;
+          res.on('data', (chunk: Buffer) => {
+            length += chunk.length;
+            if (length > maxBytes) req.destroy(new Error(`the answer from ${url.origin} is over ${maxBytes} bytes`));
+            else chunks.push(chunk);
+          });
           res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
           res.on('error', reject);
+          res.on('close', () => {
+            if (!res.complete) reject(new Error(`the answer from ${url.origin} was cut off`));
+          });
         },
       );
-      req.setTimeout(options.timeoutMs, () => req.destroy(new Error(`no answer from ${url.origin} within ${options.timeoutMs} ms`)));
+      // A timer, not req.setTimeout: that one is reset by every byte, so a server sending one
+      // byte now and then held a check for ever (Node's socket timeout is an idle timeout).
+      const deadline = setTimeout(() => req.destroy(new Error(`no answer from ${url.origin} within ${options.timeoutMs} ms`)), options.timeoutMs);
+      req.on('close', () => clearTimeout(deadline));
       req.on('error', reject);
       req.end(options.body);
     });

@@ -2,6 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ServeError } from './errors.js';
+import { closeUnacknowledgedHandoffs } from './handoff.js';
 import type { WorkerCommand, WorkerReport, WorkerSettings } from './worker.js';
 
 /**
@@ -41,6 +42,7 @@ export async function startWorkers(count: number, settings: WorkerSettings, onFa
   const fork = (): Promise<string> =>
     new Promise((resolve, reject) => {
       const worker = cluster.fork();
+      closeUnacknowledgedHandoffs(worker);
       workers.add(worker);
       let listening = false;
       worker.on('message', (message: WorkerReport) => {

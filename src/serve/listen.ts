@@ -3,6 +3,7 @@ import type { FastifyServerOptions } from 'fastify';
 import { ServeError } from './errors.js';
 import type { Engine } from '../engine/engine.js';
 import type { AnswerObserver } from '../http/observer.js';
+import { trustedProxies } from '../http/client-address.js';
 import { buildServer, type ConnectionLimits, type TokenctlApp } from '../http/server.js';
 import type { TlsMaterial } from './tls.js';
 import { baseUrl } from './transport.js';
@@ -21,6 +22,8 @@ export interface StartOptions {
   connections?: Partial<ConnectionLimits>;
   /** Told of every answer (metrics, traces). */
   observer?: AnswerObserver;
+  /** `--trust-proxy`: the proxies whose `X-Forwarded-For` names the client (checked by {@link checkTrustProxy}). */
+  trustProxy?: readonly string[];
   /** How long in-flight requests may take to finish on shutdown; default 10 s. */
   shutdownGraceMs?: number;
 }
@@ -36,7 +39,8 @@ export interface RunningServer {
 /** Builds the app (`http/server.ts`) and listens. The store stays open: its owner closes it. */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { engine, host, port, tls } = options;
-  const app = buildServer({ engine, logger: options.logger, connections: options.connections, observer: options.observer, ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}) });
+  const trustProxy = options.trustProxy?.length ? trustedProxies(options.trustProxy) : undefined;
+  const app = buildServer({ engine, logger: options.logger, connections: options.connections, observer: options.observer, trustProxy, ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}) });
   try {
     await app.listen({ host, port, listenTextResolver: (address) => `server listening at ${address}` });
   } catch (err) {
@@ -63,6 +67,16 @@ async function closeGracefully(app: TokenctlApp, graceMs: number): Promise<void>
   } finally {
     clearInterval(sweep);
     clearTimeout(deadline);
+  }
+}
+
+/** Refuses a `--trust-proxy` value that is not an address, a CIDR range or one of proxy-addr's names, before anything is opened. */
+export function checkTrustProxy(values: readonly string[] | undefined): void {
+  if (!values?.length) return;
+  try {
+    trustedProxies(values);
+  } catch (err) {
+    throw new ServeError(`--trust-proxy: ${(err as Error).message}`, 'bad_trust_proxy', 'usage', 'give addresses or CIDR ranges (10.0.0.0/8, fd00::/8), or loopback, linklocal, uniquelocal');
   }
 }
 

@@ -7,7 +7,8 @@ import { demoInstructions, prepareDemo } from './demo.js';
 import { demoLoginInstructions, prepareDemoApp } from './demo-login.js';
 import { isLoopback } from './transport.js';
 import { waitForShutdownSignal } from './shutdown.js';
-import { startServer } from './listen.js';
+import { connectionCap, readDescriptors } from './descriptor-limit.js';
+import { checkTrustProxy, startServer } from './listen.js';
 import { checkStoreWritable, watchStoreFile } from './store-watch.js';
 import { chooseTransport, metricsListenerWarning, type TransportFlags } from './transport.js';
 import { connectionBudgetWarning, type OpenStoreOptions } from '../store/open-store.js';
@@ -33,8 +34,10 @@ export interface ServeSettings extends TransportFlags {
   storeLocation?: string;
   /** How workers open the store (pool size, timeout), as the primary did. */
   storeOptions?: OpenStoreOptions;
-  /** `--max-connections`: open connections at once, per process. */
+  /** `--max-connections`: open connections at once, per process (default 1000); lowered to fit the open files limit. */
   maxConnections?: number;
+  /** `--trust-proxy`: the proxies whose `X-Forwarded-For` names the client; none by default. */
+  trustProxy?: string[];
   /** Where this process writes its request log lines (the command chooses the format). */
   logStream: NodeJS.WritableStream;
   /** Metrics and tracing (`--metrics-port`, `--trace`); none without. */
@@ -54,6 +57,7 @@ export interface ServeOutput {
  * print `listening on <URL>`, and on SIGTERM/SIGINT stop gracefully. The caller closes the store.
  */
 export async function runServe(settings: ServeSettings, openEngine: (options: Partial<EngineOptions>) => Promise<Engine>, out: ServeOutput): Promise<void> {
+  checkTrustProxy(settings.trustProxy);
   const transport = await chooseTransport(settings, settings.certDir);
   // Without an issuer given, the engine's default stands until the server learns the URL it listens on.
   const issuerFromUrl = settings.engine.issuer === undefined;
@@ -63,6 +67,10 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
   if (transport.warning) out.warn(transport.warning);
   for (const warning of loginWarnings(settings)) out.warn(warning);
   if (settings.demo && engine.config.devLogin) await prepareDemoApp(engine, settings.actor);
+  // After the store is open, so that its descriptors are counted; workers inherit the same limit.
+  const cap = connectionCap(settings.maxConnections, readDescriptors(), settings.storeOptions?.poolSize);
+  if (cap.warning) out.warn(cap.warning);
+  if (cap.note) out.note(cap.note);
   if (settings.storeLocation !== undefined) {
     const budget = await connectionBudgetWarning(settings.storeLocation, settings.storeOptions?.poolSize, settings.workers ?? 1);
     if (budget) out.warn(budget);
@@ -99,7 +107,8 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
         tls: transport.tls && { key: transport.tls.key, cert: transport.tls.cert },
         issuerFromUrl,
         logLevel: settings.logLevel,
-        maxConnections: settings.maxConnections,
+        maxConnections: cap.maxConnections,
+        trustProxy: settings.trustProxy,
         observability: settings.observability?.settings,
       },
       (message) => fatal(message),
@@ -129,7 +138,8 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
     tls: transport.tls,
     issuerFromUrl,
     logger: { level: settings.logLevel, stream: settings.logStream },
-    connections: { maxConnections: settings.maxConnections },
+    connections: { maxConnections: cap.maxConnections },
+    trustProxy: settings.trustProxy,
   });
   force = () => server.app.server.closeAllConnections();
   const delivery = await startEventDelivery(engine, server.app.log, settings.observability?.local?.metrics);

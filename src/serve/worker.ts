@@ -17,6 +17,8 @@ export interface WorkerSettings {
   issuerFromUrl: boolean;
   logLevel: string;
   maxConnections?: number;
+  /** `--trust-proxy`, as the primary checked it. */
+  trustProxy?: string[];
   /** Metrics and tracing, as the primary's flags asked. */
   observability?: ObservabilitySettings;
 }
@@ -49,6 +51,7 @@ async function runWorker(settings: WorkerSettings): Promise<void> {
     issuerFromUrl: settings.issuerFromUrl,
     logger: { level: settings.logLevel, stream: process.stderr },
     connections: { maxConnections: settings.maxConnections },
+    trustProxy: settings.trustProxy,
   });
   const delivery = await startEventDelivery(engine, server.app.log, observability?.metrics);
   report({ type: 'listening', url: server.url });

@@ -1,6 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderReceiverList } from '../../src/cli/render/receiver.js';
+import type { ReceiverStatusView } from '../../src/engine/receivers.js';
 import { createClient, issue, tempStore, type TempStore } from '../helpers/cli.js';
 
 /** receiver add|list|remove|retry and signing-key list|rotate through their --json output, on a SQLite store. */
@@ -48,8 +50,11 @@ describe('receiver commands', () => {
       expect(r.code, args.join(' ')).not.toBe(0);
       expect(r.stderr, args.join(' ')).toMatch(message);
     }
-    // Plain http:// to this machine is fine (development).
-    expect((await store.run(['receiver', 'add', 'dev', '--push', 'http://127.0.0.1:9999/events', '--json'])).code).toBe(0);
+    // Plain http:// to this machine is fine (development), once private addresses are allowed.
+    expect((await store.run(['receiver', 'add', 'dev', '--push', 'http://127.0.0.1:9999/events'])).stderr).toMatch(/127\.0\.0\.1 is a loopback address \(allowed with --allow-private-network\)/);
+    const dev = await store.run(['receiver', 'add', 'dev', '--push', 'http://127.0.0.1:9999/events', '--allow-private-network', '--json']);
+    expect(dev.code).toBe(0);
+    expect(JSON.parse(dev.stdout)).toMatchObject({ endpoint_url: 'http://127.0.0.1:9999/events', allow_private_network: true });
     const caFile = join(store.dir, 'not-a-ca.pem');
     writeFileSync(caFile, 'hello');
     expect((await store.run(['receiver', 'add', 'x8', '--push', 'https://rs.example.test/', '--ca', caFile])).stderr).toMatch(/not a PEM certificate/);
@@ -89,4 +94,23 @@ describe('receiver commands', () => {
     expect(rotations.map((e) => e.target)).toEqual([`key:${second.kid}`, `key:${first.kid}`]);
     for (const e of rotations) expect(e).toMatchObject({ actor: expect.stringMatching(/^cli:/), count: 1, detail: 'ES256' });
   });
+
+  it('receiver list prints a receiver\'s terminal escape sequences as text, never raw', async () => {
+    const hostile = '\u001b]0;owned\u0007\u001b[2J\u009b31m';
+    const added = await store.run(['receiver', 'add', 'esc', '--push', 'https://esc.example.test/events', '--audience', `aud${hostile}`]);
+    expect(added.code).toBe(0);
+    expect(added.stdout).toContain('aud\\u001b]0;owned');
+    const human = await store.run(['receiver', 'list']);
+    expect(human.stdout).toContain('esc');
+    // What the receiver itself answered (RFC 8935 error description), as the deliverer stores it.
+    const view = (await store.json<ReceiverStatusView[]>(['receiver', 'list'])).find((r) => r.id === 'esc')!;
+    expect(view.audience).toBe(`aud${hostile}`); // --json keeps the data; JSON escapes C0 itself
+    const rendered = renderReceiverList([{ ...view, last_error: `HTTP 400 invalid_request: ${hostile}` }], Date.now());
+    for (const out of [added.stdout, human.stdout, rendered]) {
+      // eslint-disable-next-line no-control-regex -- the raw sequences must not be there
+      expect(out).not.toMatch(/[\u0007\u009b]|\u001b\[2J|\u001b\]0/);
+    }
+    expect(rendered).toContain('\\u001b]0;owned\\u0007\\u001b[2J\\u009b31m');
+  });
 });
+

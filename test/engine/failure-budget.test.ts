@@ -80,6 +80,25 @@ describe('ClientAuthenticator brute-force budgets', () => {
     expect(unknown).toEqual(known);
   });
 
+  it('made-up ids draw from the source\'s budget: 3,000 of them cost at most its burst of hashes', async () => {
+    const { auth, advance } = await setup();
+    const counts = { 401: 0, 429: 0 } as Record<number | string, number>;
+    for (let n = 0; n < 3000; n++) {
+      const o = await outcome(auth.authenticate({ clientId: `made-up-${n}`, secrets: ['guess'] }, '192.0.2.8'));
+      counts[o as number] = (counts[o as number] ?? 0) + 1;
+    }
+    // Each 401 is a hash: the source's burst (5), no more; every other attempt 429 before any hash.
+    expect(counts).toEqual({ 401: 5, 429: 2995 });
+    // The same answer for a real id this source never tried, so the 429 tells nothing about which ids exist.
+    expect(await outcome(auth.authenticate(wrong(1), '192.0.2.8'))).toBe(429);
+    expect(await outcome(auth.authenticate({ clientId: 'victim', secrets: ['right-password'] }, '192.0.2.8'))).toBe(429);
+    // Another address, the owner's, is untouched.
+    expect(await outcome(auth.authenticate({ clientId: 'victim', secrets: ['right-password'] }, '198.51.100.9'))).toBe('ok');
+    advance(10_000); // one failure drained
+    expect(await outcome(auth.authenticate({ clientId: 'made-up-new', secrets: ['guess'] }, '192.0.2.8'))).toBe(401);
+    expect(await outcome(auth.authenticate({ clientId: 'made-up-newer', secrets: ['guess'] }, '192.0.2.8'))).toBe(429);
+  });
+
   it('without a source (the CLI) nothing is throttled', async () => {
     const { auth } = await setup();
     for (let n = 0; n < 8; n++) expect(await outcome(auth.authenticate(wrong(n)))).toBe(401);

@@ -12,6 +12,7 @@ import type { ReceiverRecord, RevocationEvent } from '../../src/store/store.js';
 import { ManualTimers } from '../helpers/timers.js';
 import { GroupingMemoryStore } from './grouping-store.js';
 import { TestReceiver } from './receiver.js';
+import { recordedEndpoint } from '../../src/engine/push-destination.js';
 
 /**
  * The push loop's policy over the in-memory store, with a push function the test controls, a
@@ -226,7 +227,7 @@ describe('a receiver down for a minute, over HTTPS', () => {
       const store = new MemoryStore();
       const timers = new ManualTimers(new ManualClock(T0));
       const clock = timers.clock;
-      await store.createReceiver({ ...receiver('gw'), endpointUrl: rs.url, caPem: readFileSync(rs.caFile, 'utf8'), authorization: 'Bearer for-tests' }, {});
+      await store.createReceiver({ ...receiver('gw'), endpointUrl: recordedEndpoint(new URL(rs.url), true), caPem: readFileSync(rs.caFile, 'utf8'), authorization: 'Bearer for-tests' }, {});
       // The real push (pushSet) to a real receiver; only the waits between attempts are the clock's.
       const deliverer = new PushDeliverer({ store, keys: new SigningKeys(store, () => clock.now()), issuer: () => 'https://issuer.example.test', clock, timers });
       await rs.down();

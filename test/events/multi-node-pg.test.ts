@@ -38,7 +38,7 @@ describe.runIf(PG_URL)('push from 3 nodes on PostgreSQL', () => {
     receiver = await TestReceiver.start(dir);
     const c = await cli<{ client_id: string; client_secret: string }>(['client', 'create', '--name', 'app']);
     client = { id: c.client_id, secret: c.client_secret };
-    await cli(['receiver', 'add', 'gw', '--push', receiver.url, '--ca', receiver.caFile]);
+    await cli(['receiver', 'add', 'gw', '--push', receiver.url, '--ca', receiver.caFile, '--allow-private-network']);
     nodes = await Promise.all(Array.from({ length: NODES }, (_, i) => startServe(['--db', db, '--node', `node-${i}`, '--issuer', 'https://auth.example.test', '--log-level', 'warn'])));
   }, 60_000);
 
@@ -113,7 +113,7 @@ describe.runIf(PG_URL)('a node killed while it pushes, on PostgreSQL', () => {
     receiver = await TestReceiver.start(dir);
     receiver.holdMs = 60_000;
     const c = await cli<{ client_id: string }>(['client', 'create', '--name', 'app']);
-    await cli(['receiver', 'add', 'gw', '--push', receiver.url, '--ca', receiver.caFile]);
+    await cli(['receiver', 'add', 'gw', '--push', receiver.url, '--ca', receiver.caFile, '--allow-private-network']);
     const a = await start('node-a');
     const t = await cli<{ access_token: string; jti: string }>(['token', 'issue', '--client', c.client_id, '--user', 'alice']);
     await cli(['revoke', t.access_token]);

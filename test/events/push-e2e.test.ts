@@ -22,7 +22,7 @@ interface Setup {
 async function setUp(serveArgs: string[] = []): Promise<Setup> {
   const store = tempStore({ inProcess: true });
   const receiver = await TestReceiver.start(store.dir);
-  const added = await store.run(['receiver', 'add', 'gw', '--push', receiver.url, '--ca', receiver.caFile, '--authorization-env', 'RS_AUTH', '--json'], { env: { RS_AUTH: AUTH } });
+  const added = await store.run(['receiver', 'add', 'gw', '--push', receiver.url, '--allow-private-network', '--ca', receiver.caFile, '--authorization-env', 'RS_AUTH', '--json'], { env: { RS_AUTH: AUTH } });
   expect(added.code, added.stderr).toBe(0);
   const serve = await startServe(['--db', store.db, '--log-level', 'warn', '--rotate-refresh-tokens', ...serveArgs], { processGroup: serveArgs.includes('--workers') });
   return { store, receiver, serve };

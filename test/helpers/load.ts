@@ -77,24 +77,23 @@ export interface ServeProcess {
 
 /**
  * Starts `node bin/run.js serve --host 127.0.0.1 --port 0 …args` and resolves once it printed
- * `listening on <URL>`. `umask` (octal string) runs it under that umask, through sh.
+ * `listening on <URL>`. `umask` (octal string) runs it under that umask, `nofile` under that
+ * open files limit (`ulimit -n`), through sh.
  * `processGroup` starts it as the leader of a process group of its own (detached), so that
  * `killGroup` reaches the workers of `--workers N` (node:cluster children of the primary) in the
  * same instant as the primary; it is also what killAllChildren and an early exit of the test
  * process kill then. Without it, a SIGKILL reaches the primary alone, and its workers stop
  * gracefully on losing it: not a crash.
  */
-export function startServe(args: string[], options: { timeoutMs?: number; umask?: string; processGroup?: boolean } = {}): Promise<ServeProcess> {
+export function startServe(args: string[], options: { timeoutMs?: number; umask?: string; nofile?: number; processGroup?: boolean } = {}): Promise<ServeProcess> {
   if (!existsSync(join(ROOT, 'dist/commands/serve.js')) || !existsSync(join(ROOT, 'oclif.manifest.json'))) {
     throw new Error('tokenctl is not built: run `npm run build` before these tests');
   }
   const home = mkdtempSync(join(tmpdir(), 'tokenctl-serve-home-'));
   const argv = [BIN, 'serve', '--host', '127.0.0.1', '--port', '0', ...args];
   const spawnOptions = { cwd: home, env: serveEnv(home), stdio: ['ignore', 'pipe', 'pipe'] as ('ignore' | 'pipe')[], detached: options.processGroup === true };
-  const child =
-    options.umask === undefined
-      ? spawn(process.execPath, argv, spawnOptions)
-      : spawn('sh', ['-c', `umask ${options.umask} && exec "$0" "$@"`, process.execPath, ...argv], spawnOptions);
+  const shell = [options.umask === undefined ? '' : `umask ${options.umask} && `, options.nofile === undefined ? '' : `ulimit -n ${options.nofile} && `].join('');
+  const child = shell === '' ? spawn(process.execPath, argv, spawnOptions) : spawn('sh', ['-c', `${shell}exec "$0" "$@"`, process.execPath, ...argv], spawnOptions);
   children.add(child);
   if (options.processGroup === true) groupLeaders.add(child);
   // Should the test process end first (a failed run), the child and its directory go with it.

@@ -33,7 +33,7 @@ beforeAll(async () => {
   nodeA = startServe(store.db, tls, portA, ['--issuer', issuer, '--rotate-refresh-tokens', '--node', 'a']);
   nodeB = startServe(store.db, tls, portB, ['--issuer', issuer, '--rotate-refresh-tokens', '--node', 'b']);
   await Promise.all([nodeA.up, nodeB.up]);
-  rs = new ResourceServer({ url: nodeA.url, ca: tls.ca, clientId: rsClient.id, clientSecret: rsClient.secret!, audience: 'rs', cache: { maxAgeMs: CACHE_MS }, onError: (e) => errors.push(e) });
+  rs = new ResourceServer({ url: nodeA.url, ca: tls.ca, clientId: rsClient.id, clientSecret: rsClient.secret!, audience: 'rs', accept: { audience: 'rs' }, cache: { maxAgeMs: CACHE_MS }, onError: (e) => errors.push(e) });
   await rs.ready();
 }, 90_000);
 
@@ -80,7 +80,7 @@ const kinds: [string, (c: Client, t: IssuedTokens) => Promise<void>][] = [
 
 describe('resource server module against real serve processes', () => {
   it('serves a valid token from its cache without a round trip', async () => {
-    const app = await createClient(store);
+    const app = await createClient(store, ['--audience', 'rs']);
     const t = await issue(store, app.id, 'carol');
     const before = rs.stats().introspections;
     for (let i = 0; i < 50; i++) expect(await rs.verify(t.access_token)).toMatchObject({ username: 'carol', clientId: app.id });
@@ -88,7 +88,7 @@ describe('resource server module against real serve processes', () => {
   });
 
   it.each(kinds)('refuses a cached token within 1 s of its revocation by %s', async (_kind, revoke) => {
-    const app = await createClient(store);
+    const app = await createClient(store, ['--audience', 'rs']);
     // Issued before the rotation that reuse detection rotates in the past.
     const t = await issueInThePast(store, app.id, 'alice', 2 * ROTATION_RACE_WINDOW_MS + 1_000);
     expect(await rs.verify(t.access_token)).not.toBeNull();
@@ -98,7 +98,7 @@ describe('resource server module against real serve processes', () => {
   }, 30_000);
 
   it('refuses within 1 s across a kill -9 of the node it polls (revoked on the other node, then the kill)', async () => {
-    const app = await createClient(store);
+    const app = await createClient(store, ['--audience', 'rs']);
     const [t1, t2] = [await issue(store, app.id, 'dave'), await issue(store, app.id, 'erin')];
     const principals = [await rs.verify(t1.access_token), await rs.verify(t2.access_token)];
     expect(principals.every((p) => p !== null)).toBe(true);
@@ -124,7 +124,7 @@ describe('resource server module against real serve processes', () => {
   }, 60_000);
 
   it('refuses within 1 s across a kill -9 of the node it polls right after a CLI revocation', async () => {
-    const app = await createClient(store);
+    const app = await createClient(store, ['--audience', 'rs']);
     const t = await issue(store, app.id, 'gina');
     expect(await rs.verify(t.access_token)).not.toBeNull();
     await store.json(['revoke', t.access_token]);
@@ -155,7 +155,8 @@ describe('resource server module against real serve processes', () => {
         api.stdout!.on('data', on);
         api.stderr!.on('data', on);
       });
-      const app = await createClient(store);
+      // A client whose tokens are meant for this API: the example checks their aud (RS_AUDIENCE).
+      const app = await createClient(store, ['--audience', 'example-api']);
       const t = await issue(store, app.id, 'frank');
       const get = (token?: string) => fetch(`http://127.0.0.1:${port}/`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
       const ok = await get(t.access_token);

@@ -21,7 +21,7 @@ beforeEach(async () => {
   app = await createClient(server.engine, 'app');
   other = await createClient(server.engine, 'other');
   await server.engine.addReceiver({ id: 'rs-poll', delivery: 'poll', clientId: 'rs', audience: 'rs' }, 'test');
-  rs = new ResourceServer({ url: server.url, clientId: rsClient.id, clientSecret: rsClient.secret!, audience: 'rs', cache: { maxAgeMs: 10 * 60_000 } });
+  rs = new ResourceServer({ url: server.url, clientId: rsClient.id, clientSecret: rsClient.secret!, audience: 'rs', accept: { audience: 'https://api.example.test' }, cache: { maxAgeMs: 10 * 60_000 } });
   await rs.ready();
 });
 afterEach(async () => {

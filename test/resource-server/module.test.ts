@@ -23,6 +23,7 @@ const answer = (jti: string, username = 'alice', clientId = 'app', extra: Partia
   token_type: 'access_token',
   scope: 'read write',
   exp: soon,
+  aud: 'rs',
   ...extra,
 });
 

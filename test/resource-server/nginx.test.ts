@@ -70,7 +70,7 @@ describe.skipIf(missing !== null)('the NGINX example: auth_request and the auth 
     store = tempStore();
     const tls = await developmentTls();
     const rsClient = await createClient(store);
-    app = await createClient(store);
+    app = await createClient(store, ['--audience', 'nginx-sidecar']);
     await store.json(['receiver', 'add', 'nginx-sidecar', '--poll', '--client', rsClient.id]);
     serve = startServe(store.db, tls, await freePort());
     await serve.up;

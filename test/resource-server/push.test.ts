@@ -8,7 +8,7 @@ import { developmentTls, freePort, startServe, type ServeProcess } from './serve
 
 /**
  * RFC 8935 push into the module: a real `serve` pushes each SET to `rs.pushHandler()` (on
- * http://127.0.0.1, which `receiver add --push` allows for development), with the receiver's
+ * http://127.0.0.1, which `receiver add --push --allow-private-network` allows for development), with the receiver's
  * Authorization; the module verifies it, answers 202 and drops what it covers. A request without
  * the Authorization, or a body that is no valid SET, is refused with the RFC 8935 error.
  */
@@ -25,10 +25,10 @@ beforeAll(async () => {
   const port = await freePort();
   url = `http://127.0.0.1:${port}/events`;
   writeFileSync(join(store.dir, 'push-auth'), 'Bearer push-credential-for-the-test', { mode: 0o600 });
-  await store.json(['receiver', 'add', 'rs-push', '--push', url, '--authorization-file', join(store.dir, 'push-auth'), '--audience', 'rs-push']);
+  await store.json(['receiver', 'add', 'rs-push', '--push', url, '--allow-private-network', '--authorization-file', join(store.dir, 'push-auth'), '--audience', 'rs-push']);
   serve = startServe(store.db, tls, await freePort());
   await serve.up;
-  rs = new ResourceServer({ url: serve.url, ca: tls.ca, clientId: rsClient.id, clientSecret: rsClient.secret!, events: 'push', audience: 'rs-push', pushAuthorization: 'Bearer push-credential-for-the-test', cache: { maxAgeMs: 600_000 } });
+  rs = new ResourceServer({ url: serve.url, ca: tls.ca, clientId: rsClient.id, clientSecret: rsClient.secret!, events: 'push', audience: 'rs-push', accept: { audience: 'rs-push' }, pushAuthorization: 'Bearer push-credential-for-the-test', cache: { maxAgeMs: 600_000 } });
   endpoint = createServer(rs.pushHandler());
   await new Promise<void>((r) => endpoint.listen(port, '127.0.0.1', r));
 }, 60_000);
@@ -42,7 +42,7 @@ afterAll(async () => {
 
 describe('push (RFC 8935) into the module', () => {
   it('refuses a cached token within 1 s of its revocation by the CLI, by the pushed SET', async () => {
-    const app = await createClient(store);
+    const app = await createClient(store, ['--audience', 'rs-push']);
     const t = await issue(store, app.id, 'alice');
     expect(await rs.verify(t.access_token)).not.toBeNull();
     await store.json(['revoke', t.access_token]);

@@ -1,11 +1,12 @@
 import type { ReceiverStatusView, ReceiverView } from '../../engine/receivers.js';
 import type { SigningKeyView } from '../../engine/signing-keys.js';
 import { fields, plural, storeNote, table } from './layout.js';
+import { printable } from './printable.js';
 import { color } from './style.js';
 import { formatInstant, formatSpan } from './time.js';
 
 function where(r: ReceiverView): string {
-  return r.delivery === 'push' ? (r.endpoint_url ?? '') : `poll as client ${r.client_id ?? ''}`;
+  return printable(r.delivery === 'push' ? (r.endpoint_url ?? '') : `poll as client ${r.client_id ?? ''}`);
 }
 
 /** `receiver add`: what was registered (the Authorization value never). */
@@ -16,9 +17,10 @@ export function renderReceiverAdded(r: ReceiverView): string {
     fields([
       ['delivery', r.delivery === 'push' ? 'push (RFC 8935)' : 'poll (RFC 8936): POST /events/poll'],
       [r.delivery === 'push' ? 'endpoint' : 'client', where(r).replace(/^poll as client /, '')],
-      ['audience', r.audience],
+      ['audience', printable(r.audience)],
       ['authorization', r.delivery === 'push' ? (r.authorization ? 'sent (not shown)' : 'none') : undefined],
       ['ca', r.ca ? 'own CA trusted' : undefined],
+      ['network', r.allow_private_network ? 'private addresses allowed' : undefined],
     ]),
     '',
     color.dim('Every revocation from now on is delivered to it.'),
@@ -28,15 +30,16 @@ export function renderReceiverAdded(r: ReceiverView): string {
 /** `receiver list`: one row per receiver, with its backlog and its last error. */
 export function renderReceiverList(receivers: ReceiverStatusView[], now: number): string {
   if (receivers.length === 0) return color.dim('No receivers. Add one with: tokenctl receiver add ID --push URL (or --poll --client CLIENT_ID)');
+  // Every field is printed through printable(): the last error is the receiver's own text.
   const rows = receivers.map((r) => [
-    r.id,
+    printable(r.id),
     r.delivery,
     where(r),
     String(r.pending),
     r.dead > 0 ? color.red(String(r.dead)) : '0',
     r.oldest_pending_at === null ? '-' : formatSpan(Math.max(0, now - r.oldest_pending_at)),
     r.last_delivered_at === null ? '-' : formatInstant(r.last_delivered_at, now),
-    r.last_error === null ? '' : color.yellow(r.last_error),
+    r.last_error === null ? '' : color.yellow(printable(r.last_error)),
   ]);
   return table(['ID', 'DELIVERY', 'WHERE', 'PENDING', 'DEAD', 'OLDEST', 'LAST DELIVERED', 'LAST ERROR'], rows);
 }

@@ -9,7 +9,7 @@ export default class ReceiverAdd extends BaseCommand<typeof ReceiverAdd> {
   static override summary = 'Register a receiver of security events (push or poll)';
   static override description = `Every revocation from then on (one token, a grant, --jti, --user, --client, a client deleted, a refresh token reused) is delivered to the receiver as a signed Security Event Token (RFC 8417), so that it can drop the introspection answers it cached. See docs/events.md.
 
-Push (RFC 8935): every serve process POSTs each SET to the URL, which must be https:// (plain http:// only to 127.0.0.1, [::1] or localhost, for development). The Authorization header to send comes from an environment variable or a file, never the command line; it is kept in the store and never shown again.
+Push (RFC 8935): every serve process POSTs each SET to the URL, which must be https:// (plain http:// only to 127.0.0.1, [::1] or localhost, for development). Refused, here and again by the deliverer on every address the host resolves to: link-local and cloud metadata addresses (169.254.0.0/16, fd00:ec2::254, metadata.google.internal), unspecified and multicast ones, the ports of non-HTTP services (22, 25, 6379 …), and private ones (loopback, 10/8, 172.16/12, 192.168/16, fc00::/7) unless --allow-private-network. The Authorization header to send comes from an environment variable or a file, never the command line; it is kept in the store and never shown again.
 
 Poll (RFC 8936): the receiver POSTs to /events/poll, authenticated with HTTP Basic as the confidential client given with --client.
 
@@ -18,7 +18,7 @@ The SETs' "aud" is --audience, by default the push URL's origin (https://rs.exam
   static override examples = [
     { description: 'Push to a resource server, with a bearer token it checks', command: 'RS_TOKEN="Bearer …" <%= config.bin %> <%= command.id %> api-gw --push https://api.example.com/events --authorization-env RS_TOKEN' },
     { description: 'A receiver that polls as client rs-1', command: '<%= config.bin %> <%= command.id %> rs-1 --poll --client rs-1' },
-    { description: 'A development receiver with its own CA', command: '<%= config.bin %> <%= command.id %> dev --push https://127.0.0.1:9443/events --ca ./rs-ca.pem' },
+    { description: 'A development receiver on this machine, with its own CA', command: '<%= config.bin %> <%= command.id %> dev --push https://127.0.0.1:9443/events --ca ./rs-ca.pem --allow-private-network' },
   ];
 
   static override args = { id: Args.string({ description: 'Receiver id (letters, digits, . _ -)', required: true }) };
@@ -29,6 +29,7 @@ The SETs' "aud" is --audience, by default the push URL's origin (https://rs.exam
     'authorization-env': Flags.string({ description: 'Push: send this environment variable\'s value as the Authorization header', helpValue: '<var>', exclusive: ['poll', 'authorization-file'] }),
     'authorization-file': Flags.string({ description: 'Push: send this file\'s content (trimmed) as the Authorization header', helpValue: '<file>', exclusive: ['poll'] }),
     ca: Flags.string({ description: 'Push: PEM file of a CA to trust for the endpoint, besides the system\'s', helpValue: '<file>', exclusive: ['poll'] }),
+    'allow-private-network': Flags.boolean({ description: 'Push: the endpoint may be on a private network (loopback, RFC 1918, unique local addresses); link-local and metadata addresses stay refused', exclusive: ['poll'] }),
     audience: Flags.string({ description: 'The SETs\' aud [default: the push URL\'s origin, or the receiver id]', helpValue: '<aud>' }),
   };
 
@@ -37,7 +38,7 @@ The SETs' "aud" is --audience, by default the push URL's origin (https://rs.exam
     const engine = await this.engine();
     const common = { id: this.args.id, ...(f.audience !== undefined ? { audience: f.audience } : {}) };
     const receiver = f.push
-      ? await engine.addReceiver({ ...common, delivery: 'push', endpointUrl: f.push, ...this.authorization(), ...(f.ca ? { caPem: readFile(f.ca, '--ca') } : {}) }, this.actor())
+      ? await engine.addReceiver({ ...common, delivery: 'push', endpointUrl: f.push, allowPrivateNetwork: f['allow-private-network'], ...this.authorization(), ...(f.ca ? { caPem: readFile(f.ca, '--ca') } : {}) }, this.actor())
       : await engine.addReceiver({ ...common, delivery: 'poll', clientId: f.client! }, this.actor());
     if (!this.jsonEnabled()) this.log(renderReceiverAdded(receiver));
     return receiver;

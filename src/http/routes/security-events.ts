@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parseBasicAuthorization } from '../../engine/client-auth.js';
 import { InvalidClientError } from '../../engine/errors.js';
+import { pushDestination } from '../../engine/push-destination.js';
 import { SigningKeys } from '../../events/keys.js';
 import { parsePollRequest, poll } from '../../events/poll.js';
 import { TOKENS_REVOKED } from '../../events/set.js';
@@ -9,6 +10,7 @@ import { okAnswer, okJsonAnswer, replyAnswer, type Answer } from '../answer.js';
 import type { HandlerDeps } from '../endpoints/endpoint.js';
 import { errorAnswer, failureOutcome, pathOf } from '../error-answer.js';
 import { PollBodyError } from '../transport-errors.js';
+import { ReceiverReports } from './receiver-reports.js';
 
 import { JWKS_PATH, POLL_PATH, SSF_CONFIGURATION_PATH, SSF_STREAM_PATH } from '../paths.js';
 
@@ -48,7 +50,7 @@ export function streamConfiguration(issuer: string, r: ReceiverRecord): Record<s
     events_supported: [TOKENS_REVOKED],
     events_requested: [TOKENS_REVOKED],
     events_delivered: [TOKENS_REVOKED],
-    delivery: r.delivery === 'poll' ? { method: DELIVERY_POLL, endpoint_url: base + POLL_PATH } : { method: DELIVERY_PUSH, endpoint_url: r.endpointUrl },
+    delivery: r.delivery === 'poll' ? { method: DELIVERY_POLL, endpoint_url: base + POLL_PATH } : { method: DELIVERY_PUSH, endpoint_url: pushDestination(r.endpointUrl ?? '').url },
     description: 'tokenctl revocation events: drop the cached introspection answers each event covers',
   };
 }
@@ -110,6 +112,7 @@ export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
   const polls = new Set<AbortController>();
   // The pacing of long polls (events/poll.ts LONG_POLL_MIN_INTERVAL_MS): per receiver, in this process.
   const lastAnswered = new Map<string, number>();
+  const reports = new ReceiverReports();
   void app.register(async (scope) => {
     // An empty body is a poll with every member at its default, as `{}` is (fastify refuses it).
     const json = scope.getDefaultJsonParser('error', 'error');
@@ -137,8 +140,8 @@ export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
       reply.raw.once('close', () => stop.abort());
       try {
         const outcome = await poll({ store: deps.engine.store, keys, issuer: () => deps.engine.config.issuer, lastAnswered }, receiver, body, stop.signal);
-        const errs = Object.keys(outcome.setErrs);
-        if (errs.length > 0) request.log.warn({ reqId: request.id, receiver: receiver.id, setErrs: outcome.setErrs }, 'the receiver reported errors for SETs');
+        const reported = reports.report(receiver.id, outcome.setErrs);
+        if (reported) request.log.warn({ reqId: request.id, ...reported }, 'the receiver reported errors for SETs');
         // Answered because the server is stopping: the connection goes too, rather than idle in keep-alive.
         const ok = okJsonAnswer(outcome.body);
         // Its memory serves a later answer once it has been sent, and only then ('finish': the last

@@ -40,6 +40,20 @@ interface Committed {
 export type DeferredSync = (done: (error: unknown) => void) => void;
 
 /**
+ * How a batch waits for the write lock another process holds (a CLI bulk revocation, a purge):
+ * off the event loop, trying again every few ms until `timeoutMs` from its first try, so that
+ * reads and everything else go on meanwhile. The connection's own busy timeout is kept short
+ * for that (open.ts): SQLite's busy handler sleeps on the calling thread.
+ */
+export interface LockWait {
+  timeoutMs: number;
+  /** Milliseconds until the next try; default 5 to 15, at random. */
+  retryMs?: () => number;
+}
+
+const isBusy = (error: unknown): boolean => /^SQLITE_BUSY/.test(String((error as { code?: unknown } | null)?.code));
+
+/**
  * Group commit: write steps queued during one turn of the event loop run in ONE immediate
  * transaction, so that N revocations arriving together cost one fsync, not N, without weakening
  * durability (`synchronous=FULL` still syncs that commit before any of them is acknowledged).
@@ -60,6 +74,10 @@ export class GroupCommit {
   private syncing: Promise<void> | null = null;
   private readonly outer: Database.Transaction<(batch: Pending[]) => { ok: boolean; value: unknown }[]>;
   private readonly savepoint: Database.Transaction<(step: () => unknown) => unknown>;
+  /** A batch waiting for another process's write lock, with the batches queued behind it (in order), and since when. */
+  private waiting: { batch: Pending[]; since: number; tried: Promise<void> } | null = null;
+  /** Whether the transaction under way has begun running steps (a busy error before that is BEGIN's). */
+  private began = false;
 
   constructor(
     db: Database.Database,
@@ -67,10 +85,12 @@ export class GroupCommit {
     private readonly observer?: StoreObserver,
     private readonly deferredSync?: DeferredSync,
     private readonly tail?: TransactionTail,
+    private readonly lockWait?: LockWait,
   ) {
     // Called inside `outer`, better-sqlite3 runs a transaction function as a SAVEPOINT.
     this.savepoint = db.transaction((step: () => unknown) => step());
     this.outer = db.transaction((batch: Pending[]) => {
+      this.began = true;
       const outcomes = batch.map(({ query: step }) => {
         const mark = this.tail?.mark() ?? 0;
         try {
@@ -102,11 +122,22 @@ export class GroupCommit {
     this.batch.flush();
   }
 
-  private commit(batch: Pending[]): void {
+  private commit(batch: Pending[], since = Date.now()): void {
+    // Behind a batch waiting for the lock: committed with it, in order, never before it.
+    if (this.waiting !== null) {
+      this.waiting.batch.push(...batch);
+      return;
+    }
     let outcomes: { ok: boolean; value: unknown }[];
+    this.began = false;
     try {
       outcomes = this.outer.immediate(batch);
     } catch (error) {
+      // BEGIN IMMEDIATE found the lock taken: no step ran, nothing to undo; try again shortly.
+      if (this.lockWait && !this.began && isBusy(error) && Date.now() - since < this.lockWait.timeoutMs) {
+        this.waitForLock(batch, since);
+        return;
+      }
       const mapped = this.mapError(error);
       for (const p of batch) p.reject(mapped);
       return;
@@ -117,9 +148,22 @@ export class GroupCommit {
     if (this.syncing === null) this.syncing = this.syncUnsynced();
   }
 
-  /** Resolves once every step committed so far is settled (its sync completed). */
+  private waitForLock(batch: Pending[], since: number): void {
+    const delay = this.lockWait!.retryMs?.() ?? 5 + Math.random() * 10;
+    const tried = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        const waiting = this.waiting!;
+        this.waiting = null;
+        this.commit(waiting.batch, waiting.since);
+        resolve();
+      }, delay),
+    );
+    this.waiting = { batch, since, tried };
+  }
+
+  /** Resolves once every step committed so far is settled (its sync completed), and none waits for the lock. */
   async synced(): Promise<void> {
-    while (this.syncing !== null) await this.syncing;
+    while (this.waiting !== null || this.syncing !== null) await (this.waiting?.tried ?? this.syncing);
   }
 
   /** Syncs, then settles, the batches committed before the sync started; repeats while more came. */

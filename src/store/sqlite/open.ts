@@ -122,6 +122,9 @@ export function openFile(file: string, options: SqliteOpenOptions): OpenedFile {
     // synced off the event loop instead (wal-sync.ts), after a NORMAL commit: the same durability
     // once acknowledged.
     if (options.syncOffLoop) db.pragma('synchronous = NORMAL');
+    // A server's writes wait for another process's lock off the event loop (group-commit.ts), so
+    // SQLite's busy handler, which sleeps on this thread, may hold it only briefly.
+    if (options.syncOffLoop) db.pragma('busy_timeout = 20');
     return { db, location, readonly };
   } catch (error) {
     db?.close();
