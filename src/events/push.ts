@@ -85,9 +85,13 @@ function guardedLookup(allowPrivateNetwork: boolean) {
   };
 }
 
-/** RFC 8935 §2.2: 202 is accepted; §2.3: 400 with `{"err", "description"}` is this SET refused for good. */
-function judge(status: number, body: string): PushResult {
-  if (status === 202) return { kind: 'accepted' };
+/**
+ * RFC 8935 §2.2 asks for 202; any 2xx is a delivery (contract 7: receivers answer 200 and 204
+ * too, and retrying them for a day would hold back every later event). §2.3: 400 with
+ * `{"err", "description"}` is this SET refused for good.
+ */
+export function judge(status: number, body: string): PushResult {
+  if (status >= 200 && status <= 299) return { kind: 'accepted' };
   if (status === 400) {
     try {
       const e = JSON.parse(body) as { err?: unknown; description?: unknown };
