@@ -86,11 +86,12 @@ export interface DelivererOptions {
 /**
  * The push loop (RFC 8935) of one serving process. Every {@link CLAIM_INTERVAL_MS} it leases the
  * push receivers with a due delivery that no other process holds, and for each sends its SETs
- * (one per delivery: the revocations that committed together) one at a time, in event order, settling each: delivered (202), retried later with backoff (the
+ * (one per delivery: the revocations that committed together) one at a time, in event order, settling each: delivered (any 2xx), retried later with backoff (the
  * receiver's later events wait behind it), or dead (400 with an error, or 24 h of failures).
  * Every process of every node runs one; the store's leases make each receiver one process's at a
  * time, and the outbox makes a crash lose nothing (a SET may then be sent twice: receivers
- * dedupe by `jti`).
+ * dedupe by `jti`). Each receiver's deliveries go on beside the rounds: one that is slow holds
+ * back its own events only.
  */
 export class PushDeliverer {
   readonly owner: string;
@@ -110,6 +111,8 @@ export class PushDeliverer {
   private lastPurge = 0;
   private lastFailureLogged = -Infinity;
   private readonly push: typeof pushSet;
+  /** The receivers this process is delivering to now, by id: each has one delivery at a time. */
+  private readonly inFlight = new Map<string, Promise<void>>();
 
   constructor(private readonly options: DelivererOptions) {
     this.owner = options.owner ?? `deliverer-${process.pid}-${randomBytes(6).toString('hex')}`;
@@ -141,10 +144,21 @@ export class PushDeliverer {
     if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
     this.timer = undefined;
     await this.running;
+    await Promise.all(this.inFlight.values());
   }
 
-  /** One round: claim, deliver, settle (and now and then housekeeping). Exposed for tests. */
+  /** One round: claim, deliver, settle (and now and then housekeeping), waiting for its pushes. Exposed for tests. */
   async tick(): Promise<void> {
+    await Promise.all(await this.round());
+  }
+
+  /**
+   * Claims the receivers with a due delivery and starts delivering to each that this process is
+   * not already delivering to; returns the deliveries started. The scheduler does not wait for
+   * them: a receiver that is slow or never answers holds back only its own events, never the
+   * other receivers' next round.
+   */
+  private async round(): Promise<Promise<void>[]> {
     const now = this.now();
     if (now - this.lastKeyCheck >= HOUSEKEEPING_MS) {
       this.lastKeyCheck = now;
@@ -155,28 +169,41 @@ export class PushDeliverer {
       await this.purge();
     }
     const claimed = await this.options.store.claimPushReceivers(this.owner, now, this.leaseMs, this.options.receivers ?? 16, this.options.perReceiver ?? 50);
-    await Promise.all(claimed.map((c) => this.deliver(c, now)));
+    const started: Promise<void>[] = [];
+    for (const c of claimed) {
+      if (this.inFlight.has(c.receiver.id)) continue;
+      const delivery = this.deliver(c, now)
+        .catch((err: unknown) => this.options.log?.('warn', { err, receiver: c.receiver.id }, 'event delivery failed; trying again'))
+        .finally(() => this.inFlight.delete(c.receiver.id));
+      this.inFlight.set(c.receiver.id, delivery);
+      started.push(delivery);
+    }
+    return started;
   }
 
   private schedule(delay: number): void {
     if (this.stopped) return;
-    this.timer = this.timers.setTimeout(
-      () =>
-        (this.running = this.tick()
-          .catch((err: unknown) => {
-            // The store unreachable fails every round: say so once a minute, not ten times a second.
-            const now = this.now();
-            if (now - this.lastFailureLogged >= HOUSEKEEPING_MS) {
-              this.lastFailureLogged = now;
-              this.options.log?.('error', { err }, 'event delivery failed; trying again');
-            }
-          })
-          .finally(() => {
-            this.running = undefined;
-            this.schedule(this.intervalMs);
-          })),
-      delay,
-    );
+    this.timer = this.timers.setTimeout(() => {
+      const round = this.round();
+      this.running = round
+        .then(() => undefined)
+        .catch((err: unknown) => {
+          // The store unreachable fails every round: say so once a minute, not ten times a second.
+          const now = this.now();
+          if (now - this.lastFailureLogged >= HOUSEKEEPING_MS) {
+            this.lastFailureLogged = now;
+            this.options.log?.('error', { err }, 'event delivery failed; trying again');
+          }
+        })
+        .finally(() => {
+          this.running = undefined;
+          // The next round once this one has claimed, not once its pushes are done.
+          this.schedule(this.intervalMs);
+        });
+      // For whoever awaits the timer (the tests' manual timers): the round and the pushes it
+      // started. Real timers ignore what their callback returns.
+      return round.then((started) => Promise.all(started)).then(() => undefined, () => undefined);
+    }, delay);
   }
 
   /** One receiver's deliveries, in order, while the lease lasts; its lease is released after. */

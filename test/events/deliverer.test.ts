@@ -257,3 +257,38 @@ describe('a receiver down for a minute, over HTTPS', () => {
     }
   });
 });
+
+describe('a receiver that never answers', () => {
+  it('holds back its own events only: the other receiver gets each of its events in the next rounds', async () => {
+    const store = new MemoryStore();
+    await store.createReceiver(receiver('stalled'), {});
+    await store.createReceiver(receiver('good'), {});
+    let release: () => void = () => undefined;
+    const stalled = new Promise<void>((resolve) => (release = resolve));
+    const got: string[] = [];
+    // Real timers, rounds every 10 ms: what is asserted is that a round does not wait for a push.
+    const deliverer = new PushDeliverer({
+      store,
+      keys: new SigningKeys(store, () => Date.now()),
+      issuer: () => 'https://issuer.example.test',
+      intervalMs: 10,
+      push: async (r, set) => {
+        if (r.id === 'stalled') await stalled;
+        else got.push(JSON.parse(Buffer.from(set.split('.')[1]!, 'base64url').toString()).jti);
+        return { kind: 'accepted' };
+      },
+    });
+    deliverer.start();
+    try {
+      for (let n = 1; n <= 3; n++) {
+        await emit(store, n, Date.now());
+        // Each event reaches the good receiver while the stalled one still holds its first push.
+        await vi.waitFor(() => expect(got).toContain(event(n).id), { timeout: 1000, interval: 5 });
+      }
+      expect((await store.listReceivers()).find((r) => r.id === 'stalled')).toMatchObject({ pending: 3 });
+    } finally {
+      release();
+      await deliverer.stop();
+    }
+  });
+});
