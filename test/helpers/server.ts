@@ -51,14 +51,15 @@ export interface TestServerOptions extends Omit<EngineOptions, 'store' | 'clock'
   https?: BuildServerOptions['https'];
   connections?: BuildServerOptions['connections'];
   observer?: BuildServerOptions['observer'];
+  readiness?: BuildServerOptions['readiness'];
   /** The door of `post`: the socket (the default) or fastify's inject. */
   door?: Door;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const { store = new MemoryStore(), clock = new ManualClock(START), logger, https, connections, observer, door = 'fast path', ...engineOptions } = options;
+  const { store = new MemoryStore(), clock = new ManualClock(START), logger, https, connections, observer, readiness, door = 'fast path', ...engineOptions } = options;
   const engine = new Engine({ issuer: ISSUER, node: 'node-t', ...engineOptions, store, clock });
-  const app = buildServer({ engine, logger, https, connections, observer });
+  const app = buildServer({ engine, logger, https, connections, observer, readiness });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
   const url = `${https ? 'https' : 'http'}://127.0.0.1:${port}`;

@@ -5,7 +5,6 @@ import { okAnswer, replyAnswer, type Answer } from '../answer.js';
 import { errorAnswer, failureOutcome } from '../error-answer.js';
 import { formOf } from '../form.js';
 import { EndpointRequest } from '../request.js';
-import type { StoreFaults } from '../store-faults.js';
 
 /**
  * One of the three POST endpoints (spec part 4): its path, and what it does with a request: reads
@@ -30,8 +29,6 @@ export interface Answered {
 
 export interface HandlerDeps {
   engine: Engine;
-  /** Where storage faults are noted for /healthz. */
-  storeFaults: StoreFaults;
 }
 
 /**
@@ -43,7 +40,6 @@ export async function handle(deps: HandlerDeps, endpoint: Endpoint, request: End
     const o = await endpoint.run(deps.engine, request);
     return { answer: okAnswer(o.result), clientId: o.clientId, jti: o.jti, outcome: o.done };
   } catch (err) {
-    deps.storeFaults.note(err);
     const answer = errorAnswer(err, endpoint.path, request.headers.authorization);
     if (answer.unexpected) unexpected(err);
     // The client is known when the request failed after the engine authenticated it.
