@@ -6,6 +6,7 @@ import { settingFlags, settingsOf } from '../cli/engine-flags.js';
 import { durationFlag } from '../cli/flags.js';
 import { ENGINE_SETTINGS } from '../engine/settings.js';
 import { serveLogStream } from '../cli/render/log-line.js';
+import { DEFAULT_DRAIN_MS } from '../serve/drain.js';
 import { ServeError } from '../serve/errors.js';
 import type { ServeSettings } from '../serve/run.js';
 import type { MetricsListenError } from '../metrics/listener.js';
@@ -24,9 +25,10 @@ export default class Serve extends BaseCommand<typeof Serve> {
   POST /oauth/revocation      revoke a token (RFC 7009)
   POST /oauth/introspection   check a token (RFC 7662)
   GET  /.well-known/oauth-authorization-server   RFC 8414 metadata
-  GET  /healthz               200 when the store answers
+  GET  /health/live           200 while the process answers (no store call): for a liveness probe
+  GET  /health/ready          200 when the store answers a read and the node is not draining: for load balancers and readiness probes (/healthz is the same)
 
-Prints one line "listening on <URL>" on stdout when ready. Request logs (never a token or secret) go to stderr: one readable line per request on a terminal, JSON lines otherwise (for log collectors). SIGTERM or SIGINT stops it gracefully.
+Prints one line "listening on <URL>" on stdout when ready. Request logs (never a token or secret) go to stderr: one readable line per request on a terminal, JSON lines otherwise (for log collectors). SIGTERM drains (see --drain) and stops gracefully; SIGINT stops gracefully without the drain.
 
 Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a warning); any other address needs --tls-cert/--tls-key or --tls-self-signed, or --insecure-http behind a TLS-terminating proxy. --demo creates a demo client and tokens, serves HTTPS with a development certificate, and prints curl commands to try every endpoint. It creates the store if there is none (as client create does).`;
 
@@ -52,6 +54,7 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
     demo: Flags.boolean({ description: 'Create (or re-key) the client demo-client, issue it a token pair and print curl commands for every endpoint; HTTPS with a development certificate unless a TLS flag says otherwise' }),
     'pool-size': Flags.integer({ description: 'PostgreSQL: connections per process (each worker has its own pool); 10 nodes at 8 fit a stock max_connections of 100 with room for operators (docs/scale-out.md)', default: 8, min: 1, max: 1000, helpGroup: 'STORE' }),
     'db-timeout': durationFlag({ description: 'PostgreSQL: the longest a request waits on the database before it answers 503 [default: 5s]', helpGroup: 'STORE' }),
+    drain: durationFlag({ description: 'On SIGTERM: answer 503 on /health/ready at once but keep serving this long, so load balancers move away first; then stop accepting, finish requests in flight, exit 0 (0s: no drain) [default: 5s]', env: 'TOKENCTL_DRAIN' }),
     'max-connections': Flags.integer({ description: 'Open connections at once, per process; past it new ones are closed and idle keep-alive ones make room', default: 1000, min: 1, max: 1_000_000 }),
     workers: Flags.integer({ description: 'Processes serving the port (node:cluster), each with its own store connection; use the cores of a bigger machine', default: 1, min: 1, max: 64 }),
     'metrics-port': Flags.integer({ description: 'Serve Prometheus metrics at http://<metrics-host>:<port>/metrics, summed over all workers; 0 picks a free port (printed on stderr) [default: off]', min: 0, max: 65535, helpGroup: 'METRICS' }),
@@ -116,6 +119,7 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
       storeOptions: this.storeOptions(),
       maxConnections: f['max-connections'],
       observability: this.observability,
+      drainMs: f.drain ?? DEFAULT_DRAIN_MS,
     };
   }
 }

@@ -3,6 +3,7 @@ import type { FastifyServerOptions } from 'fastify';
 import { ServeError } from './errors.js';
 import type { Engine } from '../engine/engine.js';
 import type { AnswerObserver } from '../http/observer.js';
+import type { Readiness } from '../http/readiness.js';
 import { buildServer, type ConnectionLimits, type TokenctlApp } from '../http/server.js';
 import type { TlsMaterial } from './tls.js';
 import { baseUrl } from './transport.js';
@@ -21,6 +22,8 @@ export interface StartOptions {
   connections?: Partial<ConnectionLimits>;
   /** Told of every answer (metrics, traces). */
   observer?: AnswerObserver;
+  /** What `/health/ready` answers, drained on SIGTERM; the server's own default without. */
+  readiness?: Readiness;
   /** How long in-flight requests may take to finish on shutdown; default 10 s. */
   shutdownGraceMs?: number;
 }
@@ -36,7 +39,7 @@ export interface RunningServer {
 /** Builds the app (`http/server.ts`) and listens. The store stays open: its owner closes it. */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { engine, host, port, tls } = options;
-  const app = buildServer({ engine, logger: options.logger, connections: options.connections, observer: options.observer, ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}) });
+  const app = buildServer({ engine, logger: options.logger, connections: options.connections, observer: options.observer, readiness: options.readiness, ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}) });
   try {
     await app.listen({ host, port, listenTextResolver: (address) => `server listening at ${address}` });
   } catch (err) {
