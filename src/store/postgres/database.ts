@@ -13,6 +13,15 @@ export interface TransactionClient {
   query<R extends QueryResultRow = QueryResultRow>(sql: string, params?: unknown[]): Promise<QueryResult<R>>;
 }
 
+/**
+ * The isolation level every transaction names (contract 6): READ COMMITTED, whose row locks and
+ * re-checks the store's statements are written for, or SERIALIZABLE for a database that offers
+ * nothing else (CockroachDB). Never the database's default, which a DBA or a distributed
+ * database may have set to REPEATABLE READ: a transaction's second statement would then miss
+ * rows committed by a writer it waited for (PostgreSQL docs, "Transaction Isolation", 13.2).
+ */
+export type Isolation = 'read committed' | 'serializable';
+
 export interface DatabaseOptions {
   /** The store's schema: its table names are qualified with it in every statement (no search_path needed). */
   schema?: string;
@@ -20,6 +29,8 @@ export interface DatabaseOptions {
   statementTimeoutMs?: number;
   /** How long deadlock and serialization failures are retried before the store counts as unavailable. */
   retryBudgetMs?: number;
+  /** Every transaction's isolation level; default READ COMMITTED. */
+  isolation?: Isolation;
 }
 
 /** The first retry waits up to this long, each next one up to twice as long as the one before ... */
@@ -51,7 +62,7 @@ export class Database {
     options: DatabaseOptions = {},
   ) {
     this.qualifier = options.schema === undefined ? undefined : new Qualifier(options.schema);
-    this.begin = beginStatement(options.statementTimeoutMs ?? 0);
+    this.begin = beginStatement(options.statementTimeoutMs ?? 0, options.isolation ?? 'read committed');
     this.retryBudgetMs = options.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS;
   }
 
@@ -141,15 +152,16 @@ export class Database {
 }
 
 /**
- * BEGIN and the transaction's limits, in one simple-protocol round trip: a statement may run
- * `statementTimeoutMs`, and a transaction left open by a vanished client holds its row locks
- * for at most twice that. SET LOCAL ends with the transaction, so nothing stays on the
- * connection for its next user.
+ * BEGIN with its isolation level and the transaction's limits, in one simple-protocol round
+ * trip: a statement may run `statementTimeoutMs`, and a transaction left open by a vanished
+ * client holds its row locks for at most twice that. SET LOCAL ends with the transaction, so
+ * nothing stays on the connection for its next user.
  */
-function beginStatement(statementTimeoutMs: number): string {
-  if (statementTimeoutMs <= 0) return 'BEGIN';
+export function beginStatement(statementTimeoutMs: number, isolation: Isolation): string {
+  const begin = `BEGIN ISOLATION LEVEL ${isolation.toUpperCase()}`;
+  if (statementTimeoutMs <= 0) return begin;
   const ms = Math.round(statementTimeoutMs);
-  return `BEGIN; SET LOCAL statement_timeout = ${ms}; SET LOCAL idle_in_transaction_session_timeout = ${ms * 2}`;
+  return `${begin}; SET LOCAL statement_timeout = ${ms}; SET LOCAL idle_in_transaction_session_timeout = ${ms * 2}`;
 }
 
 /**

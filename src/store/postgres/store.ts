@@ -25,12 +25,12 @@ import {
 import type { EventStore } from '../store.js';
 import { ForwardsEventStore } from '../forward-events.js';
 import { Batcher, insertMints, MAX_BATCH, MAX_MINT_BATCH, readClientsAndTokens, revokeTokens, type Mint, type Revocation } from './batching.js';
-import { Database, withClient } from './database.js';
+import { Database, withClient, type Isolation } from './database.js';
 import { PostgresEvents } from './outbox-store.js';
 import { isUniqueViolation, mapPgError, redactUrl } from './errors.js';
 import { identify, META_TABLE, migrate } from './migrations.js';
 import { eventParams, oneEventCtes, OUTBOX_LOCK } from './event-writes.js';
-import { DEFAULT_POOL_SIZE, checkSchemaName, createPool, schemaFromUrl } from './pool.js';
+import { DEFAULT_POOL_SIZE, checkSchemaName, createPool, isolationFromUrl, schemaFromUrl } from './pool.js';
 import {
   auditAt,
   auditParams,
@@ -75,6 +75,11 @@ export interface PostgresStoreOptions {
   create?: boolean;
   /** Told the size of each batch of revocations committed together (metrics). */
   observer?: StoreObserver;
+  /**
+   * The isolation level every transaction names (default READ COMMITTED, whatever the
+   * database's default); the URL may say `?isolation=serializable` instead.
+   */
+  isolation?: Isolation;
 }
 
 /**
@@ -83,7 +88,9 @@ export interface PostgresStoreOptions {
  * Nothing is cached and nothing is locked in the process: racing requests may arrive at
  * different nodes, so every atomic operation is one statement or one transaction whose
  * conditional UPDATE decides the race under PostgreSQL's row locks (READ COMMITTED re-checks a
- * row's conditions after waiting for a concurrent writer). An unreachable or vanished database
+ * row's conditions after waiting for a concurrent writer). Every transaction names its level
+ * (database.ts); a statement sent alone takes its snapshot at its start at any level, and at a
+ * stricter default a conflict it meets is a serialization failure, which is run again. An unreachable or vanished database
  * surfaces as {@link StoreUnavailableError} within the connection timeout, and the pool
  * reconnects by itself when the database is back.
  */
@@ -124,6 +131,7 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
     }
     const schema = options.schema ?? inUrl;
     if (schema !== undefined) checkSchemaName(schema);
+    const isolation = options.isolation ?? isolationFromUrl(url) ?? 'read committed';
     const location = options.schema === undefined ? redactUrl(url) : `${redactUrl(url)} (schema ${options.schema})`;
     const statementTimeoutMs = options.statementTimeoutMs ?? 30_000;
     const poolSize = options.poolSize ?? DEFAULT_POOL_SIZE;
@@ -140,7 +148,7 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
         }
         await migrate(db, target, location);
       });
-      const db = new Database(pool, location, { schema, statementTimeoutMs, retryBudgetMs: options.retryBudgetMs });
+      const db = new Database(pool, location, { schema, statementTimeoutMs, retryBudgetMs: options.retryBudgetMs, isolation });
       return new PostgresStore(db, location, poolSize, options.observer);
     } catch (error) {
       await pool.end().catch(() => undefined);
