@@ -32,6 +32,8 @@ export interface BuildServerOptions {
   observer?: AnswerObserver;
   /** What `/health/ready` answers (serve drains it on SIGTERM); by default the engine's store, 5 s. */
   readiness?: Readiness;
+  /** The longest an endpoint's request waits on the engine before its 503 (serve: --db-timeout + 1 s); none by default. */
+  requestDeadlineMs?: number;
 }
 
 /**
@@ -82,7 +84,7 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
   const readiness = options.readiness ?? new Readiness(options.engine.store);
   const reporter: AnswerReporter = { log: () => app.log, logRequests: () => logRequests, observer: options.observer };
   const refuse = createRefusal({ reporter, nextId });
-  const fastPath = createFastPath({ engine: options.engine, reporter, nextId });
+  const fastPath = createFastPath({ engine: options.engine, deadlineMs: options.requestDeadlineMs, reporter, nextId });
   app = fastify({
     logger: options.logger ?? false,
     genReqId: nextId,
@@ -147,7 +149,7 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
   // Everything fastify answers is reported once it is sent, as the fast path reports its own.
   if (logRequests || options.observer) app.addHook('onResponse', async (request, reply) => reportFastify(reporter, request, reply));
 
-  const deps = { engine: options.engine };
+  const deps = { engine: options.engine, deadlineMs: options.requestDeadlineMs };
   for (const endpoint of ENDPOINTS.values()) endpointRoute(app, endpoint, deps);
   metadataRoute(app, deps);
   healthRoutes(app, readiness);

@@ -3,7 +3,8 @@ import type { FastifyServerOptions } from 'fastify';
 import { ServeError } from './errors.js';
 import type { Engine } from '../engine/engine.js';
 import type { AnswerObserver } from '../http/observer.js';
-import type { Readiness } from '../http/readiness.js';
+import { DEFAULT_READINESS_TIMEOUT_MS, type Readiness } from '../http/readiness.js';
+import type { OpenStoreOptions } from '../store/open-store.js';
 import { buildServer, type ConnectionLimits, type TokenctlApp } from '../http/server.js';
 import type { TlsMaterial } from './tls.js';
 import { baseUrl } from './transport.js';
@@ -24,6 +25,8 @@ export interface StartOptions {
   observer?: AnswerObserver;
   /** What `/health/ready` answers, drained on SIGTERM; the server's own default without. */
   readiness?: Readiness;
+  /** The longest a request waits on the engine before its 503 (`--db-timeout` + 1 s). */
+  requestDeadlineMs?: number;
   /** How long in-flight requests may take to finish on shutdown; default 10 s. */
   shutdownGraceMs?: number;
 }
@@ -36,10 +39,15 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** `--db-timeout` + 1 s: the longest a request waits on the store, whatever the database does (operations.md). */
+export function requestDeadline(storeOptions: OpenStoreOptions | undefined): number {
+  return (storeOptions?.statementTimeoutMs ?? DEFAULT_READINESS_TIMEOUT_MS) + 1_000;
+}
+
 /** Builds the app (`http/server.ts`) and listens. The store stays open: its owner closes it. */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { engine, host, port, tls } = options;
-  const app = buildServer({ engine, logger: options.logger, connections: options.connections, observer: options.observer, readiness: options.readiness, ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}) });
+  const app = buildServer({ engine, logger: options.logger, connections: options.connections, observer: options.observer, readiness: options.readiness, requestDeadlineMs: options.requestDeadlineMs, ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}) });
   try {
     await app.listen({ host, port, listenTextResolver: (address) => `server listening at ${address}` });
   } catch (err) {

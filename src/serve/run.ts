@@ -7,7 +7,7 @@ import { demoInstructions, prepareDemo } from './demo.js';
 import { waitForShutdownSignal } from './shutdown.js';
 import { drain } from './drain.js';
 import { Readiness } from '../http/readiness.js';
-import { startServer } from './listen.js';
+import { requestDeadline, startServer } from './listen.js';
 import { checkStoreWritable, watchStoreFile } from './store-watch.js';
 import { chooseTransport, metricsListenerWarning, type TransportFlags } from './transport.js';
 import { connectionBudgetWarning, type OpenStoreOptions } from '../store/open-store.js';
@@ -130,6 +130,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
   const server = await startServer({
     engine,
     readiness,
+    requestDeadlineMs: requestDeadline(settings.storeOptions),
     observer: settings.observability?.local?.answerObserver,
     host: settings.host,
     port: settings.port,

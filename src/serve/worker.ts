@@ -4,7 +4,7 @@ import { Readiness } from '../http/readiness.js';
 import { openStore, type OpenStoreOptions } from '../store/open-store.js';
 import { drain } from './drain.js';
 import { startEventDelivery } from './event-delivery.js';
-import { startServer } from './listen.js';
+import { requestDeadline, startServer } from './listen.js';
 import type { TlsMaterial } from './tls.js';
 
 /** What the primary of `serve --workers N` sends each worker, over the IPC channel (never argv or env: it may hold a TLS key). */
@@ -49,6 +49,7 @@ async function runWorker(settings: WorkerSettings): Promise<void> {
   const server = await startServer({
     engine,
     readiness,
+    requestDeadlineMs: requestDeadline(settings.storeOptions),
     observer: observability?.answerObserver,
     host: settings.host,
     port: settings.port,

@@ -38,6 +38,8 @@ const BACKOFF_BASE_MS = 5;
 /** ... but never more than this. */
 const BACKOFF_CAP_MS = 250;
 const DEFAULT_RETRY_BUDGET_MS = 2_000;
+/** How much longer than a statement's server-side limit an attempt may take in all: what the docs promise. */
+const CLIENT_GRACE_MS = 1_000;
 
 /**
  * Runs the store's statements on its pool: each statement in its own transaction, or several
@@ -55,6 +57,8 @@ export class Database {
   private readonly qualifier: Qualifier | undefined;
   private readonly begin: string;
   private readonly retryBudgetMs: number;
+  /** One attempt's whole budget (waiting for a connection, every statement), 0 for none. */
+  private readonly attemptDeadlineMs: number;
 
   constructor(
     private readonly pool: Pool,
@@ -64,6 +68,8 @@ export class Database {
     this.qualifier = options.schema === undefined ? undefined : new Qualifier(options.schema);
     this.begin = beginStatement(options.statementTimeoutMs ?? 0, options.isolation ?? 'read committed');
     this.retryBudgetMs = options.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS;
+    const statementTimeoutMs = options.statementTimeoutMs ?? 0;
+    this.attemptDeadlineMs = statementTimeoutMs > 0 ? statementTimeoutMs + CLIENT_GRACE_MS : 0;
   }
 
   /** One statement, in its own transaction. */
@@ -129,7 +135,7 @@ export class Database {
     const started = Date.now();
     for (let n = 0; ; n++) {
       try {
-        return await attempt();
+        return await this.withinDeadline(attempt);
       } catch (error) {
         if (!isRetryable(error)) throw mapPgError(error, this.location);
         const wait = Math.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** n);
@@ -143,6 +149,31 @@ export class Database {
         }
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
+    }
+  }
+
+  /**
+   * `attempt`, or a StoreUnavailableError once the attempt's deadline has passed. pg bounds each
+   * wait by itself (a connection, each statement's answer), but not their sum: a database that
+   * accepts connections and never answers held a transaction for the connection timeout plus
+   * its BEGIN's. What the attempt still holds ends with pg's own timeouts, after the caller has
+   * its answer.
+   */
+  private async withinDeadline<T>(attempt: () => Promise<T>): Promise<T> {
+    if (this.attemptDeadlineMs <= 0) return attempt();
+    let timer: NodeJS.Timeout | undefined;
+    const running = attempt();
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new StoreUnavailableError(`the PostgreSQL store ${this.location} is unavailable: no answer within ${this.attemptDeadlineMs} ms`)),
+        this.attemptDeadlineMs,
+      );
+    });
+    try {
+      return await Promise.race([running, late]);
+    } finally {
+      clearTimeout(timer);
+      running.catch(() => undefined); // settled after the deadline: nobody is waiting for it
     }
   }
 
