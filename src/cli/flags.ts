@@ -14,6 +14,20 @@ export const durationFlag = Flags.custom<number>({
   parse: async (input: string) => parseDuration(input),
 });
 
+/** The audit trail's retention unless `purge --audit-older-than` says otherwise: 400 days, over a year. */
+export const DEFAULT_AUDIT_RETENTION_MS = 400 * 86_400_000;
+
+/** A retention: a duration of at least a day, or `never` (null: keep everything). */
+export const retentionFlag = Flags.custom<number | null>({
+  helpValue: '<duration>|never',
+  parse: async (input: string) => {
+    if (input.trim() === 'never') return null;
+    const ms = parseDuration(input);
+    if (ms < 86_400_000) throw new CliError(`a retention of ${input} is shorter than a day: give at least 1d, or never`, EXIT.usage, 'bad_retention');
+    return ms;
+  },
+});
+
 /** A token lifetime: a duration of at most {@link MAX_LIFETIME_MS} (366d). */
 export const lifetimeFlag = Flags.custom<number>({
   helpValue: '<duration>',

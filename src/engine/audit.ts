@@ -20,6 +20,8 @@ export const AUDIT_ACTIONS = {
   'token.revoke_bulk_interrupted': 'a bulk revocation stopped part way: how many it revoked',
   purge: 'a batch of expired and revoked tokens deleted',
   'purge.interrupted': 'a purge stopped part way: how many it deleted',
+  'purge.grants': 'a batch of grant records with no token left deleted',
+  'purge.audit': 'a batch of audit lines older than the retention deleted',
   'receiver.add': 'a receiver of security events registered',
   'receiver.remove': 'a receiver and its deliveries removed',
   'receiver.retry': "a receiver's dead letters requeued",

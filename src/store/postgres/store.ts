@@ -34,6 +34,7 @@ import { DEFAULT_POOL_SIZE, checkSchemaName, createPool, isolationFromUrl, schem
 import {
   auditAt,
   auditParams,
+  countedAuditParams,
   insertAudit,
   CLIENT_COLUMNS,
   countTokensQuery,
@@ -44,6 +45,8 @@ import {
   optionalAudit,
   FIRST_TUPLE,
   PURGEABLE_SQL,
+  PURGE_AUDIT,
+  PURGE_GRANTS,
   revocableQuery,
   STATS,
   TOKEN_COLUMNS,
@@ -302,6 +305,22 @@ export class PostgresStore extends ForwardsEventStore implements TokenStore {
 
   async countPurgeable(before: number): Promise<number> {
     return (await this.db.query<{ n: number }>(`SELECT count(*) AS n FROM tokens WHERE ${PURGEABLE_SQL}`, [before])).rows[0]?.n ?? 0;
+  }
+
+  async purgeGrantsBatch(before: number, after: string | null, batchSize: number, trail: Trail): Promise<{ deleted: number; next: string | null }> {
+    const limit = Math.max(1, batchSize);
+    const params = [before, after ?? '', limit, ...countedAuditParams(trail.audit)];
+    const row = (await this.db.query<{ n: number; scanned: number; last: string | null }>(PURGE_GRANTS, params)).rows[0];
+    return { deleted: row?.n ?? 0, next: row !== undefined && row.scanned >= limit ? row.last : null };
+  }
+
+  async purgeAuditBatch(before: number, batchSize: number, trail: Trail): Promise<number> {
+    const params = [before, Math.max(1, batchSize), ...countedAuditParams(trail.audit)];
+    return (await this.db.query<{ n: number }>(PURGE_AUDIT, params)).rows[0]?.n ?? 0;
+  }
+
+  async countAuditBefore(before: number): Promise<number> {
+    return (await this.db.query<{ n: number }>('SELECT count(*) AS n FROM audit WHERE at < $1', [before])).rows[0]?.n ?? 0;
   }
 
   async stats(now: number, clientId?: string): Promise<StoreStats> {
