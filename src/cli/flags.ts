@@ -14,6 +14,20 @@ export const durationFlag = Flags.custom<number>({
   parse: async (input: string) => parseDuration(input),
 });
 
+/** `TOKENCTL_` and the flag's name in capitals, `-` as `_`: `--db-timeout` is TOKENCTL_DB_TIMEOUT. */
+export function envName(flag: string): string {
+  return `TOKENCTL_${flag.toUpperCase().replace(/-/g, '_')}`;
+}
+
+/**
+ * `flags`, each also read from the environment as {@link envName} unless it names a variable of
+ * its own (contract 6: a service manager or a container sets `serve` up with variables alone).
+ * oclif shows the variable in the help, and a flag given on the command line wins.
+ */
+export function fromEnvironment<F extends Record<string, { env?: string }>>(flags: F): F {
+  return Object.fromEntries(Object.entries(flags).map(([name, flag]) => [name, flag.env === undefined ? { ...flag, env: envName(name) } : flag])) as F;
+}
+
 /** The audit trail's retention unless `purge --audit-older-than` says otherwise: 400 days, over a year. */
 export const DEFAULT_AUDIT_RETENTION_MS = 400 * 86_400_000;
 
