@@ -96,8 +96,7 @@ export async function startWorkers(count: number, settings: WorkerSettings, onFa
       broadcast({ type: 'shutdown' });
       await allExited();
     },
-    force: () => {
-      for (const w of workers) w.process.kill('SIGTERM');
-    },
+    // A message, not a signal: a worker's own SIGTERM means "drain first", which this must not.
+    force: () => broadcast({ type: 'force' }),
   };
 }

@@ -28,9 +28,9 @@ export interface WorkerSettings {
 /** Messages from a worker to the primary. */
 export type WorkerReport = { type: 'ready' } | { type: 'listening'; url: string } | { type: 'failed'; message: string };
 
-/** Messages from the primary to a worker besides its settings: not ready from now on, or stop. */
+/** Messages from the primary to a worker besides its settings: not ready from now on, stop, or stop without waiting. */
 export interface WorkerCommand {
-  type: 'drain' | 'shutdown';
+  type: 'drain' | 'shutdown' | 'force';
 }
 
 /**
@@ -79,6 +79,10 @@ async function runWorker(settings: WorkerSettings): Promise<void> {
   process.on('message', (message: WorkerCommand) => {
     if (message?.type === 'drain') readiness.drain();
     else if (message?.type === 'shutdown') void stop();
+    else if (message?.type === 'force') {
+      server.app.server.closeAllConnections();
+      void stop();
+    }
   });
   const onSignal = (signal: NodeJS.Signals): void => {
     // A second signal while draining or stopping: do not wait for the drain nor for slow clients.

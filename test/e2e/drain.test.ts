@@ -130,6 +130,19 @@ describe('serve: SIGTERM drains under load', { timeout: 60_000 }, () => {
     expectDrained(await loadThroughSignal(serve, () => serve.killGroup('SIGTERM')));
   });
 
+  it.each([1, 2])('a second SIGTERM ends a 60 s drain at once (--workers %i), exit 0', async (workers) => {
+    const serve = await startServe(['--db', db, '--log-level', 'warn', '--drain', '60s', '--workers', String(workers)], { processGroup: true });
+    const signalled = Date.now();
+    serve.child.kill('SIGTERM');
+    let ready = 200;
+    while (ready === 200 && Date.now() - signalled < 5_000) ready = (await fetch(serve.url + '/health/ready')).status;
+    expect(ready).toBe(503);
+    expect(await introspect(serve.url)).toBe(200); // still serving
+    const exit = await serve.kill('SIGTERM');
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(Date.now() - signalled).toBeLessThan(10_000);
+  });
+
   it('--drain 0 (the contrast): the same client loses requests, so the drain is what saves them', async () => {
     const serve = await startServe(['--db', db, '--log-level', 'warn', '--drain', '0s']);
     const r = await loadThroughSignal(serve, () => serve.kill('SIGTERM'));
