@@ -48,6 +48,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // serve drains 5 s on SIGTERM by default; the many tests that stop servers skip it (the
+    // drain's own tests pass --drain), and serve processes inherit this.
+    env: { TOKENCTL_DRAIN: '0s' },
     // Two files at once at least: most wait (on child processes, sockets, PostgreSQL, timeouts)
     // more than they compute, and vitest's default (cores - 1) runs them one by one on two cores.
     maxWorkers: Math.max(2, availableParallelism() - 1),

@@ -14,6 +14,34 @@ export const durationFlag = Flags.custom<number>({
   parse: async (input: string) => parseDuration(input),
 });
 
+/** `TOKENCTL_` and the flag's name in capitals, `-` as `_`: `--db-timeout` is TOKENCTL_DB_TIMEOUT. */
+export function envName(flag: string): string {
+  return `TOKENCTL_${flag.toUpperCase().replace(/-/g, '_')}`;
+}
+
+/**
+ * `flags`, each also read from the environment as {@link envName} unless it names a variable of
+ * its own (contract 6: a service manager or a container sets `serve` up with variables alone).
+ * oclif shows the variable in the help, and a flag given on the command line wins.
+ */
+export function fromEnvironment<F extends Record<string, { env?: string }>>(flags: F): F {
+  return Object.fromEntries(Object.entries(flags).map(([name, flag]) => [name, flag.env === undefined ? { ...flag, env: envName(name) } : flag])) as F;
+}
+
+/** The audit trail's retention unless `purge --audit-older-than` says otherwise: 400 days, over a year. */
+export const DEFAULT_AUDIT_RETENTION_MS = 400 * 86_400_000;
+
+/** A retention: a duration of at least a day, or `never` (null: keep everything). */
+export const retentionFlag = Flags.custom<number | null>({
+  helpValue: '<duration>|never',
+  parse: async (input: string) => {
+    if (input.trim() === 'never') return null;
+    const ms = parseDuration(input);
+    if (ms < 86_400_000) throw new CliError(`a retention of ${input} is shorter than a day: give at least 1d, or never`, EXIT.usage, 'bad_retention');
+    return ms;
+  },
+});
+
 /** A token lifetime: a duration of at most {@link MAX_LIFETIME_MS} (366d). */
 export const lifetimeFlag = Flags.custom<number>({
   helpValue: '<duration>',

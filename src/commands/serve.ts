@@ -3,9 +3,10 @@ import { Flags } from '@oclif/core';
 import { BaseCommand, defaultNode } from '../cli/base-command.js';
 import { CliError, EXIT } from '../cli/errors.js';
 import { settingFlags, settingsOf } from '../cli/engine-flags.js';
-import { durationFlag } from '../cli/flags.js';
+import { durationFlag, fromEnvironment } from '../cli/flags.js';
 import { ENGINE_SETTINGS } from '../engine/settings.js';
 import { serveLogStream } from '../cli/render/log-line.js';
+import { DEFAULT_DRAIN_MS } from '../serve/drain.js';
 import { ServeError } from '../serve/errors.js';
 import { isLoopback } from '../serve/transport.js';
 import type { ServeSettings } from '../serve/run.js';
@@ -25,10 +26,13 @@ export default class Serve extends BaseCommand<typeof Serve> {
   POST /oauth/revocation      revoke a token (RFC 7009)
   POST /oauth/introspection   check a token (RFC 7662)
   GET  /.well-known/oauth-authorization-server   RFC 8414 metadata
-  GET  /healthz               200 when the store answers
+  GET  /health/live           200 while the process answers (no store call): for a liveness probe
+  GET  /health/ready          200 when the store answers a read and the node is not draining: for load balancers and readiness probes (/healthz is the same)
   GET  /oauth/authorize       the authorization code flow (with --login-url, --dev-login or --demo)
 
-Prints one line "listening on <URL>" on stdout when ready. Request logs (never a token or secret) go to stderr: one readable line per request on a terminal, JSON lines otherwise (for log collectors). SIGTERM or SIGINT stops it gracefully.
+Every flag can also be given in the environment, as TOKENCTL_ and its name in capitals with _ for - (TOKENCTL_DB_TIMEOUT=2s; TOKENCTL_ROTATE_REFRESH_TOKENS=true): the flag wins when both are given.
+
+Prints one line "listening on <URL>" on stdout when ready. Request logs (never a token or secret) go to stderr: one readable line per request on a terminal, JSON lines otherwise (for log collectors). SIGTERM drains (see --drain) and stops gracefully; SIGINT stops gracefully without the drain.
 
 Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a warning); any other address needs --tls-cert/--tls-key or --tls-self-signed, or --insecure-http behind a TLS-terminating proxy. --demo creates a demo client and tokens, serves HTTPS with a development certificate, and prints curl commands to try every endpoint. It creates the store if there is none (as client create does).`;
 
@@ -42,7 +46,7 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
 
   static override enableJsonFlag = false;
 
-  static override flags = {
+  static override flags = fromEnvironment({
     host: Flags.string({ description: 'Address to listen on; anything but loopback needs TLS or --insecure-http', default: '127.0.0.1' }),
     port: Flags.integer({ char: 'p', description: 'Port to listen on; 0 picks a free one', default: 8443, min: 0, max: 65535 }),
     'tls-cert': Flags.string({ description: 'PEM certificate (chain) to serve HTTPS with', dependsOn: ['tls-key'], exclusive: ['tls-self-signed', 'insecure-http'], helpGroup: 'TLS', helpValue: '<file>' }),
@@ -57,6 +61,7 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
     demo: Flags.boolean({ description: 'Create (or re-key) the client demo-client, issue it a token pair and print curl commands for every endpoint; HTTPS with a development certificate unless a TLS flag says otherwise' }),
     'pool-size': Flags.integer({ description: 'PostgreSQL: connections per process (each worker has its own pool); 10 nodes at 8 fit a stock max_connections of 100 with room for operators (docs/scale-out.md)', default: 8, min: 1, max: 1000, helpGroup: 'STORE' }),
     'db-timeout': durationFlag({ description: 'PostgreSQL: the longest a request waits on the database before it answers 503 [default: 5s]', helpGroup: 'STORE' }),
+    drain: durationFlag({ description: 'On SIGTERM: answer 503 on /health/ready at once but keep serving this long, so load balancers move away first; then stop accepting, finish requests in flight, exit 0 (0s: no drain) [default: 5s]' }),
     'max-connections': Flags.integer({ description: 'Open connections at once, per process; past it new ones are closed and idle keep-alive ones make room. Lowered to fit the open files limit (ulimit -n), which serve reads and says at start [default: 1000]', min: 1, max: 1_000_000 }),
     'trust-proxy': Flags.string({
       description: 'Proxies (addresses, CIDR ranges, or loopback, linklocal, uniquelocal) whose X-Forwarded-For names the client, for the brute-force budgets and the logs; repeatable or comma-separated [default: none: the peer is the client] (docs/operations.md)',
@@ -71,7 +76,7 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
     'metrics-max-clients': Flags.integer({ description: 'With --metrics-client-label: clients with a label of their own; later ones count as "other"', default: 100, min: 1, max: 10_000, helpGroup: 'METRICS' }),
     trace: Flags.boolean({ description: 'OpenTelemetry spans around the three endpoints and their store calls; needs an SDK loaded into the process (docs/observability.md)', helpGroup: 'METRICS' }),
     'log-level': Flags.string({ description: 'Request logs at info; warn or error keeps only problems', options: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], default: 'info' }),
-  };
+  });
 
   /** Metrics and tracing when asked for: made before the store opens, which reports to it. */
   private observability?: ServeObservability;
@@ -139,6 +144,7 @@ Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a w
       maxConnections: f['max-connections'],
       trustProxy: f['trust-proxy'],
       observability: this.observability,
+      drainMs: f.drain ?? DEFAULT_DRAIN_MS,
     };
   }
 }

@@ -25,6 +25,8 @@ export const AUDIT_ACTIONS = {
   purge: 'a purge, one line once it is done: how many it deleted in all',
   'purge.batch': 'one batch of a purge, written with it (detail: audit --batches)',
   'purge.interrupted': 'a purge stopped part way: how many it deleted',
+  'purge.grants': 'a batch of grant records with no token left deleted',
+  'purge.audit': 'a batch of audit lines older than the retention deleted',
   'receiver.add': 'a receiver of security events registered',
   'receiver.remove': 'a receiver and its deliveries removed',
   'receiver.retry': "a receiver's dead letters requeued",
@@ -37,7 +39,7 @@ export type AuditAction = keyof typeof AUDIT_ACTIONS;
  * The lines that are detail of one operation: each batch of a bulk revocation or purge, which its
  * summary line (written when the operation ends) adds up. `audit` shows them on request.
  */
-export const BATCH_ACTIONS: readonly AuditAction[] = ['token.revoke_bulk.batch', 'purge.batch'];
+export const BATCH_ACTIONS: readonly AuditAction[] = ['token.revoke_bulk.batch', 'purge.batch', 'purge.grants', 'purge.audit'];
 
 /** What makes a line: the clock's `now`, unless the change has its own instant. */
 type Clocked = Pick<EngineContext<unknown>, 'clock'>;

@@ -13,7 +13,7 @@ import { clientMayUse, GRANTS, parseTokenRequest, refreshGrant, type GrantTable,
 import type { Parameters } from './parameters.js';
 import { inspect, introspectForClient } from './introspect.js';
 import { issueGrants, issueTokens, type IssueInput } from './issue.js';
-import { countPurgeable, countTokens, listTokens, planPurge, purge, status, type PurgeOptions, type PurgePlan, type PurgeResult, type StatusReport } from './maintenance.js';
+import { countAuditOlderThan, countPurgeable, countTokens, listTokens, planPurge, purge, status, type PurgeOptions, type PurgePlan, type PurgeResult, type StatusReport } from './maintenance.js';
 import type { ClientCall, ClientRequest, RefreshRequest, TokenRequest } from './client-requests.js';
 import * as receivers from './receivers.js';
 import { refreshAsOperator } from './refresh.js';
@@ -181,6 +181,10 @@ export class Engine {
   }
   planPurge(olderThanMs: number): Promise<PurgePlan> {
     return planPurge(this.ctx, olderThanMs);
+  }
+  /** How many audit lines `purge` with `auditOlderThanMs` would delete now. */
+  countAuditOlderThan(olderThanMs: number): Promise<number> {
+    return countAuditOlderThan(this.ctx, olderThanMs);
   }
   purge(options: PurgeOptions, actor: string): Promise<PurgeResult> {
     return purge(this.ctx, options, actor);

@@ -22,6 +22,10 @@ export interface PurgeOptions {
   signal?: AbortSignal;
   /** How many qualified when counted, for the audit line of an interrupted purge. */
   planned?: number;
+  /** The audit trail's retention: delete its lines written more than this long ago; none deleted without. */
+  auditOlderThanMs?: number;
+  /** The retention's cut-off itself (ms), as confirmed; default now − auditOlderThanMs. */
+  auditBefore?: number;
 }
 
 export interface PurgeResult {
@@ -31,44 +35,78 @@ export interface PurgeResult {
   elapsed_ms: number;
   /** Stopped at a batch boundary by the signal: `deleted` is exactly what was deleted. */
   interrupted: boolean;
+  /** Grant records deleted because no token of theirs was left (PostgreSQL keeps them apart). */
+  grants_deleted: number;
+  /** Audit lines deleted by the retention, and the instant (ms) before which they were written. */
+  audit_deleted: number;
+  audit_before: number | null;
 }
 
 /**
- * Deletes tokens by each token's own expiry or revocation time, in batches. Each batch writes
- * its own audit line in its own transaction, so the trail holds exactly what was deleted even
- * if the process is killed; an interrupted purge adds a line saying so.
+ * Deletes tokens by each token's own expiry or revocation time, in batches; then the grant
+ * records left without a token; then, with a retention, the audit lines older than it. Each
+ * batch writes its own audit line in its own transaction, so the trail holds exactly what was
+ * deleted even if the process is killed; an interrupted purge adds a line saying so.
  */
 export async function purge(ctx: EngineContext<Ports>, options: PurgeOptions, actor: string): Promise<PurgeResult> {
   const started = Date.now();
-  const before = options.before ?? ctx.clock.now() - options.olderThanMs;
+  const now = ctx.clock.now();
+  const before = options.before ?? now - options.olderThanMs;
+  const auditBefore = options.auditOlderThanMs === undefined ? null : (options.auditBefore ?? now - options.auditOlderThanMs);
   const batchSize = options.batchSize ?? 1000;
   const target = `before:${new Date(before).toISOString()}`;
-  let deleted = 0;
-  let interrupted = false;
+  const line = (action: 'purge.batch' | 'purge.grants' | 'purge.audit', at: string, batch: number) =>
+    auditLine(ctx, actor, action, at, 0, `batch ${batch} of the purge started ${new Date(started).toISOString()}`);
+  const result: PurgeResult = { deleted: 0, before, elapsed_ms: 0, interrupted: false, grants_deleted: 0, audit_deleted: 0, audit_before: auditBefore };
+  const stopped = (): boolean => (result.interrupted ||= options.signal?.aborted === true);
   let batches = 0;
-  for (let batch = 1; ; batch++) {
-    if (options.signal?.aborted) {
-      interrupted = true;
-      break;
-    }
-    const detail = `batch ${batch} of the purge started ${new Date(started).toISOString()}`;
-    const n = await ctx.store.purgeBatch(before, batchSize, { audit: auditLine(ctx, actor, 'purge.batch', target, 0, detail) });
+
+  for (let batch = 1; !stopped(); batch++) {
+    const n = await ctx.store.purgeBatch(before, batchSize, { audit: line('purge.batch', target, batch) });
     if (n > 0) batches = batch;
-    deleted += n;
-    if (n > 0) options.onProgress?.(deleted);
+    result.deleted += n;
+    if (n > 0) options.onProgress?.(result.deleted);
     if (n < batchSize) break;
-    // Let other work (a server's requests, when run in-process) in between batches.
-    await new Promise((resolve) => setImmediate(resolve));
+    await betweenBatches();
   }
-  if (!interrupted) await purgeEndedAuthorizations(ctx, batchSize, options.signal);
-  // One line for the operation, after its batches (each audited with itself).
-  if (interrupted) {
+  // Grants after their tokens: a grant whose last token this purge deleted goes in the same run.
+  let after: string | null = null;
+  for (let batch = 1; !stopped(); batch++) {
+    const { deleted, next }: { deleted: number; next: string | null } = await ctx.store.purgeGrantsBatch(before, after, batchSize, { audit: line('purge.grants', target, batch) });
+    result.grants_deleted += deleted;
+    if (next === null) break;
+    after = next;
+    await betweenBatches();
+  }
+  if (auditBefore !== null) {
+    const auditTarget = `audit-before:${new Date(auditBefore).toISOString()}`;
+    for (let batch = 1; !stopped(); batch++) {
+      const n = await ctx.store.purgeAuditBatch(auditBefore, batchSize, { audit: line('purge.audit', auditTarget, batch) });
+      result.audit_deleted += n;
+      if (n < batchSize) break;
+      await betweenBatches();
+    }
+  }
+  if (result.interrupted) {
     const of = options.planned === undefined ? '' : ` of ${options.planned}`;
-    await audit(ctx, actor, 'purge.interrupted', target, deleted, `interrupted: ${deleted}${of} deleted`);
+    await audit(ctx, actor, 'purge.interrupted', target, result.deleted, `interrupted: ${result.deleted}${of} deleted`);
   } else {
-    await audit(ctx, actor, 'purge', target, deleted, `${batches} ${batches === 1 ? 'batch' : 'batches'}`);
+    // One line for the operation, after its batches (each audited with itself).
+    const beside = [`${result.grants_deleted} empty grants`, ...(auditBefore === null ? [] : [`${result.audit_deleted} audit lines`])].join(', ');
+    await audit(ctx, actor, 'purge', target, result.deleted, `${batches} ${batches === 1 ? 'batch' : 'batches'}; ${beside}`);
+    await purgeEndedAuthorizations(ctx, batchSize, options.signal);
   }
-  return { deleted, before, elapsed_ms: Date.now() - started, interrupted };
+  return { ...result, elapsed_ms: Date.now() - started };
+}
+
+/** Lets other work (a server's requests, when run in-process) in between batches. */
+function betweenBatches(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** How many audit lines a retention of `olderThanMs` would delete now. */
+export function countAuditOlderThan(ctx: EngineContext<Ports>, olderThanMs: number): Promise<number> {
+  return ctx.store.countAuditBefore(ctx.clock.now() - olderThanMs);
 }
 
 /**

@@ -2,7 +2,7 @@ import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { ClientAction } from '../engine/results.js';
 import type { AnswerObserver, EndpointName } from './observer.js';
-import { AUTHORIZE_CONTINUE_PATH, AUTHORIZE_PATH, DEV_LOGIN_PATH, HEALTH_PATH, INTROSPECTION_PATH, LOGIN_REQUESTS_PATH, METADATA_PATH, REVOCATION_PATH, TOKEN_PATH } from './paths.js';
+import { AUTHORIZE_CONTINUE_PATH, AUTHORIZE_PATH, DEV_LOGIN_PATH, HEALTH_PATH, INTROSPECTION_PATH, LIVE_PATH, LOGIN_REQUESTS_PATH, METADATA_PATH, READY_PATH, REVOCATION_PATH, TOKEN_PATH } from './paths.js';
 
 /**
  * The one answer writer of the server: every answer, whichever door the request came through (the
@@ -139,6 +139,8 @@ const ENDPOINT_NAMES: ReadonlyMap<string, EndpointName> = new Map<string, Endpoi
   [REVOCATION_PATH, 'revocation'],
   [INTROSPECTION_PATH, 'introspection'],
   [METADATA_PATH, 'metadata'],
+  [LIVE_PATH, 'health'],
+  [READY_PATH, 'health'],
   [HEALTH_PATH, 'health'],
   [AUTHORIZE_PATH, 'authorize'],
   [AUTHORIZE_CONTINUE_PATH, 'authorize'],

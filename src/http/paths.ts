@@ -12,6 +12,9 @@ export const LOGIN_REQUESTS_PATH = '/oauth/login-requests';
 export const DEV_LOGIN_PATH = '/oauth/dev-login';
 /** RFC 8414 §3. */
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
+/** Contract 6: liveness (no store call) and readiness; `/healthz` is readiness under its older name. */
+export const LIVE_PATH = '/health/live';
+export const READY_PATH = '/health/ready';
 export const HEALTH_PATH = '/healthz';
 /** Security events (routes/security-events.ts). RFC 8936 poll endpoint. */
 export const POLL_PATH = '/events/poll';
@@ -31,6 +34,8 @@ export const ALLOWED_METHODS: ReadonlyMap<string, string> = new Map([
   [REVOCATION_PATH, 'POST'],
   [INTROSPECTION_PATH, 'POST'],
   [METADATA_PATH, 'GET, HEAD'],
+  [LIVE_PATH, 'GET, HEAD'],
+  [READY_PATH, 'GET, HEAD'],
   [HEALTH_PATH, 'GET, HEAD'],
   [POLL_PATH, 'POST'],
   [JWKS_PATH, 'GET, HEAD'],

@@ -13,12 +13,12 @@ import { BODY_LIMIT, FORM_MEDIA_TYPE, formBodyParser } from './form.js';
 import type { AnswerObserver } from './observer.js';
 import { createParserRefusals, createRefusal } from './parser-refusals.js';
 import { eventsRoutes } from './routes/security-events.js';
-import { healthRoute } from './routes/health.js';
+import { healthRoutes } from './routes/health.js';
 import { authorizeRoutes } from './routes/authorize.js';
 import { devLoginRoutes } from './routes/dev-login.js';
 import { loginRequestRoutes } from './routes/login-requests.js';
 import { metadataRoute } from './routes/metadata.js';
-import { StoreFaults } from './store-faults.js';
+import { Readiness } from './readiness.js';
 import './types.js';
 
 export interface BuildServerOptions {
@@ -39,6 +39,10 @@ export interface BuildServerOptions {
    * `trustedProxies`); none by default: the socket's peer is the client.
    */
   trustProxy?: TrustProxy;
+  /** What `/health/ready` answers (serve drains it on SIGTERM); by default the engine's store, 5 s. */
+  readiness?: Readiness;
+  /** The longest an endpoint's request waits on the engine before its 503 (serve: --db-timeout + 1 s); none by default. */
+  requestDeadlineMs?: number;
 }
 
 /**
@@ -74,7 +78,7 @@ export type TokenctlApp = FastifyInstance;
 
 /**
  * The HTTP face of the engine (spec part 4, contract 3): the three endpoints, RFC 8414 metadata
- * and /healthz, on fastify. Returns the app without listening; `serve/` listens, tests too.
+ * and the health routes (contract 6), on fastify. Returns the app without listening; `serve/` listens, tests too.
  */
 export function buildServer(options: BuildServerOptions): TokenctlApp {
   let requests = 0;
@@ -86,10 +90,10 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
   for (const [name, value] of Object.entries(options.connections ?? {}) as [keyof ConnectionLimits, number | undefined][]) {
     if (value !== undefined) limits[name] = value;
   }
-  const storeFaults = new StoreFaults();
+  const readiness = options.readiness ?? new Readiness(options.engine.store);
   const reporter: AnswerReporter = { log: () => app.log, logRequests: () => logRequests, observer: options.observer };
   const refuse = createRefusal({ reporter, nextId });
-  const fastPath = createFastPath({ engine: options.engine, storeFaults, reporter, nextId, trustProxy: options.trustProxy });
+  const fastPath = createFastPath({ engine: options.engine, deadlineMs: options.requestDeadlineMs, reporter, nextId, trustProxy: options.trustProxy });
   app = fastify({
     logger: options.logger ?? false,
     genReqId: nextId,
@@ -99,7 +103,11 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
         if (req.headers.host === undefined && req.httpVersion === '1.1') refuse(req, res, 400);
         // Closing (server.close() called): a request on a connection still open gets the 503 here.
         else if (!this.listening) refuse(req, res, 503);
-        else if (!fastPath(req, res)) handler(req, res);
+        else {
+          // Draining: answered, but the client's next request opens a connection the balancer sends elsewhere.
+          if (readiness.draining) res.setHeader('connection', 'close');
+          if (!fastPath(req, res)) handler(req, res);
+        }
       };
       const timeouts = {
         headersTimeout: limits.headersTimeoutMs,
@@ -148,15 +156,14 @@ export function buildServer(options: BuildServerOptions): TokenctlApp {
   });
   app.decorateRequest('answered', null);
   installErrorHandlers(app);
-  app.addHook('onError', async (_request, _reply, err) => storeFaults.note(err));
   logRequests = INFO_OR_FINER.has(app.log.level);
   // Everything fastify answers is reported once it is sent, as the fast path reports its own.
   if (logRequests || options.observer) app.addHook('onResponse', async (request, reply) => reportFastify(reporter, request, reply));
 
-  const deps = { engine: options.engine, storeFaults };
+  const deps = { engine: options.engine, deadlineMs: options.requestDeadlineMs };
   for (const endpoint of ENDPOINTS.values()) endpointRoute(app, endpoint, deps);
   metadataRoute(app, deps);
-  healthRoute(app, deps);
+  healthRoutes(app, readiness);
   eventsRoutes(app, deps);
   authorizeRoutes(app, deps);
   loginRequestRoutes(app, deps);

@@ -32,9 +32,10 @@ const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
 
 /**
  * A registry with tokenctl's metrics and Node's process metrics (`collectDefaultMetrics`).
- * `poolState` is read at each scrape (PostgreSQL; the gauges stay 0 for a store without a pool).
+ * `poolState` is read at each scrape (PostgreSQL; the gauges stay 0 for a store without a pool),
+ * and `ready` is asked then as `/health/ready` would be (undefined: no server yet, reported as 0).
  */
-export function createMetrics(poolState: () => PoolState | undefined = () => undefined): TokenctlMetrics {
+export function createMetrics(poolState: () => PoolState | undefined = () => undefined, ready: () => Promise<boolean | undefined> = async () => undefined): TokenctlMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
@@ -49,6 +50,16 @@ export function createMetrics(poolState: () => PoolState | undefined = () => und
       },
     });
   new Gauge({ name: 'tokenctl_server_processes', help: 'Processes whose metrics this scrape sums: 1, or the workers of serve --workers N that answered', registers }).set(1);
+  new Gauge({
+    name: 'tokenctl_ready',
+    help: 'Whether /health/ready would answer 200 now (1) or 503 (0: draining, or the store does not answer a read); with --workers, 1 only when every worker is',
+    registers,
+    // With workers, the primary's aggregate: one worker not ready makes the node not ready.
+    aggregator: 'min',
+    async collect() {
+      this.set((await ready()) === true ? 1 : 0);
+    },
+  });
   poolGauge('tokenctl_store_pool_in_use', 'PostgreSQL connections of this server checked out by a request (0 without PostgreSQL)', (s) => s.total - s.idle);
   poolGauge('tokenctl_store_pool_idle', 'PostgreSQL connections of this server open and idle', (s) => s.idle);
   poolGauge('tokenctl_store_pool_waiting', 'Requests waiting for a PostgreSQL connection', (s) => s.waiting);

@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
 import type { AnswerObserver } from '../http/observer.js';
+import type { Readiness } from '../http/readiness.js';
 import type { StoreObserver, TokenStore } from '../store/store.js';
 import { httpObserver } from './http-observer.js';
 import { startMetricsListener, type MetricsListener, type MetricsSource } from './listener.js';
@@ -31,6 +32,8 @@ export interface ProcessObservability {
   answerObserver?: AnswerObserver;
   /** The store the engine should use: timed and/or traced. */
   instrumentStore(store: TokenStore): TokenStore;
+  /** What the readiness gauge asks at each scrape: the server's own `/health/ready` check. */
+  watchReadiness(readiness: Readiness): void;
 }
 
 /**
@@ -39,7 +42,9 @@ export interface ProcessObservability {
  */
 export function processObservability(settings: ObservabilitySettings): ProcessObservability {
   let store: TokenStore | undefined;
-  const metrics = settings.metrics ? createMetrics(() => store?.poolState?.()) : undefined;
+  let readiness: Readiness | undefined;
+  const ready = async (): Promise<boolean | undefined> => (readiness === undefined ? undefined : (await readiness.check()) === null);
+  const metrics = settings.metrics ? createMetrics(() => store?.poolState?.(), ready) : undefined;
   const observers: AnswerObserver[] = [];
   if (metrics) observers.push(httpObserver(metrics, { clientLabel: settings.metrics!.clientLabel, maxClients: settings.metrics!.maxClients }));
   if (settings.trace) observers.push(traceAnswers());
@@ -53,6 +58,9 @@ export function processObservability(settings: ObservabilitySettings): ProcessOb
       let served = settings.trace ? traceStore(opened) : opened;
       if (metrics) served = instrumentStore(served, metrics);
       return served;
+    },
+    watchReadiness(watched) {
+      readiness = watched;
     },
   };
 }

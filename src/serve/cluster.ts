@@ -21,6 +21,8 @@ function workerEntry(): string {
 export interface Workers {
   /** The base URL all workers listen on (one port, shared through the primary). */
   url: string;
+  /** Every worker's readiness answers 503 from now on (the drain of contract 6); they keep serving. */
+  drain(): void;
   /** Asks every worker to finish its requests in flight and stop; resolves once all have exited. */
   stop(): Promise<void>;
   /** A second signal: workers close every connection at once. */
@@ -90,13 +92,13 @@ export async function startWorkers(count: number, settings: WorkerSettings, onFa
 
   return {
     url,
+    drain: () => broadcast({ type: 'drain' }),
     stop: async () => {
       stopping = true;
       broadcast({ type: 'shutdown' });
       await allExited();
     },
-    force: () => {
-      for (const w of workers) w.process.kill('SIGTERM');
-    },
+    // A message, not a signal: a worker's own SIGTERM means "drain first", which this must not.
+    force: () => broadcast({ type: 'force' }),
   };
 }

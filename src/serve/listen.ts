@@ -4,6 +4,8 @@ import { ServeError } from './errors.js';
 import type { Engine } from '../engine/engine.js';
 import type { AnswerObserver } from '../http/observer.js';
 import { trustedProxies } from '../http/client-address.js';
+import { DEFAULT_READINESS_TIMEOUT_MS, type Readiness } from '../http/readiness.js';
+import type { OpenStoreOptions } from '../store/open-store.js';
 import { buildServer, type ConnectionLimits, type TokenctlApp } from '../http/server.js';
 import type { TlsMaterial } from './tls.js';
 import { baseUrl } from './transport.js';
@@ -24,6 +26,10 @@ export interface StartOptions {
   observer?: AnswerObserver;
   /** `--trust-proxy`: the proxies whose `X-Forwarded-For` names the client (checked by {@link checkTrustProxy}). */
   trustProxy?: readonly string[];
+  /** What `/health/ready` answers, drained on SIGTERM; the server's own default without. */
+  readiness?: Readiness;
+  /** The longest a request waits on the engine before its 503 (`--db-timeout` + 1 s). */
+  requestDeadlineMs?: number;
   /** How long in-flight requests may take to finish on shutdown; default 10 s. */
   shutdownGraceMs?: number;
 }
@@ -36,11 +42,16 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** `--db-timeout` + 1 s: the longest a request waits on the store, whatever the database does (operations.md). */
+export function requestDeadline(storeOptions: OpenStoreOptions | undefined): number {
+  return (storeOptions?.statementTimeoutMs ?? DEFAULT_READINESS_TIMEOUT_MS) + 1_000;
+}
+
 /** Builds the app (`http/server.ts`) and listens. The store stays open: its owner closes it. */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { engine, host, port, tls } = options;
   const trustProxy = options.trustProxy?.length ? trustedProxies(options.trustProxy) : undefined;
-  const app = buildServer({ engine, logger: options.logger, connections: options.connections, observer: options.observer, trustProxy, ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}) });
+  const app = buildServer({ engine, logger: options.logger, connections: options.connections, observer: options.observer, trustProxy, readiness: options.readiness, requestDeadlineMs: options.requestDeadlineMs, ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}) });
   try {
     await app.listen({ host, port, listenTextResolver: (address) => `server listening at ${address}` });
   } catch (err) {

@@ -8,7 +8,9 @@ import { demoLoginInstructions, prepareDemoApp } from './demo-login.js';
 import { isLoopback } from './transport.js';
 import { waitForShutdownSignal } from './shutdown.js';
 import { connectionCap, readDescriptors } from './descriptor-limit.js';
-import { checkTrustProxy, startServer } from './listen.js';
+import { drain } from './drain.js';
+import { Readiness } from '../http/readiness.js';
+import { checkTrustProxy, requestDeadline, startServer } from './listen.js';
 import { checkStoreWritable, watchStoreFile } from './store-watch.js';
 import { chooseTransport, metricsListenerWarning, type TransportFlags } from './transport.js';
 import { connectionBudgetWarning, type OpenStoreOptions } from '../store/open-store.js';
@@ -42,6 +44,8 @@ export interface ServeSettings extends TransportFlags {
   logStream: NodeJS.WritableStream;
   /** Metrics and tracing (`--metrics-port`, `--trace`); none without. */
   observability?: ServeObservability;
+  /** `--drain`: how long SIGTERM keeps serving while readiness answers 503 (contract 6); 0 to skip. */
+  drainMs: number;
 }
 
 /** How `serve` talks to its operator: stdout lines, warnings and notes on stderr. */
@@ -54,7 +58,8 @@ export interface ServeOutput {
 /**
  * `tokenctl serve` from start to stop (contract 3): choose the transport (refusing plain HTTP
  * off loopback before opening anything), open the engine, listen, set up the demo if asked,
- * print `listening on <URL>`, and on SIGTERM/SIGINT stop gracefully. The caller closes the store.
+ * print `listening on <URL>`, and on SIGTERM drain (contract 6) and stop gracefully; SIGINT (a
+ * terminal's Ctrl-C) stops without the drain. The caller closes the store.
  */
 export async function runServe(settings: ServeSettings, openEngine: (options: Partial<EngineOptions>) => Promise<Engine>, out: ServeOutput): Promise<void> {
   checkTrustProxy(settings.trustProxy);
@@ -84,7 +89,9 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
 
   // Before anything is printed: whoever reads "listening on" may signal at once.
   let force = (): void => process.exit(130);
-  const stopSignal = waitForShutdownSignal(() => force());
+  let skipDrain = (): void => undefined;
+  const drainSkipped = new Promise<void>((resolve) => (skipDrain = resolve));
+  const stopSignal = waitForShutdownSignal(() => (skipDrain(), force()));
   const certFile = transport.tls?.certFile;
   const workerCount = settings.workers ?? 1;
 
@@ -110,6 +117,7 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
         maxConnections: cap.maxConnections,
         trustProxy: settings.trustProxy,
         observability: settings.observability?.settings,
+        drainMs: settings.drainMs,
       },
       (message) => fatal(message),
     );
@@ -123,15 +131,22 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
       storeWatch.changed.then((message) => ({ message, code: 'store_replaced' })),
     ]);
     storeWatch.stop();
-    if ('signal' in stop) out.note(`${stop.signal}: finishing requests in flight in ${workerCount} workers, then stopping`);
+    if ('signal' in stop) {
+      out.note(drainNote(stop.signal, settings.drainMs, `${workerCount} workers`));
+      if (stop.signal === 'SIGTERM') await drain(() => workers.drain(), settings.drainMs, drainSkipped);
+    }
     await metrics?.close();
     await workers.stop();
     if ('message' in stop) throw storeError(stop.message, stop.code);
     return;
   }
 
+  const readiness = new Readiness(engine.store, settings.storeOptions?.statementTimeoutMs);
+  settings.observability?.local?.watchReadiness(readiness);
   const server = await startServer({
     engine,
+    readiness,
+    requestDeadlineMs: requestDeadline(settings.storeOptions),
     observer: settings.observability?.local?.answerObserver,
     host: settings.host,
     port: settings.port,
@@ -154,7 +169,10 @@ export async function runServe(settings: ServeSettings, openEngine: (options: Pa
 
   const stop = await Promise.race([stopSignal.then((signal) => ({ signal })), storeWatch.changed.then((message) => ({ message }))]);
   storeWatch.stop();
-  if ('signal' in stop) out.note(`${stop.signal}: finishing requests in flight, then stopping`);
+  if ('signal' in stop) {
+    out.note(drainNote(stop.signal, settings.drainMs));
+    if (stop.signal === 'SIGTERM') await drain(() => readiness.drain(), settings.drainMs, drainSkipped);
+  }
   await metrics?.close();
   await Promise.all([server.close(), delivery.stop()]);
   if ('message' in stop) throw storeError(stop.message, 'store_replaced');
@@ -170,6 +188,11 @@ function loginWarnings(settings: ServeSettings): string[] {
     warnings.push(`--demo on ${settings.host} (not loopback) has no login: add --dev-login to log in from an app with the development page, or --login-url for your own`);
   }
   return warnings;
+}
+
+function drainNote(signal: NodeJS.Signals, drainMs: number, where?: string): string {
+  const rest = `finishing requests in flight${where === undefined ? '' : ` in ${where}`}, then stopping`;
+  return signal === 'SIGTERM' && drainMs > 0 ? `${signal}: not ready; serving ${drainMs} ms more, then ${rest}` : `${signal}: ${rest}`;
 }
 
 function storeError(message: string, code: string): ServeError {

@@ -55,6 +55,18 @@ describe('purge, status, audit', () => {
     expect((await store.json(['status'])).tokens.access_token.expired).toBe(1);
   });
 
+  it('purge --audit-older-than: a retention of at least a day, or never; the default keeps 400 days', async () => {
+    const dry = await store.json(['purge', '--dry-run']);
+    expect(dry).toMatchObject({ audit_older_than_ms: 400 * 86_400_000, audit_purgeable: 0 });
+    const never = await store.json(['purge', '--dry-run', '--audit-older-than', 'never']);
+    expect(never).toMatchObject({ audit_older_than_ms: null, audit_before: null, audit_purgeable: 0 });
+    const week = await store.json(['purge', '--dry-run', '--audit-older-than', '7d']);
+    expect(week.audit_before).toBeGreaterThan(Date.now() - 7 * 86_400_000 - 60_000);
+    const tooShort = await store.run(['purge', '--dry-run', '--audit-older-than', '1h']);
+    expect(tooShort.code).toBe(2);
+    expect(tooShort.stderr).toMatch(/shorter than a day/);
+  });
+
   it('purge --yes deletes every expired or revoked token in batches, and keeps the active ones', async () => {
     const r = await store.json(['purge', '--yes', '--batch-size', '1']);
     expect(r).toMatchObject({ purgeable: 4, deleted: 4, dry_run: false });

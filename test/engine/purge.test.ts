@@ -116,3 +116,25 @@ describe('purge', () => {
     expect(await introspected(env.engine, next.refresh_token)).toEqual({ active: false });
   });
 });
+
+describe('purge: the audit retention', () => {
+  it('without one, keeps every audit line; with one, deletes those older, and says so in the trail', async () => {
+    const { engine, store, clock } = await timeline();
+    for (const at of [START, START + HOUR]) await store.appendAudit({ at, actor: 'cli:op', action: 'client.create', target: 'client:x', count: 1, detail: '' });
+    const before = await store.listAudit({});
+    expect(before.filter((e) => e.at < START + 12 * HOUR)).toHaveLength(2); // and the revocation's, at START + 1d
+    const kept = await engine.purge({ olderThanMs: 0 }, 'cli:op');
+    expect(kept).toMatchObject({ audit_deleted: 0, audit_before: null });
+    expect((await store.listAudit({})).filter((e) => e.at <= START + DAY)).toHaveLength(before.length);
+
+    // A retention of 9.5 days at +10d: what was written at START goes, what was written at +1d stays.
+    expect(await engine.countAuditOlderThan(9 * DAY + 12 * HOUR)).toBe(before.filter((e) => e.at < START + 12 * HOUR).length);
+    const r = await engine.purge({ olderThanMs: 0, auditOlderThanMs: 9 * DAY + 12 * HOUR }, 'cli:op');
+    expect(r.audit_before).toBe(clock.now() - (9 * DAY + 12 * HOUR));
+    expect(r.audit_deleted).toBe(2);
+    const after = await store.listAudit({});
+    expect(after.some((e) => e.at < r.audit_before!)).toBe(false);
+    expect(after.some((e) => e.at === START + DAY)).toBe(true);
+    expect(after.filter((e) => e.action === 'purge.audit').map((e) => e.count)).toEqual([r.audit_deleted]);
+  });
+});

@@ -95,6 +95,8 @@ export async function insertGrantSeries(url: string, schema: string, s: GrantSer
 export class TcpProxy {
   private server: net.Server | undefined;
   private readonly sockets = new Set<net.Socket>();
+  private readonly pairs = new Set<[net.Socket, net.Socket]>();
+  private holing = false;
   port = 0;
 
   constructor(
@@ -105,12 +107,18 @@ export class TcpProxy {
   /** Listens (on a free port the first time, on the same one afterwards). */
   async start(): Promise<void> {
     const server = net.createServer((client) => {
-      const upstream = net.connect(this.targetPort, this.targetHost);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => (s === client ? upstream : client).destroy());
+      this.sockets.add(client);
+      client.on('close', () => this.sockets.delete(client));
+      if (this.holing) {
+        client.on('error', () => undefined); // accepted, and never a byte either way
+        return;
       }
+      const upstream = net.connect(this.targetPort, this.targetHost);
+      const pair: [net.Socket, net.Socket] = [client, upstream];
+      this.pairs.add(pair);
+      this.sockets.add(upstream);
+      upstream.on('close', () => (this.sockets.delete(upstream), this.pairs.delete(pair)));
+      for (const s of pair) s.on('error', () => (s === client ? upstream : client).destroy());
       client.pipe(upstream).pipe(client);
     });
     await new Promise<void>((resolve, reject) => {
@@ -127,6 +135,26 @@ export class TcpProxy {
     const server = this.server;
     this.server = undefined;
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /**
+   * A black hole: connections open stay open but carry nothing more either way, and new ones are
+   * accepted and never answered, as a network partition that drops packets looks to a client.
+   */
+  blackHole(): void {
+    this.holing = true;
+    for (const [client, upstream] of this.pairs) {
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+      client.pause();
+      upstream.pause();
+    }
+  }
+
+  /** Ends the black hole: every connection it held is cut (as a partition's end finds them), new ones pass again. */
+  heal(): void {
+    this.holing = false;
+    for (const s of this.sockets) s.destroy();
   }
 
   /** `url` with its host and port replaced by the proxy's. */

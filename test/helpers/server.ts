@@ -52,14 +52,16 @@ export interface TestServerOptions extends Omit<EngineOptions, 'store' | 'clock'
   connections?: BuildServerOptions['connections'];
   observer?: BuildServerOptions['observer'];
   trustProxy?: BuildServerOptions['trustProxy'];
+  readiness?: BuildServerOptions['readiness'];
+  requestDeadlineMs?: BuildServerOptions['requestDeadlineMs'];
   /** The door of `post`: the socket (the default) or fastify's inject. */
   door?: Door;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const { store = new MemoryStore(), clock = new ManualClock(START), logger, https, connections, observer, trustProxy, door = 'fast path', ...engineOptions } = options;
+  const { store = new MemoryStore(), clock = new ManualClock(START), logger, https, connections, observer, trustProxy, readiness, requestDeadlineMs, door = 'fast path', ...engineOptions } = options;
   const engine = new Engine({ issuer: ISSUER, node: 'node-t', ...engineOptions, store, clock });
-  const app = buildServer({ engine, logger, https, connections, observer, trustProxy });
+  const app = buildServer({ engine, logger, https, connections, observer, trustProxy, readiness, requestDeadlineMs });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
   const url = `${https ? 'https' : 'http'}://127.0.0.1:${port}`;

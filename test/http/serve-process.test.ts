@@ -41,8 +41,8 @@ function env(): NodeJS.ProcessEnv {
 }
 
 /** Starts `tokenctl serve …` and resolves once it printed `listening on`, or rejects with what it printed. */
-function serve(args: string[]): Promise<Served> {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], { cwd: sandbox, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
+function serve(args: string[], extraEnv: Record<string, string> = {}): Promise<Served> {
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], { cwd: sandbox, env: { ...env(), ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let out = '';
   let err = '';
@@ -58,8 +58,8 @@ function serve(args: string[]): Promise<Served> {
   });
 }
 
-function tokenctl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return run(process.execPath, [BIN, ...args], { cwd: sandbox, env: env() }).then(
+function tokenctl(args: string[], options: { env?: Record<string, string> } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return run(process.execPath, [BIN, ...args], { cwd: sandbox, env: { ...env(), ...options.env } }).then(
     (r) => ({ code: 0, ...r }),
     (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' }),
   );
@@ -174,6 +174,27 @@ describe('tokenctl serve (real process)', () => {
     expect(s.stderr()).toMatch(/certificate: .*\.cert\.pem/);
     s.child.kill('SIGTERM');
     expect(await s.exit, s.stderr()).toEqual({ code: 0, signal: null });
+  });
+
+  it('every flag from the environment too (TOKENCTL_<FLAG>), the flag winning over its variable', async () => {
+    // TOKENCTL_HOST alone would refuse plain HTTP on 0.0.0.0; --host on the command line wins.
+    const s = await serve(['--host', '127.0.0.1', '--port', '0', '--db', join(sandbox, 'env.db')], { TOKENCTL_HOST: '0.0.0.0', TOKENCTL_METRICS_PORT: '0', TOKENCTL_LOG_LEVEL: 'warn' });
+    try {
+      expect(s.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const metrics = /metrics on (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(s.stderr())?.[1];
+      expect(metrics, s.stderr()).toBeDefined();
+      const scrape = await (await fetch(metrics!)).text();
+      expect(scrape).toMatch(/^tokenctl_ready 1$/m);
+    } finally {
+      s.child.kill('SIGTERM');
+      expect((await s.exit).code).toBe(0);
+    }
+    const refused = await tokenctl(['serve', '--port', '0', '--db', join(sandbox, 'env-refused.db')], { env: { TOKENCTL_HOST: '0.0.0.0' } });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/refusing to serve plain HTTP on 0\.0\.0\.0/);
+    const bad = await tokenctl(['serve', '--port', '0', '--db', join(sandbox, 'env-bad.db')], { env: { TOKENCTL_ACCESS_TTL: '30' } });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/not a duration/);
   });
 
   it.each([

@@ -6,7 +6,8 @@ import { createClient, formAuth, issue, postForm, specBasic, startTestServer, ty
 
 /**
  * Hardening item 7 of SECURITY.md: a storage fault is a 503 with Retry-After (never a 500), and
- * /healthz says so. Real SQLite faults on a real store file: `PRAGMA query_only` makes every write
+ * readiness answers what the store answers now: it reads, never writes, and remembers no fault
+ * (contract 6), so it stays 200 while reads work. Real SQLite faults on a real store file: `PRAGMA query_only` makes every write
  * fail with SQLITE_READONLY, as a read-only file or mount does; `PRAGMA max_page_count` makes a
  * write that needs a new page fail with SQLITE_FULL, as a full disk does.
  */
@@ -30,20 +31,17 @@ describe('storage faults on an SQLite store', () => {
   });
 
   async function health(): Promise<number> {
-    return (await fetch(s.url + '/healthz')).status;
+    return (await fetch(s.url + '/health/ready')).status;
   }
 
-  it('a read-only store: /healthz 503 (its write check fails), and 200 again once writable', async () => {
+  it('a read-only store: readiness 200 (it only reads, so it writes nothing on a probe)', async () => {
     expect(await health()).toBe(200);
     pragma('query_only = ON');
     try {
-      const r = await fetch(s.url + '/healthz');
-      expect(r.status).toBe(503);
-      expect(r.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(await health()).toBe(200);
     } finally {
       pragma('query_only = OFF');
     }
-    expect(await health()).toBe(200);
   });
 
   it('a revocation on a read-only store: 503 with Retry-After in the spec 7.2 record, over both doors', async () => {
@@ -66,11 +64,11 @@ describe('storage faults on an SQLite store', () => {
     } finally {
       pragma('query_only = OFF');
     }
-    // The fault a request met is reported for a few seconds, even though the store writes again.
-    expect(await health()).toBe(503);
+    // No memory of the fault: the store answers, so the node is ready.
+    expect(await health()).toBe(200);
   });
 
-  it('a full disk: a refresh gets 503 with Retry-After, not 500, and /healthz reports it', async () => {
+  it('a full disk: a refresh gets 503 with Retry-After, not 500; readiness stays 200 while reads work', async () => {
     const issued = await issue(s.engine, web);
     const pages = pragma('page_count') as number;
     pragma(`max_page_count = ${pages}`);
@@ -87,7 +85,7 @@ describe('storage faults on an SQLite store', () => {
       }
       expect(last).toBe(503);
       expect(retryAfter).toMatch(/^\d+$/);
-      expect(await health()).toBe(503);
+      expect(await health()).toBe(200);
     } finally {
       pragma('max_page_count = 1073741823');
     }

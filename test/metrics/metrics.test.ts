@@ -4,6 +4,7 @@ import { httpObserver } from '../../src/metrics/http-observer.js';
 import { startMetricsListener, type MetricsListener } from '../../src/metrics/listener.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { processObservability } from '../../src/metrics/observability.js';
+import { Readiness } from '../../src/http/readiness.js';
 import { parseScrape, quantile, sum } from '../../src/metrics/scrape.js';
 import { instrumentStore } from '../../src/metrics/store-metrics.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
@@ -113,6 +114,25 @@ describe('the store metrics', () => {
     pool.waiting = 0;
     scrape = parseScrape(await observability.metrics!.registry.metrics());
     expect(sum(scrape, 'tokenctl_store_pool_waiting')).toBe(0);
+  });
+});
+
+describe('the readiness gauge', () => {
+  it('tokenctl_ready: 0 before a server watches, then what /health/ready would answer at each scrape', async () => {
+    const observability = processObservability({ metrics: { host: '127.0.0.1', port: 0, clientLabel: false, maxClients: 1 }, trace: false });
+    const store = observability.instrumentStore(new MemoryStore());
+    const ready = async () => sum(parseScrape(await observability.metrics!.registry.metrics()), 'tokenctl_ready');
+    expect(await ready()).toBe(0);
+    let failing = false;
+    const readiness = new Readiness({ ping: async () => (failing ? Promise.reject(new Error('down')) : store.ping()) });
+    observability.watchReadiness(readiness);
+    expect(await ready()).toBe(1);
+    failing = true;
+    expect(await ready()).toBe(0);
+    failing = false;
+    expect(await ready()).toBe(1);
+    readiness.drain();
+    expect(await ready()).toBe(0);
   });
 });
 

@@ -95,6 +95,8 @@ describe.each([
     expect(res.status).toBe(200);
     scrape = parseScrape(await res.text());
     expect(sum(scrape, 'tokenctl_server_processes')).toBe(workers);
+    // The lowest of the workers' readiness (prom-client's 'min'), not their sum.
+    expect(sum(scrape, 'tokenctl_ready')).toBe(1);
     expect(sum(scrape, 'tokenctl_http_requests_total', { endpoint: 'introspection', status: '200' })).toBe(N);
     expect(sum(scrape, 'tokenctl_http_requests_total', { endpoint: 'introspection', status: '200', outcome: 'active' })).toBe(N);
     expect(sum(scrape, 'tokenctl_http_requests_total', { endpoint: 'token', status: '200', outcome: 'refreshed' })).toBe(M);

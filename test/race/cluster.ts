@@ -13,7 +13,7 @@ import { startServe, stopServe, tempDir, type ServeProcess } from '../helpers/lo
  * guarantee of "a revocation is final" is checked against this, never against one process.
  */
 
-export type Backend = 'sqlite' | 'postgres' | 'postgres-serializable';
+export type Backend = 'sqlite' | 'postgres' | 'postgres-serializable' | 'postgres-repeatable-read';
 
 export interface Cluster {
   backend: Backend;
@@ -34,8 +34,16 @@ export interface Cluster {
   close(): Promise<void>;
 }
 
-/** A role whose transactions are SERIALIZABLE by default: the stand-in for a distributed SQL engine. */
-const SERIALIZABLE_ROLE = 'tokenctl_race_serializable';
+/**
+ * Roles whose transactions default to another level than PostgreSQL's READ COMMITTED, so that the
+ * shared server's own default stays untouched: SERIALIZABLE, the stand-in for a distributed SQL
+ * engine (the store is configured for it with `?isolation=serializable`), and REPEATABLE READ, a
+ * DBA's or YugabyteDB's default, which the store must override without being told.
+ */
+const ROLES = {
+  'postgres-serializable': { role: 'tokenctl_race_serializable', level: 'serializable', urlParameter: 'isolation=serializable' },
+  'postgres-repeatable-read': { role: 'tokenctl_race_repeatable_read', level: 'repeatable read', urlParameter: undefined },
+} as const;
 
 export async function startCluster(backend: Backend, options: { nodes: number; rotate: boolean; pgUrl?: string }): Promise<Cluster> {
   const cleanups: (() => Promise<void>)[] = [];
@@ -51,11 +59,12 @@ export async function startCluster(backend: Backend, options: { nodes: number; r
       const url = options.pgUrl!;
       const schema = testSchemaName();
       cleanups.push(() => dropSchema(url, schema));
-      // The schema is made by the ordinary role; at SERIALIZABLE the nodes and the test's own
-      // connections then use a role whose every transaction is serializable, without any startup
-      // parameter (the way a CockroachDB user would run it).
-      const nodeUrl = backend === 'postgres' ? url : await serializableUrl(url);
-      db = `${nodeUrl}${nodeUrl.includes('?') ? '&' : '?'}schema=${schema}`;
+      // The schema is made by the ordinary role; the nodes and the test's own connections then
+      // use a role whose transactions default to the backend's level, without any startup
+      // parameter (the way a CockroachDB or YugabyteDB user would run it).
+      const nodeUrl = backend === 'postgres' ? url : await roleUrl(url, backend);
+      const parameters = [`schema=${schema}`, ...(backend === 'postgres' || ROLES[backend].urlParameter === undefined ? [] : [ROLES[backend].urlParameter])];
+      db = `${nodeUrl}${nodeUrl.includes('?') ? '&' : '?'}${parameters.join('&')}`;
       await (await PostgresStore.open(url, { schema })).close();
       store = await PostgresStore.open(db, { poolSize: 8 });
     }
@@ -91,25 +100,33 @@ export async function startCluster(backend: Backend, options: { nodes: number; r
   }
 }
 
-async function serializableUrl(url: string): Promise<string> {
+/** `url` as the backend's role, made (once) with its default isolation level. */
+async function roleUrl(url: string, backend: keyof typeof ROLES): Promise<string> {
+  const { role, level } = ROLES[backend];
   await withPg(url, undefined, async (db) => {
     await db.query(`DO $$ BEGIN
-        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${SERIALIZABLE_ROLE}') THEN
-          CREATE ROLE ${SERIALIZABLE_ROLE} LOGIN SUPERUSER;
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${role}') THEN
+          CREATE ROLE ${role} LOGIN SUPERUSER;
         END IF;
       END $$`);
-    await db.query(`ALTER ROLE ${SERIALIZABLE_ROLE} SET default_transaction_isolation = 'serializable'`);
+    await db.query(`ALTER ROLE ${role} SET default_transaction_isolation = '${level}'`);
   });
   const u = new URL(url);
-  u.username = SERIALIZABLE_ROLE;
+  u.username = role;
   u.password = '';
   return u.toString();
 }
 
-/** Proves that a connection of the cluster's store really runs at the isolation level it claims. */
-export async function isolationOf(cluster: Cluster, pgUrl: string): Promise<string> {
-  const url = cluster.backend === 'postgres-serializable' ? await serializableUrl(pgUrl) : pgUrl;
+/** The default isolation level of the cluster's role: what a transaction that names none would run at. */
+export async function defaultIsolationOf(cluster: Cluster, pgUrl: string): Promise<string> {
+  const url = cluster.backend === 'postgres' || cluster.backend === 'sqlite' ? pgUrl : await roleUrl(pgUrl, cluster.backend);
   return withPg(url, undefined, async (db) => (await db.query<{ level: string }>("SELECT current_setting('default_transaction_isolation') AS level")).rows[0]!.level);
+}
+
+/** The level a transaction of the cluster's store really runs at (the test process's own store, opened with the nodes' URL). */
+export async function storeIsolationOf(cluster: Cluster): Promise<string> {
+  const db = (cluster.store as unknown as { db: { transaction<T>(work: (tx: { query(sql: string): Promise<{ rows: { level: string }[] }> }) => Promise<T>): Promise<T> } }).db;
+  return db.transaction(async (tx) => (await tx.query("SELECT current_setting('transaction_isolation') AS level")).rows[0]!.level);
 }
 
 export interface Reply {

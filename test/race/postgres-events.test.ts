@@ -34,7 +34,7 @@ type Level = (typeof LEVELS)[number];
 
 /** `url` with its transactions at `level` (a startup option: a direct connection). */
 function atLevel(url: string, level: Level, schema: string): string {
-  const options = level === 'serializable' ? `&options=${encodeURIComponent('-c default_transaction_isolation=serializable')}` : '';
+  const options = level === 'serializable' ? `&isolation=serializable&options=${encodeURIComponent('-c default_transaction_isolation=serializable')}` : '';
   return `${url}${url.includes('?') ? '&' : '?'}schema=${schema}${options}`;
 }
 

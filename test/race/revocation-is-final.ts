@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROTATION_RACE_WINDOW_MS } from '../../src/engine/context.js';
 import { tokenctl } from '../helpers/cli.js';
-import { activeOf, inWaves, introspectAt, isolationOf, post, refreshAt, revokeAt, roundsOf, startCluster, Tally, type Backend, type Cluster } from './cluster.js';
+import { activeOf, defaultIsolationOf, inWaves, introspectAt, post, storeIsolationOf, refreshAt, revokeAt, roundsOf, startCluster, Tally, type Backend, type Cluster } from './cluster.js';
 
 /*
  * Counters are added to only after an await has resolved (`const n = await …; count += n`):
@@ -40,7 +40,14 @@ export function describeRevocationIsFinal(backend: Backend, pgUrl: string | unde
 
       if (backend === 'postgres-serializable') {
         it('really runs at SERIALIZABLE', async () => {
-          expect(await isolationOf(c, pgUrl!)).toBe('serializable');
+          expect(await defaultIsolationOf(c, pgUrl!)).toBe('serializable');
+          expect(await storeIsolationOf(c)).toBe('serializable');
+        });
+      }
+      if (backend === 'postgres-repeatable-read') {
+        it('on a database whose default is REPEATABLE READ, every transaction runs at READ COMMITTED', async () => {
+          expect(await defaultIsolationOf(c, pgUrl!)).toBe('repeatable read');
+          expect(await storeIsolationOf(c)).toBe('read committed');
         });
       }
 

@@ -786,6 +786,37 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
           ['purge', 2],
         ]);
       });
+
+      it('the audit retention: the oldest lines before the cut-off go in batches, each telling of itself in its batch', async () => {
+        for (const at of [T0, T0 + MINUTE, T0 + 2 * MINUTE, BEFORE, BEFORE + MINUTE]) {
+          await store.appendAudit({ at, actor: 'cli:op', action: 'client.create', target: `client:c${at}`, count: 1, detail: '' });
+        }
+        expect(await store.countAuditBefore(BEFORE)).toBe(3);
+        const entry = { at: BEFORE + HOUR, actor: 'cli:op', action: 'purge.audit', target: 'audit-before:x', count: 0, detail: 'batch' };
+        expect(await store.purgeAuditBatch(BEFORE, 2, { audit: entry })).toBe(2);
+        expect(await store.purgeAuditBatch(BEFORE, 2, { audit: entry })).toBe(1);
+        expect(await store.purgeAuditBatch(BEFORE, 2, { audit: entry })).toBe(0);
+        expect(await store.countAuditBefore(BEFORE)).toBe(0);
+        const trail = await store.listAudit({});
+        expect(trail.map((e) => [e.action, e.at, e.count]).sort()).toEqual([
+          ['client.create', BEFORE, 1],
+          ['client.create', BEFORE + MINUTE, 1],
+          ['purge.audit', BEFORE + HOUR, 1],
+          ['purge.audit', BEFORE + HOUR, 2],
+        ]);
+      });
+
+      it('grant records: a store deletes none that still has a token', async () => {
+        const { kept } = await setup();
+        await store.purgeBatch(BEFORE, 100, {});
+        let after: string | null = null;
+        for (let i = 0; i < 100; i++) {
+          const { next }: { next: string | null } = await store.purgeGrantsBatch(BEFORE, after, 2, {});
+          if (next === null) break;
+          after = next;
+        }
+        for (const t of kept) expect(await get(t)).toEqual(t);
+      });
     });
 
     describe('stats', () => {

@@ -21,8 +21,8 @@ import { HOUR, T0, makeClient, makeGrant, makeToken, revokeAllBulk } from '../he
 import { describeStoreContract } from './contract.js';
 import { describeEventStoreContract } from './events-contract.js';
 
-/** `url` with every transaction of its connections SERIALIZABLE. */
-const serializable = (url: string) => `${url}${url.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c default_transaction_isolation=serializable')}`;
+/** `url` with every transaction SERIALIZABLE: the store told so, and the connections' default too. */
+const serializable = (url: string) => `${url}${url.includes('?') ? '&' : '?'}isolation=serializable&options=${encodeURIComponent('-c default_transaction_isolation=serializable')}`;
 
 /** The store's own pool, to watch its connections. */
 const poolOf = (store: PostgresStore) => (store as unknown as { db: { pool: Pool } }).db.pool;

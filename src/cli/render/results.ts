@@ -75,4 +75,12 @@ export interface PurgeCommandResult {
   dry_run: boolean;
   /** Stopped by Ctrl-C or SIGTERM between batches: `deleted` of `purgeable` were deleted (exit 130). */
   interrupted?: boolean;
+  /** Grant records deleted because none of their tokens was left (PostgreSQL). */
+  grants_deleted: number;
+  /** The audit retention (`--audit-older-than`), null for `never`; lines written before `audit_before` go. */
+  audit_older_than_ms: number | null;
+  audit_before: number | null;
+  /** Audit lines that qualified when counted, and how many were deleted. */
+  audit_purgeable: number;
+  audit_deleted: number;
 }

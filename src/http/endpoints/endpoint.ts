@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
+import { ServiceUnavailableError } from '../../engine/errors.js';
 import type { ClientAction, ClientOutcome } from '../../engine/results.js';
 import { okAnswer, replyAnswer, type Answer } from '../answer.js';
 import { errorAnswer, failureOutcome } from '../error-answer.js';
 import { formOf } from '../form.js';
 import { EndpointRequest } from '../request.js';
-import type { StoreFaults } from '../store-faults.js';
 
 /**
  * One of the three POST endpoints (spec part 4): its path, and what it does with a request: reads
@@ -30,8 +30,8 @@ export interface Answered {
 
 export interface HandlerDeps {
   engine: Engine;
-  /** Where storage faults are noted for /healthz. */
-  storeFaults: StoreFaults;
+  /** The longest a request may wait for its engine call before it is answered 503; none without. */
+  deadlineMs?: number;
 }
 
 /**
@@ -40,14 +40,33 @@ export interface HandlerDeps {
  */
 export async function handle(deps: HandlerDeps, endpoint: Endpoint, request: EndpointRequest, unexpected: (err: unknown) => void): Promise<Answered> {
   try {
-    const o = await endpoint.run(deps.engine, request);
+    const o = await withinDeadline(endpoint.run(deps.engine, request), deps.deadlineMs);
     return { answer: okAnswer(o.result), clientId: o.clientId, jti: o.jti, outcome: o.done };
   } catch (err) {
-    deps.storeFaults.note(err);
     const answer = errorAnswer(err, endpoint.path, request.headers.authorization);
     if (answer.unexpected) unexpected(err);
     // The client is known when the request failed after the engine authenticated it.
     return { answer, jti: null, clientId: request.clientId, outcome: failureOutcome(err) };
+  }
+}
+
+/**
+ * `running`, or a ServiceUnavailableError after `deadlineMs`: whatever the store does (a database
+ * that accepts and never answers, a request queued behind ones that wait on it), the client gets
+ * an answer it can retry. The engine call goes on; what it commits then is what a lost answer
+ * would have committed.
+ */
+async function withinDeadline<T>(running: Promise<T>, deadlineMs: number | undefined): Promise<T> {
+  if (deadlineMs === undefined) return running;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ServiceUnavailableError('The token store did not answer in time; try again shortly')), deadlineMs);
+  });
+  try {
+    return await Promise.race([running, late]);
+  } finally {
+    clearTimeout(timer);
+    running.catch(() => undefined);
   }
 }
 

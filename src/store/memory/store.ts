@@ -34,7 +34,8 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
   private readonly clients = new Map<string, ClientRecord>();
   private readonly tokens = new Map<string, TokenRecord>(); // by jti
   private readonly byDigest = new Map<string, string>(); // digest -> jti
-  private readonly auditLog: AuditEntry[] = [];
+  private auditLog: AuditEntry[] = [];
+  private nextAuditId = 1;
   private readonly events = new MemoryEvents((entry) => this.appendAuditNow(entry));
   private readonly authorizations = new MemoryAuthorizations();
   private closed = false;
@@ -195,7 +196,7 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     if (!t || t.revokedAt !== null) return false;
     t.revokedAt = at;
     if (cascadeGrant) this.revokeGrantSync(t.grantId, at);
-    if (audit) this.auditLog.push({ ...audit, id: this.auditLog.length + 1 });
+    if (audit) this.auditLog.push({ ...audit, id: this.nextAuditId++ });
     this.events.emit(event);
     return true;
   }
@@ -218,7 +219,7 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     const { audit, event } = trail;
     this.check();
     const n = this.revokeGrantSync(grantId, at);
-    if (n > 0 && audit) this.auditLog.push({ ...audit, count: n, id: this.auditLog.length + 1 });
+    if (n > 0 && audit) this.auditLog.push({ ...audit, count: n, id: this.nextAuditId++ });
     if (n > 0) this.events.emit(event);
     return n;
   }
@@ -230,7 +231,7 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     // A jti names one token or one grant: done in one step. Users and clients go in batches.
     const victims = 'jti' in selector ? revocable : revocable.slice(0, Math.max(1, limit));
     for (const t of victims) t.revokedAt = at;
-    if (victims.length > 0 && audit) this.auditLog.push({ ...audit, count: victims.length, id: this.auditLog.length + 1 });
+    if (victims.length > 0 && audit) this.auditLog.push({ ...audit, count: victims.length, id: this.nextAuditId++ });
     const more = victims.length < revocable.length;
     // One event for the whole revocation, with its last batch (a `resume` means earlier ones ran).
     if (!more && (victims.length > 0 || resume !== undefined)) this.events.emit(event);
@@ -268,13 +269,32 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     this.check();
     const victims = [...this.tokens.values()].filter((t) => this.purgeable(t, before)).slice(0, batchSize);
     for (const t of victims) this.remove(t);
-    if (audit && victims.length > 0) this.auditLog.push({ ...audit, count: victims.length, id: this.auditLog.length + 1 });
+    if (audit && victims.length > 0) this.auditLog.push({ ...audit, count: victims.length, id: this.nextAuditId++ });
     return victims.length;
   }
 
   async countPurgeable(before: number): Promise<number> {
     this.check();
     return [...this.tokens.values()].filter((t) => this.purgeable(t, before)).length;
+  }
+
+  async purgeGrantsBatch(): Promise<{ deleted: number; next: string | null }> {
+    this.check();
+    return { deleted: 0, next: null }; // a grant here is only the id its tokens share
+  }
+
+  async purgeAuditBatch(before: number, batchSize: number, trail: Trail): Promise<number> {
+    this.check();
+    const victims = new Set(this.auditLog.filter((e) => e.at < before).slice(0, batchSize));
+    if (victims.size === 0) return 0;
+    this.auditLog = this.auditLog.filter((e) => !victims.has(e));
+    if (trail.audit) this.auditLog.push({ ...trail.audit, count: victims.size, id: this.nextAuditId++ });
+    return victims.size;
+  }
+
+  async countAuditBefore(before: number): Promise<number> {
+    this.check();
+    return this.auditLog.filter((e) => e.at < before).length;
   }
 
   async stats(now: number, clientId?: string): Promise<StoreStats> {
@@ -296,7 +316,7 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
 
   private appendAuditNow(entry: AuditEntry): void {
     this.check();
-    this.auditLog.push({ ...entry, id: this.auditLog.length + 1 });
+    this.auditLog.push({ ...entry, id: this.nextAuditId++ });
   }
 
   async listAudit(filter: AuditFilter): Promise<AuditEntry[]> {

@@ -17,6 +17,25 @@ export interface MaintenanceStore {
   countPurgeable(before: number): Promise<number>;
 
   /**
+   * Deletes up to `batchSize` grant records created before `before` that have no token left
+   * (their tokens all purged), looking at the next `batchSize` grants in grant order after
+   * `after` (null: from the first); `next` is where the following call goes on, null once the
+   * last grant was looked at. A grant with any token, even expired, stays: its revocation must
+   * still cover what a refresh could mint from it. The trail's audit line, when any was deleted,
+   * is written with the deletion, its count set. A store without grant records deletes nothing.
+   */
+  purgeGrantsBatch(before: number, after: string | null, batchSize: number, trail: Trail): Promise<{ deleted: number; next: string | null }>;
+
+  /**
+   * Deletes up to `batchSize` of the oldest audit lines written before `before` (the retention of
+   * the audit trail), and writes the trail's own line, telling how many, in the same transaction.
+   */
+  purgeAuditBatch(before: number, batchSize: number, trail: Trail): Promise<number>;
+
+  /** How many audit lines {@link purgeAuditBatch} would delete in all for this `before`. */
+  countAuditBefore(before: number): Promise<number>;
+
+  /**
    * Counts at `now`. With `clientId`, the token counts and the oldest expiry are that client's
    * only (counted in the store, never by loading the tokens); `clients` is always the total.
    */

@@ -13,6 +13,15 @@ export interface TransactionClient {
   query<R extends QueryResultRow = QueryResultRow>(sql: string, params?: unknown[]): Promise<QueryResult<R>>;
 }
 
+/**
+ * The isolation level every transaction names (contract 6): READ COMMITTED, whose row locks and
+ * re-checks the store's statements are written for, or SERIALIZABLE for a database that offers
+ * nothing else (CockroachDB). Never the database's default, which a DBA or a distributed
+ * database may have set to REPEATABLE READ: a transaction's second statement would then miss
+ * rows committed by a writer it waited for (PostgreSQL docs, "Transaction Isolation", 13.2).
+ */
+export type Isolation = 'read committed' | 'serializable';
+
 export interface DatabaseOptions {
   /** The store's schema: its table names are qualified with it in every statement (no search_path needed). */
   schema?: string;
@@ -20,6 +29,8 @@ export interface DatabaseOptions {
   statementTimeoutMs?: number;
   /** How long deadlock and serialization failures are retried before the store counts as unavailable. */
   retryBudgetMs?: number;
+  /** Every transaction's isolation level; default READ COMMITTED. */
+  isolation?: Isolation;
 }
 
 /** The first retry waits up to this long, each next one up to twice as long as the one before ... */
@@ -27,6 +38,8 @@ const BACKOFF_BASE_MS = 5;
 /** ... but never more than this. */
 const BACKOFF_CAP_MS = 250;
 const DEFAULT_RETRY_BUDGET_MS = 2_000;
+/** How much longer than a statement's server-side limit an attempt may take in all: what the docs promise. */
+const CLIENT_GRACE_MS = 1_000;
 
 /**
  * Runs the store's statements on its pool: each statement in its own transaction, or several
@@ -44,6 +57,8 @@ export class Database {
   private readonly qualifier: Qualifier | undefined;
   private readonly begin: string;
   private readonly retryBudgetMs: number;
+  /** One attempt's whole budget (waiting for a connection, every statement), 0 for none. */
+  private readonly attemptDeadlineMs: number;
 
   constructor(
     private readonly pool: Pool,
@@ -51,8 +66,10 @@ export class Database {
     options: DatabaseOptions = {},
   ) {
     this.qualifier = options.schema === undefined ? undefined : new Qualifier(options.schema);
-    this.begin = beginStatement(options.statementTimeoutMs ?? 0);
+    this.begin = beginStatement(options.statementTimeoutMs ?? 0, options.isolation ?? 'read committed');
     this.retryBudgetMs = options.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS;
+    const statementTimeoutMs = options.statementTimeoutMs ?? 0;
+    this.attemptDeadlineMs = statementTimeoutMs > 0 ? statementTimeoutMs + CLIENT_GRACE_MS : 0;
   }
 
   /** One statement, in its own transaction. */
@@ -118,7 +135,7 @@ export class Database {
     const started = Date.now();
     for (let n = 0; ; n++) {
       try {
-        return await attempt();
+        return await this.withinDeadline(attempt);
       } catch (error) {
         if (!isRetryable(error)) throw mapPgError(error, this.location);
         const wait = Math.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** n);
@@ -135,21 +152,47 @@ export class Database {
     }
   }
 
+  /**
+   * `attempt`, or a StoreUnavailableError once the attempt's deadline has passed. pg bounds each
+   * wait by itself (a connection, each statement's answer), but not their sum: a database that
+   * accepts connections and never answers held a transaction for the connection timeout plus
+   * its BEGIN's. What the attempt still holds ends with pg's own timeouts, after the caller has
+   * its answer.
+   */
+  private async withinDeadline<T>(attempt: () => Promise<T>): Promise<T> {
+    if (this.attemptDeadlineMs <= 0) return attempt();
+    let timer: NodeJS.Timeout | undefined;
+    const running = attempt();
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new StoreUnavailableError(`the PostgreSQL store ${this.location} is unavailable: no answer within ${this.attemptDeadlineMs} ms`)),
+        this.attemptDeadlineMs,
+      );
+    });
+    try {
+      return await Promise.race([running, late]);
+    } finally {
+      clearTimeout(timer);
+      running.catch(() => undefined); // settled after the deadline: nobody is waiting for it
+    }
+  }
+
   private check(): void {
     if (this.ended !== undefined) throw new Error(`the store ${this.location} is closed`);
   }
 }
 
 /**
- * BEGIN and the transaction's limits, in one simple-protocol round trip: a statement may run
- * `statementTimeoutMs`, and a transaction left open by a vanished client holds its row locks
- * for at most twice that. SET LOCAL ends with the transaction, so nothing stays on the
- * connection for its next user.
+ * BEGIN with its isolation level and the transaction's limits, in one simple-protocol round
+ * trip: a statement may run `statementTimeoutMs`, and a transaction left open by a vanished
+ * client holds its row locks for at most twice that. SET LOCAL ends with the transaction, so
+ * nothing stays on the connection for its next user.
  */
-function beginStatement(statementTimeoutMs: number): string {
-  if (statementTimeoutMs <= 0) return 'BEGIN';
+export function beginStatement(statementTimeoutMs: number, isolation: Isolation): string {
+  const begin = `BEGIN ISOLATION LEVEL ${isolation.toUpperCase()}`;
+  if (statementTimeoutMs <= 0) return begin;
   const ms = Math.round(statementTimeoutMs);
-  return `BEGIN; SET LOCAL statement_timeout = ${ms}; SET LOCAL idle_in_transaction_session_timeout = ${ms * 2}`;
+  return `${begin}; SET LOCAL statement_timeout = ${ms}; SET LOCAL idle_in_transaction_session_timeout = ${ms * 2}`;
 }
 
 /**

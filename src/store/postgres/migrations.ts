@@ -373,7 +373,9 @@ export async function identify(db: ClientBase, schema: string, location: string)
  */
 export async function migrate(db: ClientBase, schema: string, location: string, now: number = Date.now()): Promise<void> {
   if ((await identify(db, schema, location)) === LATEST_SCHEMA_VERSION) return;
-  await db.query('BEGIN');
+  // READ COMMITTED whatever the database's default: the version read again under the lock must
+  // see what a node that held the lock before committed (a REPEATABLE READ snapshot would not).
+  await db.query('BEGIN ISOLATION LEVEL READ COMMITTED');
   try {
     await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`tokenctl migrate ${schema}`]);
     const exists = await db.query('SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1', [schema]);

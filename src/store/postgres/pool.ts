@@ -42,6 +42,19 @@ export function schemaFromUrl(url: string): string | undefined {
   return query === undefined ? undefined : (new URLSearchParams(query).get('schema') ?? undefined);
 }
 
+/**
+ * The `isolation` parameter of a store URL (`?isolation=serializable`), or undefined: so that
+ * every node and command given the same `--db` / TOKENCTL_DB runs at the same level.
+ */
+export function isolationFromUrl(url: string): 'read committed' | 'serializable' | undefined {
+  const query = /\?([^#]*)/.exec(url)?.[1];
+  const value = query === undefined ? null : new URLSearchParams(query).get('isolation');
+  if (value === null) return undefined;
+  const level = value.toLowerCase().replace(/[-_]/g, ' ');
+  if (level === 'read committed' || level === 'serializable') return level;
+  throw new Error(`invalid isolation "${value}" in the PostgreSQL store URL: use read-committed (the default) or serializable`);
+}
+
 export function checkSchemaName(schema: string): void {
   if (!SCHEMA_NAME.test(schema)) {
     throw new Error(`invalid PostgreSQL schema name "${schema}": use lower-case letters, digits and _ (at most 63)`);

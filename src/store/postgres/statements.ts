@@ -125,6 +125,28 @@ export const PURGE_BATCH = `WITH e AS (SELECT jti FROM tokens WHERE expires_at <
   SELECT (SELECT count(*) FROM d)::int AS n, (SELECT n FROM want)::int AS wanted, (SELECT count(*) FROM r)::int AS found,
     (SELECT max(ctid) FROM r)::text AS last`;
 
+/**
+ * Grant records with no token left, among the next $3 grants after $2 in grant order, created
+ * before $1: deleted, with the audit line ($4–$8 as countedAuditParams, $9 false for none) when
+ * any was. SKIP LOCKED: a grant locked by a revocation or a mint right now is left for next time.
+ * Answers how many were deleted (n), looked at (scanned), and the last grant looked at (last).
+ */
+export const PURGE_GRANTS = `WITH scanned AS (SELECT grant_id FROM grants WHERE grant_id > $2 ORDER BY grant_id LIMIT $3),
+  empty AS (SELECT g.grant_id FROM grants g WHERE g.grant_id IN (SELECT grant_id FROM scanned) AND g.created_at < $1
+    AND NOT EXISTS (SELECT 1 FROM tokens t WHERE t.grant_id = g.grant_id) FOR UPDATE OF g SKIP LOCKED),
+  d AS (DELETE FROM grants WHERE grant_id IN (SELECT grant_id FROM empty) RETURNING 1),
+  logged AS (${insertAudit(countedAuditAt(4, 'count(*)'), 'FROM d WHERE $9 HAVING count(*) > 0')})
+  SELECT (SELECT count(*) FROM d)::int AS n, (SELECT count(*) FROM scanned)::int AS scanned, (SELECT max(grant_id) FROM scanned) AS last`;
+
+/**
+ * The audit trail's retention: up to $2 of the oldest lines written before $1 (by the primary
+ * key, lines being appended in time order), and the line telling of it ($3–$7 as
+ * countedAuditParams, $8 false for none) when any was deleted.
+ */
+export const PURGE_AUDIT = `WITH d AS (DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < $1 ORDER BY id LIMIT $2) RETURNING 1),
+  logged AS (${insertAudit(countedAuditAt(3, 'count(*)'), 'FROM d WHERE $8 HAVING count(*) > 0')})
+  SELECT count(*)::int AS n FROM d`;
+
 /** The tuple before every other: a scan after it reads the whole table. */
 export const FIRST_TUPLE = '(0,0)';
 

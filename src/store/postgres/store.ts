@@ -26,16 +26,17 @@ import {
 import type { AuthorizationStore, EventStore } from '../store.js';
 import { ForwardsAuthorizationStore } from '../forward-authorizations.js';
 import { Batcher, insertMints, MAX_BATCH, MAX_MINT_BATCH, readClientsAndTokens, revokeTokens, type Mint, type Revocation } from './batching.js';
-import { Database, withClient } from './database.js';
+import { Database, withClient, type Isolation } from './database.js';
 import { PostgresEvents } from './outbox-store.js';
 import { PostgresAuthorizations } from './authorizations.js';
 import { isUniqueViolation, mapPgError, redactUrl } from './errors.js';
 import { identify, META_TABLE, migrate } from './migrations.js';
 import { eventParams, oneEventCtes, OUTBOX_LOCK } from './event-writes.js';
-import { DEFAULT_POOL_SIZE, checkSchemaName, createPool, schemaFromUrl } from './pool.js';
+import { DEFAULT_POOL_SIZE, checkSchemaName, createPool, isolationFromUrl, schemaFromUrl } from './pool.js';
 import {
   auditAt,
   auditParams,
+  countedAuditParams,
   insertAudit,
   CLIENT_COLUMNS,
   countTokensQuery,
@@ -47,6 +48,8 @@ import {
   optionalAudit,
   FIRST_TUPLE,
   PURGEABLE_SQL,
+  PURGE_AUDIT,
+  PURGE_GRANTS,
   revocableQuery,
   STATS,
   TOKEN_COLUMNS,
@@ -78,6 +81,11 @@ export interface PostgresStoreOptions {
   create?: boolean;
   /** Told the size of each batch of revocations committed together (metrics). */
   observer?: StoreObserver;
+  /**
+   * The isolation level every transaction names (default READ COMMITTED, whatever the
+   * database's default); the URL may say `?isolation=serializable` instead.
+   */
+  isolation?: Isolation;
 }
 
 /**
@@ -86,7 +94,9 @@ export interface PostgresStoreOptions {
  * Nothing is cached and nothing is locked in the process: racing requests may arrive at
  * different nodes, so every atomic operation is one statement or one transaction whose
  * conditional UPDATE decides the race under PostgreSQL's row locks (READ COMMITTED re-checks a
- * row's conditions after waiting for a concurrent writer). An unreachable or vanished database
+ * row's conditions after waiting for a concurrent writer). Every transaction names its level
+ * (database.ts); a statement sent alone takes its snapshot at its start at any level, and at a
+ * stricter default a conflict it meets is a serialization failure, which is run again. An unreachable or vanished database
  * surfaces as {@link StoreUnavailableError} within the connection timeout, and the pool
  * reconnects by itself when the database is back.
  */
@@ -130,6 +140,7 @@ export class PostgresStore extends ForwardsAuthorizationStore implements TokenSt
     }
     const schema = options.schema ?? inUrl;
     if (schema !== undefined) checkSchemaName(schema);
+    const isolation = options.isolation ?? isolationFromUrl(url) ?? 'read committed';
     const location = options.schema === undefined ? redactUrl(url) : `${redactUrl(url)} (schema ${options.schema})`;
     const statementTimeoutMs = options.statementTimeoutMs ?? 30_000;
     const poolSize = options.poolSize ?? DEFAULT_POOL_SIZE;
@@ -146,7 +157,7 @@ export class PostgresStore extends ForwardsAuthorizationStore implements TokenSt
         }
         await migrate(db, target, location);
       });
-      const db = new Database(pool, location, { schema, statementTimeoutMs, retryBudgetMs: options.retryBudgetMs });
+      const db = new Database(pool, location, { schema, statementTimeoutMs, retryBudgetMs: options.retryBudgetMs, isolation });
       return new PostgresStore(db, location, poolSize, options.observer);
     } catch (error) {
       await pool.end().catch(() => undefined);
@@ -313,6 +324,22 @@ export class PostgresStore extends ForwardsAuthorizationStore implements TokenSt
 
   async countPurgeable(before: number): Promise<number> {
     return (await this.db.query<{ n: number }>(`SELECT count(*) AS n FROM tokens WHERE ${PURGEABLE_SQL}`, [before])).rows[0]?.n ?? 0;
+  }
+
+  async purgeGrantsBatch(before: number, after: string | null, batchSize: number, trail: Trail): Promise<{ deleted: number; next: string | null }> {
+    const limit = Math.max(1, batchSize);
+    const params = [before, after ?? '', limit, ...countedAuditParams(trail.audit)];
+    const row = (await this.db.query<{ n: number; scanned: number; last: string | null }>(PURGE_GRANTS, params)).rows[0];
+    return { deleted: row?.n ?? 0, next: row !== undefined && row.scanned >= limit ? row.last : null };
+  }
+
+  async purgeAuditBatch(before: number, batchSize: number, trail: Trail): Promise<number> {
+    const params = [before, Math.max(1, batchSize), ...countedAuditParams(trail.audit)];
+    return (await this.db.query<{ n: number }>(PURGE_AUDIT, params)).rows[0]?.n ?? 0;
+  }
+
+  async countAuditBefore(before: number): Promise<number> {
+    return (await this.db.query<{ n: number }>('SELECT count(*) AS n FROM audit WHERE at < $1', [before])).rows[0]?.n ?? 0;
   }
 
   async stats(now: number, clientId?: string): Promise<StoreStats> {

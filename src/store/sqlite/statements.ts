@@ -157,6 +157,9 @@ export function prepareStatements(db: Database.Database) {
     repoint: p('UPDATE tokens SET replaced_at = coalesce(replaced_at, ?), replaced_by = ? WHERE jti = ?'),
     purge: p(`DELETE FROM tokens WHERE rowid IN (SELECT rowid FROM tokens WHERE ${PURGEABLE_SQL} LIMIT @limit)`),
     countPurgeable: p(`SELECT count(*) AS n FROM tokens WHERE ${PURGEABLE_SQL}`),
+    // The oldest first, by the primary key: lines are appended in time order.
+    purgeAudit: p('DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < @before ORDER BY id LIMIT @limit)'),
+    countAuditBefore: p('SELECT count(*) AS n FROM audit WHERE at < @before'),
     countClients: p('SELECT count(*) AS n FROM clients'),
     tokenStats: p(`SELECT type, ${STATE_SQL} AS state, count(*) AS n FROM tokens GROUP BY 1, 2`),
     oldestExpired: p('SELECT min(expires_at) AS at FROM tokens WHERE expires_at <= @now'),

@@ -273,6 +273,19 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
     return this.run(() => (this.st.countPurgeable.get({ before }) as { n: number }).n);
   }
 
+  async purgeGrantsBatch(): Promise<{ deleted: number; next: string | null }> {
+    return { deleted: 0, next: null }; // no grant records: a grant is the id its tokens share
+  }
+
+  async purgeAuditBatch(before: number, batchSize: number, trail: Trail): Promise<number> {
+    const { audit } = trail;
+    return this.write(() => this.tx.withAudit(this.st.purgeAudit.run({ before, limit: batchSize }).changes, audit));
+  }
+
+  async countAuditBefore(before: number): Promise<number> {
+    return this.run(() => (this.st.countAuditBefore.get({ before }) as { n: number }).n);
+  }
+
   async stats(now: number, clientId?: string): Promise<StoreStats> {
     return this.run(() => this.tx.stats.deferred(now, clientId));
   }
