@@ -213,6 +213,17 @@ describe('grant_type=authorization_code', () => {
     expect((await s.engine.audit({ limit: 10 })).map((e) => e.action)).toContain('grant.code_replayed');
   });
 
+  it('the replay’s revocation is told to receivers: one grant-wide event', async () => {
+    const s = await setup();
+    await s.store.createReceiver({ id: 'gw', delivery: 'push', endpointUrl: 'https://gw.example.test/events', authorization: null, caPem: null, clientId: null, audience: 'gw', createdAt: 0 }, {});
+    const { code, v } = await codeFor(s);
+    const first = await exchange(s.engine, code, v);
+    await expect(exchange(s.engine, code, v)).rejects.toThrow(CodeReplayedError);
+    const grantId = (await s.store.findTokenByJti(first.result.jti))!.grantId;
+    const [delivery] = await s.store.pendingDeliveries('gw', 10);
+    expect(delivery!.events).toEqual([expect.objectContaining({ reason: 'reuse_detected', scope: 'grant', grantId, clientId: 'app', username: 'alice' })]);
+  });
+
   it('refuses a wrong verifier, redirect URI, client or an expired code, and issues nothing', async () => {
     const s = await setup();
     await addClient(s.store, { id: 'other', redirectUris: [REDIRECT], grantTypes: ['authorization_code'] });
