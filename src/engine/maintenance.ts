@@ -92,8 +92,14 @@ export async function purge(ctx: EngineContext<Ports>, options: PurgeOptions, ac
     await audit(ctx, actor, 'purge.interrupted', target, result.deleted, `interrupted: ${result.deleted}${of} deleted`);
   } else {
     // One line for the operation, after its batches (each audited with itself).
-    const beside = [`${result.grants_deleted} empty grants`, ...(auditBefore === null ? [] : [`${result.audit_deleted} audit lines`])].join(', ');
-    await audit(ctx, actor, 'purge', target, result.deleted, `${batches} ${batches === 1 ? 'batch' : 'batches'}; ${beside}`);
+    const beside = [
+      ...(result.grants_deleted > 0 ? [`${result.grants_deleted} empty grants`] : []),
+      ...(result.audit_deleted > 0 ? [`${result.audit_deleted} audit lines older than ${new Date(auditBefore!).toISOString()}`] : []),
+    ];
+    // A purge that found nothing leaves no line: serve's and cron's daily runs would fill the trail with them.
+    if (result.deleted > 0 || beside.length > 0) {
+      await audit(ctx, actor, 'purge', target, result.deleted, [`${batches} ${batches === 1 ? 'batch' : 'batches'}`, ...beside].join('; '));
+    }
     await purgeEndedAuthorizations(ctx, batchSize, options.signal);
   }
   return { ...result, elapsed_ms: Date.now() - started };
