@@ -12,13 +12,15 @@ if (!TOKENCTL_URL || !LOGIN_CLIENT_ID || !LOGIN_CLIENT_SECRET) {
   console.error('set TOKENCTL_URL, LOGIN_CLIENT_ID and LOGIN_CLIENT_SECRET (tokenctl client create --name "Login app" --login-provider)');
   process.exit(2);
 }
+// Without a trailing slash, so that the paths below stay tokenctl's (an issuer is often copied with one).
+const TOKENCTL = TOKENCTL_URL.replace(/\/+$/, '');
 const USER = { subject: 'user-0001', username: 'alice', password: 'correct horse battery staple' }; // your user database
 // RFC 6749 §2.3.1: HTTP Basic of the form-encoded client id and secret.
 const basic = 'Basic ' + Buffer.from(`${encodeURIComponent(LOGIN_CLIENT_ID)}:${encodeURIComponent(LOGIN_CLIENT_SECRET)}`).toString('base64');
 
 /** GET (no body) or POST (a JSON body) on tokenctl's login API for one challenge. */
 async function loginApi(challenge, action = '', body = undefined) {
-  const res = await fetch(`${TOKENCTL_URL}/oauth/login-requests/${encodeURIComponent(challenge)}${action}`, {
+  const res = await fetch(`${TOKENCTL}/oauth/login-requests/${encodeURIComponent(challenge)}${action}`, {
     method: body === undefined ? 'GET' : 'POST',
     headers: { authorization: basic, ...(body !== undefined && { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),

@@ -20,21 +20,22 @@ const ENGINE_FLAGS = ['rotateRefreshTokens', 'refreshGraceMs', 'maxRefreshesPerM
 
 export default class Serve extends BaseCommand<typeof Serve> {
   static override storeUse = 'create' as const;
-  static override summary = 'Serve the token endpoints (refresh, revocation, introspection) over HTTPS, or plain HTTP on loopback';
+  static override summary = 'Serve the OAuth endpoints (tokens, revocation, introspection, logins) over HTTPS, or plain HTTP on loopback';
   static override description = `Exposes the store to OAuth clients and resource servers:
-  POST /oauth/token           refresh (grant_type=refresh_token)
+  POST /oauth/token           tokens: grant_type=refresh_token, authorization_code or client_credentials
   POST /oauth/revocation      revoke a token (RFC 7009)
   POST /oauth/introspection   check a token (RFC 7662)
   GET  /.well-known/oauth-authorization-server   RFC 8414 metadata
   GET  /health/live           200 while the process answers (no store call): for a liveness probe
   GET  /health/ready          200 when the store answers a read and the node is not draining: for load balancers and readiness probes (/healthz is the same)
   GET  /oauth/authorize       the authorization code flow (with --login-url, --dev-login or --demo)
+  /oauth/login-requests/…     the back channel of your login app (--login-url, docs/login.md)
 
 Every flag can also be given in the environment, as TOKENCTL_ and its name in capitals with _ for - (TOKENCTL_DB_TIMEOUT=2s; TOKENCTL_ROTATE_REFRESH_TOKENS=true): the flag wins when both are given.
 
 Prints one line "listening on <URL>" on stdout when ready. Request logs (never a token or secret) go to stderr: one readable line per request on a terminal, JSON lines otherwise (for log collectors). SIGTERM drains (see --drain) and stops gracefully; SIGINT stops gracefully without the drain.
 
-Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a warning); any other address needs --tls-cert/--tls-key or --tls-self-signed, or --insecure-http behind a TLS-terminating proxy. --demo creates a demo client and tokens, serves HTTPS with a development certificate, and prints curl commands to try every endpoint. It creates the store if there is none (as client create does).`;
+Without a TLS flag it serves plain http:// on 127.0.0.1 (loopback only, with a warning); any other address needs --tls-cert/--tls-key or --tls-self-signed, or --insecure-http behind a TLS-terminating proxy. --demo creates a demo client and tokens, serves HTTPS with a development certificate, and prints curl commands to try every endpoint; on loopback it also registers the public client demo-app and answers its logins with the development page. It creates the store if there is none (as client create does).`;
 
   static override examples = [
     { description: 'Try it: a demo client, tokens and curl commands, over HTTPS with a development certificate', command: '<%= config.bin %> <%= command.id %> --demo' },

@@ -19,6 +19,7 @@ const APP = join(ROOT, 'examples/login-app/app.mjs');
 
 let s: TestServer;
 let login: { child: ChildProcess; url: string };
+let providerSecret: string;
 /** The login app's URL on another site than tokenctl's (`localhost`, not `127.0.0.1`), as a real one would be. */
 let loginUrl: string;
 let client: LoopbackApp;
@@ -49,7 +50,8 @@ beforeAll(async () => {
   s.engine.config.issuer = s.url;
   await s.engine.createClient({ id: 'notes', name: 'Notes', public: true, scope: 'notes:read notes:write', redirectUris: ['http://127.0.0.1/callback'] }, 'test');
   const provider = await s.engine.createClient({ id: 'login-app', name: 'Login app', loginProvider: true }, 'test');
-  login = await startLoginApp({ TOKENCTL_URL: s.url, LOGIN_CLIENT_ID: 'login-app', LOGIN_CLIENT_SECRET: provider.client_secret! });
+  providerSecret = provider.client_secret!;
+  login = await startLoginApp({ TOKENCTL_URL: s.url, LOGIN_CLIENT_ID: 'login-app', LOGIN_CLIENT_SECRET: providerSecret });
   loginUrl = login.url.replace('//127.0.0.1:', '//localhost:');
   s.engine.config.loginUrl = loginUrl;
   client = await startLoopbackApp();
@@ -101,6 +103,21 @@ describe('the example login app, without a browser', () => {
     expect(html).toContain('<h1>Sign in to Notes</h1>');
     expect(html).toContain('It asks for: notes:read');
     expect(html).toContain(`name="login_challenge" value="${to.searchParams.get('login_challenge')}"`);
+  });
+});
+
+describe('the example login app, set up as an operator may write it', () => {
+  it('takes TOKENCTL_URL with a trailing slash, as an issuer is often copied', async () => {
+    const second = await startLoginApp({ TOKENCTL_URL: `${s.url}/`, LOGIN_CLIENT_ID: 'login-app', LOGIN_CLIENT_SECRET: providerSecret });
+    try {
+      const r = await fetch(authorizeUrl('slash').url, { redirect: 'manual' });
+      const challenge = new URL(r.headers.get('location')!).searchParams.get('login_challenge')!;
+      const page = await fetch(`${second.url}?login_challenge=${challenge}`);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('<h1>Sign in to Notes</h1>');
+    } finally {
+      second.child.kill('SIGTERM');
+    }
   });
 });
 

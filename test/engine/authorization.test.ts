@@ -224,6 +224,20 @@ describe('grant_type=authorization_code', () => {
     expect(delivery!.events).toEqual([expect.objectContaining({ reason: 'reuse_detected', scope: 'grant', grantId, clientId: 'app', username: 'alice' })]);
   });
 
+  it('a code presented again after its grant ended is still audited, with nothing revoked', async () => {
+    const s = await setup();
+    const { code, v } = await codeFor(s);
+    await exchange(s.engine, code, v);
+    await exchange(s.engine, code, v).catch(() => undefined);
+    const late = await exchange(s.engine, code, v).catch((e: unknown) => e);
+    expect((late as CodeReplayedError).grantTokens).toBe(0);
+    const replays = (await s.engine.audit({ limit: 10 })).filter((e) => e.action === 'grant.code_replayed');
+    expect(replays.map((e) => [e.count, e.detail])).toEqual([
+      [0, 'authorization code presented again; its grant had ended already'],
+      [2, 'authorization code presented again; grant revoked'],
+    ]);
+  });
+
   it('refuses a wrong verifier, redirect URI, client or an expired code, and issues nothing', async () => {
     const s = await setup();
     await addClient(s.store, { id: 'other', redirectUris: [REDIRECT], grantTypes: ['authorization_code'] });

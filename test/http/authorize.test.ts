@@ -128,6 +128,27 @@ describe('GET /oauth/authorize with the development login', () => {
   });
 });
 
+describe('the development login behind a proxy that serves the issuer under a path', () => {
+  it('posts its form under the issuer’s path, so the proxy can pass it on', async () => {
+    const { s } = await start();
+    // The proxy publishes the server at <url>/auth and strips /auth before passing a request on.
+    const issuer = `${s.url}/auth`;
+    s.engine.config.issuer = issuer;
+    const strip = (url: string) => url.replace(`${issuer}/`, `${s.url}/`);
+    const browser = new Browser();
+    const r1 = await browser.get(authorizeUrl(s, { response_type: 'code', client_id: 'app', code_challenge: s256(verifier()), code_challenge_method: 'S256' }));
+    const loginUrl = new URL(r1.headers.get('location')!);
+    expect(loginUrl.origin + loginUrl.pathname).toBe(`${issuer}/oauth/dev-login`);
+    const html = await (await browser.get(strip(loginUrl.href))).text();
+    const action = /<form method="post" action="([^"]+)">/.exec(html)![1]!;
+    expect(new URL(action, loginUrl).href).toBe(`${issuer}/oauth/dev-login`);
+    const csrf = /name="csrf_token" value="([^"]+)"/.exec(html)![1]!;
+    const posted = await browser.get(strip(new URL(action, loginUrl).href), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: s.url }, body: new URLSearchParams({ login_challenge: loginUrl.searchParams.get('login_challenge')!, csrf_token: csrf, username: 'zoe' }) });
+    expect(posted.status).toBe(303);
+    expect(posted.headers.get('location')!.startsWith(`${issuer}/oauth/authorize/continue?`)).toBe(true);
+  });
+});
+
 describe('GET /oauth/authorize refusals', () => {
   it('a bad client or redirect URI gets a page, never a redirect; the rest goes to the redirect URI', async () => {
     const { s } = await start();

@@ -1,4 +1,4 @@
-import type { AuthorizationRecord, AuthorizationStore, ClientRecord, TokenWrites } from '../../store/store.js';
+import type { AuditStore, AuthorizationRecord, AuthorizationStore, ClientRecord, TokenWrites } from '../../store/store.js';
 import { auditLine } from '../audit.js';
 import { verifierMatches } from '../authorization/pkce.js';
 import type { EngineContext } from '../context.js';
@@ -10,7 +10,7 @@ import { newJti, sha256 } from '../tokens.js';
 import type { Grant, ParsedGrant } from './grant.js';
 
 /** The store ports this grant uses (store/ports/). */
-type Ports = AuthorizationStore & TokenWrites;
+type Ports = AuthorizationStore & TokenWrites & AuditStore;
 
 /**
  * RFC 6749 §4.1.3, RFC 7636 §4.5: `grant_type=authorization_code`, the code of a login exchanged
@@ -59,5 +59,8 @@ async function replayed(ctx: EngineContext<Ports>, client: ClientRecord, a: Auth
   const line = auditLine(ctx, client.id, 'grant.code_replayed', `grant:${grantId} client:${client.id}`, 0, 'authorization code presented again; grant revoked', now);
   const event = { id: newJti(now), at: now, reason: 'reuse_detected' as const, scope: 'grant' as const, grantId, username: a.username ?? '', clientId: client.id };
   const revoked = await ctx.store.revokeGrant(grantId, now, { audit: line, event });
+  // A store writes a change's trail only when it changed something, but a replayed code is an
+  // attack sign worth a line even when its grant had ended already (revoked, or purged).
+  if (revoked === 0) await ctx.store.appendAudit({ ...line, detail: 'authorization code presented again; its grant had ended already' });
   throw new CodeReplayedError(revoked);
 }
