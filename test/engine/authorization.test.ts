@@ -293,6 +293,14 @@ describe('grant_type=client_credentials', () => {
     await expect(s.engine.tokenAsClient({ grant: s.engine.tokenRequest({ grant_type: 'client_credentials' }), credentials: credentialsOf({ id: other.client.client_id }, other.client_secret!) })).rejects.toThrow(UnauthorizedClientError);
   });
 
+  it('a client registered without a scope gets tokens without one, and cannot ask for any', async () => {
+    const s = makeEngine();
+    const made = await s.engine.createClient({ name: 'Cron', id: 'cron2', grantTypes: ['client_credentials'] }, 'test');
+    const as = (scope?: string) => s.engine.tokenAsClient({ grant: s.engine.tokenRequest({ grant_type: 'client_credentials', ...(scope ? { scope } : {}) }), credentials: credentialsOf({ id: 'cron2' }, made.client_secret!) });
+    expect((await as()).result.scope).toBe('');
+    await expect(as('admin')).rejects.toThrow(/exceeds the granted scope: admin \(granted: none\)/);
+  });
+
   it('is refused to public clients at registration', async () => {
     const s = makeEngine();
     await expect(s.engine.createClient({ name: 'SPA', public: true, grantTypes: ['client_credentials'] }, 'test')).rejects.toThrow(/public client cannot use client_credentials/);

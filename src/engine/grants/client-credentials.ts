@@ -27,7 +27,9 @@ export function clientCredentials(scope: string | undefined): ParsedGrant<Access
     async exchange(ctx: EngineContext<Ports>, client, _found, presentedAt) {
       // §4.4: "MUST only be used by confidential clients"; a public client proved nothing.
       if (client.secretHash === null) throw new UnauthorizedClientError(clientCredentialsGrant.type);
-      const granted = narrowScope(scope, client.scope, true);
+      // A machine gets what it was registered for and nothing more: a client registered without a
+      // scope gets tokens without one (not "any scope", as an operator's `token issue` may).
+      const granted = narrowScope(scope, client.scope, false);
       const access = mint(ctx, { type: 'access_token', client, grantId: newJti(presentedAt), username: client.id, sub: client.id, scope: granted, ttlMs: accessTtl(ctx, client) }, presentedAt);
       await ctx.store.insertTokens([access.record]);
       const { refresh_token: _none, ...response } = tokenResponse(ctx, access, '', client);
