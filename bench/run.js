@@ -86,7 +86,9 @@ async function build() {
  * @param {import('./lib/report.js').Rep} rep @param {string} key
  * @param {() => Promise<{ pid: number, url: string, child: import('node:child_process').ChildProcess }>} start
  * @param {{ path: string, prefix: string, suffix?: string, headers?: Record<string,string> }} req
- * @param {string} tokenFile @param {{ fresh?: boolean, checkActive?: boolean }} [opt]
+ * @param {string} tokenFile
+ * @param {{ fresh?: boolean, checkActive?: boolean, check?: (url: string, lines: string[], r: import('./lib/measure.js').LoadResult) => Promise<void> }} [opt]
+ *   `check`: what to verify after a fresh run instead of the revocation's check.
  */
 async function measure(rep, key, start, req, tokenFile, opt = {}) {
   const server = await start();
@@ -97,7 +99,9 @@ async function measure(rep, key, start, req, tokenFile, opt = {}) {
     const r = await runLoad({ label: `${key}-${rep.n}`, server, ...req, tokenFile, fresh: opt.fresh, connections: cfg.connections, warmupS: cfg.warmupS, durationS: cfg.durationS, workDir });
     if (r.exhausted) note(`${key}: the pool of ${tokens.length} fresh tokens ran out; the run was cut short (rate still valid)`);
     if (r.non2xx + r.errors + r.timeouts > 0) note(`${key}: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
-    if (opt.fresh) {
+    if (opt.fresh && opt.check) {
+      await opt.check(server.url, tokens, r);
+    } else if (opt.fresh) {
       // A revocation acknowledged during the run took effect; the next unused token is still active.
       if (await isActive(url, /** @type {string} */ (tokens[r.firstToken]), CLIENT)) throw new Error(`${key}: a token revoked during the run is still active`);
       const unused = tokens[r.firstToken + r.tokensUsed + cfg.connections];
@@ -136,6 +140,23 @@ async function measureTwoNodes(rep, key, db, tokenFile, cores) {
     log(`  ${key.padEnd(30)} ${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.latency.p99} ms  server CPU ${r.serverCpuShare.toFixed(2)} (2 nodes)  loadgen CPU ${r.loadCpuShare.toFixed(2)}  RSS ${r.serverRssMb.toFixed(0)} MB`);
   } finally {
     for (const x of servers) killGroup(x.child);
+  }
+}
+
+/**
+ * After the code exchanges: a code exchanged during the run is refused when presented again
+ * (RFC 6749 §4.1.2), and the next code nobody presented is still exchanged for tokens.
+ * @param {string} base @param {string[]} tails @param {import('./lib/measure.js').LoadResult} r
+ */
+async function checkCodes(base, tails, r) {
+  const req = REQUESTS.tokenctl.authorizationCode;
+  const exchange = (/** @type {string} */ tail) => postForm(base + req.path, req.prefix + tail + req.suffix, req.headers);
+  const again = await exchange(/** @type {string} */ (tails[r.firstToken]));
+  if (again.status !== 400 || again.json?.error !== 'invalid_grant') throw new Error(`tokenctl.authorization_code: a code exchanged during the run was answered ${again.status} when presented again`);
+  const unused = tails[r.firstToken + r.tokensUsed + cfg.connections];
+  if (unused) {
+    const fresh = await exchange(unused);
+    if (fresh.status !== 200 || typeof fresh.json?.access_token !== 'string') throw new Error(`tokenctl.authorization_code: a code never presented was answered ${fresh.status}: ${fresh.text.slice(0, 200)}`);
   }
 }
 
@@ -222,7 +243,12 @@ async function main() {
         tk && (async () => {
           const db = copyStore(s.pool.db, join(workDir, `pool-${n}.db`));
           await measure(rep, 'tokenctl.revoke', () => startTokenctl(workDir, `tkpool-${n}`, db), REQUESTS.tokenctl.revoke, s.pool.accessFile, { fresh: true });
-          await measure(rep, 'tokenctl.refresh', () => startTokenctl(workDir, `tkrefresh-${n}`, db), REQUESTS.tokenctl.refresh, s.pool.refreshFile);
+          // The two grants on the same file, one after the other, their order flipped each repetition.
+          const grants = flip([
+            () => measure(rep, 'tokenctl.refresh', () => startTokenctl(workDir, `tkrefresh-${n}`, db), REQUESTS.tokenctl.refresh, s.pool.refreshFile),
+            () => measure(rep, 'tokenctl.authorization_code', () => startTokenctl(workDir, `tkcode-${n}`, db), REQUESTS.tokenctl.authorizationCode, s.pool.codesFile, { fresh: true, check: checkCodes }),
+          ]);
+          for (const grant of grants) await attempt('a grant run', grant);
         }),
         tk && pg && (async () => {
           // The same pool of fresh tokens, copied into a schema of this repetition's own.

@@ -32,6 +32,9 @@ export const FIGURES = [
   { key: 'refresh_rps', label: 'tokenctl refresh, req/s', target: null },
   { key: 'refresh_p99_ms', label: 'tokenctl refresh p99, ms (50 conns)', target: '≤ 15', ok: (v) => v <= 15 },
   { key: 'refresh_ratio_to_ceiling', label: 'refresh / ceiling', target: '≥ 0.15', ok: (v) => v >= 0.15 },
+  { key: 'authorization_code_rps', label: 'tokenctl code exchange (fresh codes), req/s', target: null },
+  { key: 'authorization_code_p99_ms', label: 'tokenctl code exchange p99, ms (50 conns)', target: null },
+  { key: 'authorization_code_to_refresh_ratio', label: 'code exchange / refresh', target: null },
   { key: 'revocation_rps', label: 'tokenctl revocation (fresh tokens), req/s', target: null },
   { key: 'revocation_ratio_to_peer', label: 'revocation / peer', target: '≥ 1.5', ok: (v) => v >= 1.5 },
   { key: 'introspection_1m_vs_1k', label: 'introspection, 1M-token store / 1k', target: '≥ 0.9', ok: (v) => v >= 0.9 },
@@ -98,8 +101,12 @@ export function figures(reps) {
     pg_bulk_revoke_100k_ms: med((r) => r.pgBulk?.elapsed_ms),
     pg_bulk_revoke_max_stall_ms: med((r) => r.pgBulk?.max_stall_ms),
     metrics_cost_ratio: med((r) => ratio(rps(r, 'tokenctl.introspect_metrics'), rps(r, 'tokenctl.introspect'))),
+    authorization_code_rps: med((r) => rps(r, 'tokenctl.authorization_code')),
+    authorization_code_p99_ms: med((r) => r.runs['tokenctl.authorization_code']?.latency.p99),
+    authorization_code_to_refresh_ratio: med((r) => ratio(rps(r, 'tokenctl.authorization_code'), rps(r, 'tokenctl.refresh'))),
   };
 }
+
 
 /** Per-run details (medians across repetitions), for the second table and `meta.runs`. */
 export function details(/** @type {Rep[]} */ reps) {
