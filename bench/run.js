@@ -22,7 +22,7 @@ import { bulkRevokePg, copyToPg, dropAllPg, preparePg } from './lib/postgres.js'
 import { CLIENT, REQUESTS, startCeiling, startPeer, startTokenctl, tokenctlServeMissing } from './lib/contenders.js';
 import { copyStore, prepareStores } from './lib/stores.js';
 import { bulkRevoke, cliColdStarts } from './lib/cli.js';
-import { details, detailsTable, figures, figuresTable, FIGURES, median, round } from './lib/report.js';
+import { details, detailsTable, figures, figuresTable, FIGURES, median, perRep, round } from './lib/report.js';
 import { EVENT_FIGURES, eventsTable, runEventsBench } from './events.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -307,6 +307,7 @@ async function main() {
     machine: { node: process.version, cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, platform: `${process.platform} ${process.arch}`, pinned: pinning() },
     load_generator: `autocannon ${JSON.parse(readFileSync(join(ROOT, 'node_modules/autocannon/package.json'), 'utf8')).version}`,
     runs: runDetails,
+    per_repetition: perRep(reps),
     cli: { node_e_0_ms: round(median(reps.map((r) => r.cli?.node_ms)), 1), plain_script_ms: round(median(reps.map((r) => r.cli?.plain_ms)), 1), tool: reps[0]?.cli?.tool ?? null },
     bulk_revoke_wall_ms: round(median(reps.map((r) => r.bulk?.wall_ms)), 0),
     pg_bulk_revoke_wall_ms: round(median(reps.map((r) => r.pgBulk?.wall_ms)), 0),

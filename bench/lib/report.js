@@ -107,6 +107,15 @@ export function figures(reps) {
   };
 }
 
+/**
+ * Every figure of each repetition on its own (a median of one), so that their spread can be read
+ * next to the median: on a shared machine that spread is the figure's noise.
+ * @param {Rep[]} reps
+ */
+export function perRep(reps) {
+  const each = reps.map((r) => figures([r]));
+  return Object.fromEntries(FIGURES.map((f) => [f.key, each.map((x) => round(x[f.key] ?? null, 4))]));
+}
 
 /** Per-run details (medians across repetitions), for the second table and `meta.runs`. */
 export function details(/** @type {Rep[]} */ reps) {
