@@ -76,6 +76,11 @@ export async function tokenctlServeMissing() {
   return null;
 }
 
+/** Whether this tokenctl's `serve` has a flag (after {@link tokenctlServeMissing}). @param {string} flag */
+export function serveKnows(flag) {
+  return serveFlags.includes(flag);
+}
+
 /**
  * `tokenctl serve` on a store (a SQLite file or a postgres:// URL): plain HTTP on loopback,
  * port 0, default durability and pool size. `opt.node` names the node (`--node`, for several

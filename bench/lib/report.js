@@ -52,6 +52,9 @@ export const FIGURES = [
   { key: 'pg_bulk_revoke_100k_ms', label: 'bulk revocation of 100k tokens, PostgreSQL, ms', target: '≤ 1000', ok: (v) => v <= 1000 },
   { key: 'pg_bulk_revoke_max_stall_ms', label: 'longest wait of a revocation during it, ms', target: '≤ 100', ok: (v) => v <= 100 },
   { key: 'metrics_cost_ratio', label: 'introspection, metrics on / off (serve --metrics-port)', target: '≥ 0.97', ok: (v) => v >= 0.97 },
+  { key: 'login_round_trip_p50_ms', label: 'login round trip under load, p50, ms', target: null },
+  { key: 'login_round_trip_p99_ms', label: 'login round trip under load, p99, ms', target: null },
+  { key: 'login_background_rps', label: 'introspection beside the logins, req/s', target: null },
 ];
 
 /**
@@ -59,7 +62,8 @@ export const FIGURES = [
  * @typedef {{ n: number, runs: Record<string, LoadResult|undefined>,
  *   cli?: { node_ms: number, plain_ms: number, tokenctl_ms: number, tool: string },
  *   bulk?: { elapsed_ms: number, wall_ms: number, revoked: number },
- *   pgBulk?: { elapsed_ms: number, wall_ms: number, revoked: number, max_stall_ms: number, probes: number } }} Rep
+ *   pgBulk?: { elapsed_ms: number, wall_ms: number, revoked: number, max_stall_ms: number, probes: number },
+ *   login?: import('./measure.js').LoginResult }} Rep
  */
 
 /**
@@ -104,6 +108,9 @@ export function figures(reps) {
     authorization_code_rps: med((r) => rps(r, 'tokenctl.authorization_code')),
     authorization_code_p99_ms: med((r) => r.runs['tokenctl.authorization_code']?.latency.p99),
     authorization_code_to_refresh_ratio: med((r) => ratio(rps(r, 'tokenctl.authorization_code'), rps(r, 'tokenctl.refresh'))),
+    login_round_trip_p50_ms: med((r) => r.login?.p50_ms),
+    login_round_trip_p99_ms: med((r) => r.login?.p99_ms),
+    login_background_rps: med((r) => rps(r, 'tokenctl.login_background')),
   };
 }
 
