@@ -7,13 +7,15 @@
  * the bench's refresh request, a warm-up, then the measured run (bench/lib).
  *
  * Usage: node bench/refresh-ab.js --db POOL.db --tokens REFRESH.txt --a DIR --b DIR
- *          [--rounds 4] [--warmup 2] [--seconds 5] [--kind refresh|revoke|introspect]
+ *          [--rounds 4] [--warmup 2] [--seconds 5] [--kind refresh|revoke|introspect|authorization_code]
  *          [--a-node-args '…'] [--b-node-args '…'] (Node/V8 options of each side's server)
  *          [--a-pg] [--b-pg] [--pg URL] (that side's store: a PostgreSQL copy of POOL.db, made by
  *          `tokenctl migrate` into a schema of its own in the database of --pg, default
  *          TOKENCTL_BENCH_PG or postgres://postgres@127.0.0.1:5432/test, dropped after the run;
  *          `--a DIR --b DIR --b-pg` gives a build's PostgreSQL ÷ SQLite ratio, as the bench's)
- * (`--kind revoke`: each request a fresh access token of --tokens, as the bench's revocation run.)
+ * (`--kind revoke`: each request a fresh access token of --tokens, as the bench's revocation run;
+ * `--kind authorization_code`: each request a fresh code of --tokens, the pool store's -codes.txt,
+ * as the bench's code exchange run; `--a DIR --b DIR` with one DIR twice is its A/A.)
  * DIR: a built tokenctl (bin/, dist/, package.json, node_modules); POOL.db: a bench pool store
  * (node bench/setup-store.js --access 250000 --refresh 20000). Only 127.0.0.1 is ever targeted.
  * Prints one JSON line per run and a summary: medians, and the median of the pairwise B ÷ A ratios.
@@ -46,9 +48,11 @@ const { values } = parseArgs({
     pg: { type: 'string', default: process.env.TOKENCTL_BENCH_PG || DEFAULT_PG },
   },
 });
-/** `--kind revoke` (with --tokens: access tokens) or `introspect`: the same A/B of the other loads. */
-const kind = /** @type {'refresh'|'revoke'|'introspect'} */ (values.kind);
-if (!['refresh', 'revoke', 'introspect'].includes(kind)) throw new Error(`--kind must be refresh, revoke or introspect, not ${kind}`);
+/** `--kind revoke` (with --tokens: access tokens), `introspect` or `authorization_code`: the same A/B of the other loads. */
+const kind = /** @type {'refresh'|'revoke'|'introspect'|'authorizationCode'} */ (values.kind === 'authorization_code' ? 'authorizationCode' : values.kind);
+if (!['refresh', 'revoke', 'introspect', 'authorizationCode'].includes(kind)) throw new Error(`--kind must be refresh, revoke, introspect or authorization_code, not ${values.kind}`);
+/** Loads whose every request spends its token or code: each run starts from the top of --tokens on its fresh copy. */
+const fresh = kind === 'revoke' || kind === 'authorizationCode';
 if (!values.db || !values.tokens || !values.a || !values.b) {
   console.error('usage: node bench/refresh-ab.js --db POOL.db --tokens REFRESH.txt --a DIR --b DIR [--rounds 4] [--warmup 2] [--seconds 5]');
   process.exit(2);
@@ -85,7 +89,7 @@ try {
       const pg = values[`${which}-pg`] ? await copyToPg({ base: String(values.pg), sqlite: db, log: () => {}, what: 'the pool store', root: builds[which] }) : null;
       const server = await startBuild(builds[which], `${which}-${round}`, pg?.url ?? db, nodeArgs[which]);
       try {
-        const r = await runLoad({ label: `${which}-${round}`, server, ...REQUESTS.tokenctl[kind], tokenFile: values.tokens, fresh: kind === 'revoke', ...load });
+        const r = await runLoad({ label: `${which}-${round}`, server, ...REQUESTS.tokenctl[kind], tokenFile: values.tokens, fresh, ...load });
         if (r.non2xx > 0 || r.errors > 0) throw new Error(`${which}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
         rps[which] = r.rps;
         seen[which].push(r.rps);

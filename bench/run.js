@@ -17,12 +17,13 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { coreCount, killAll, killGroup, pinning, runToEnd, SERVER_CORE } from './lib/proc.js';
-import { isActive, postForm, runLoad, runLoadAcross } from './lib/measure.js';
+import { isActive, postForm, runLoad, runLoadAcross, runLoginLoop } from './lib/measure.js';
 import { bulkRevokePg, copyToPg, dropAllPg, preparePg } from './lib/postgres.js';
-import { CLIENT, REQUESTS, startCeiling, startPeer, startTokenctl, tokenctlServeMissing } from './lib/contenders.js';
+import { performance } from 'node:perf_hooks';
+import { CLIENT, CODE_CLIENT, REQUESTS, serveKnows, startCeiling, startPeer, startTokenctl, tokenctlServeMissing } from './lib/contenders.js';
 import { copyStore, prepareStores } from './lib/stores.js';
 import { bulkRevoke, cliColdStarts } from './lib/cli.js';
-import { details, detailsTable, figures, figuresTable, FIGURES, median, round } from './lib/report.js';
+import { details, detailsTable, figures, figuresTable, FIGURES, median, perRep, round } from './lib/report.js';
 import { EVENT_FIGURES, eventsTable, runEventsBench } from './events.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -40,6 +41,8 @@ const cfg = {
   connections: 50,
   cliRuns: quick ? 11 : 21,
   peerRevokePool: quick ? 60_000 : 150_000,
+  // The login round trips: three times a load run, for a few hundred of them per repetition.
+  loginS: Number(flags.duration ?? (quick ? 2 : 5)) * 3,
 };
 const log = (/** @type {string} */ s) => process.stdout.write(s + '\n');
 /** @type {string[]} */
@@ -86,7 +89,9 @@ async function build() {
  * @param {import('./lib/report.js').Rep} rep @param {string} key
  * @param {() => Promise<{ pid: number, url: string, child: import('node:child_process').ChildProcess }>} start
  * @param {{ path: string, prefix: string, suffix?: string, headers?: Record<string,string> }} req
- * @param {string} tokenFile @param {{ fresh?: boolean, checkActive?: boolean }} [opt]
+ * @param {string} tokenFile
+ * @param {{ fresh?: boolean, checkActive?: boolean, check?: (url: string, lines: string[], r: import('./lib/measure.js').LoadResult) => Promise<void> }} [opt]
+ *   `check`: what to verify after a fresh run instead of the revocation's check.
  */
 async function measure(rep, key, start, req, tokenFile, opt = {}) {
   const server = await start();
@@ -97,7 +102,9 @@ async function measure(rep, key, start, req, tokenFile, opt = {}) {
     const r = await runLoad({ label: `${key}-${rep.n}`, server, ...req, tokenFile, fresh: opt.fresh, connections: cfg.connections, warmupS: cfg.warmupS, durationS: cfg.durationS, workDir });
     if (r.exhausted) note(`${key}: the pool of ${tokens.length} fresh tokens ran out; the run was cut short (rate still valid)`);
     if (r.non2xx + r.errors + r.timeouts > 0) note(`${key}: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
-    if (opt.fresh) {
+    if (opt.fresh && opt.check) {
+      await opt.check(server.url, tokens, r);
+    } else if (opt.fresh) {
       // A revocation acknowledged during the run took effect; the next unused token is still active.
       if (await isActive(url, /** @type {string} */ (tokens[r.firstToken]), CLIENT)) throw new Error(`${key}: a token revoked during the run is still active`);
       const unused = tokens[r.firstToken + r.tokensUsed + cfg.connections];
@@ -137,6 +144,78 @@ async function measureTwoNodes(rep, key, db, tokenFile, cores) {
   } finally {
     for (const x of servers) killGroup(x.child);
   }
+}
+
+/**
+ * After the code exchanges: a code exchanged during the run is refused when presented again
+ * (RFC 6749 §4.1.2), and the next code nobody presented is still exchanged for tokens.
+ * @param {string} base @param {string[]} tails @param {import('./lib/measure.js').LoadResult} r
+ */
+async function checkCodes(base, tails, r) {
+  const req = REQUESTS.tokenctl.authorizationCode;
+  const exchange = (/** @type {string} */ tail) => postForm(base + req.path, req.prefix + tail + req.suffix, req.headers);
+  const again = await exchange(/** @type {string} */ (tails[r.firstToken]));
+  if (again.status !== 400 || again.json?.error !== 'invalid_grant') throw new Error(`tokenctl.authorization_code: a code exchanged during the run was answered ${again.status} when presented again`);
+  const unused = tails[r.firstToken + r.tokensUsed + cfg.connections];
+  if (unused) {
+    const fresh = await exchange(unused);
+    if (fresh.status !== 200 || typeof fresh.json?.access_token !== 'string') throw new Error(`tokenctl.authorization_code: a code never presented was answered ${fresh.status}: ${fresh.text.slice(0, 200)}`);
+  }
+}
+
+/**
+ * The full login round trip under load: `serve --dev-login` on a fresh copy of the pool store,
+ * introspections at full speed as the background (the first 1,000 tokens of the pool, cycled as
+ * the introspection figure cycles its 1,000), and the login client (lib/login-worker.js) going
+ * through authorize → login page → form → continue → code → token, one round trip at a time,
+ * during the background's measured part. That part lasts the login phase plus 2 s, for the
+ * client's start-up and warm-up logins.
+ * @param {import('./lib/report.js').Rep} rep @param {{ db: string, accessFile: string }} pool
+ */
+async function measureLogin(rep, pool) {
+  const key = 'tokenctl.login_background';
+  const db = copyStore(pool.db, join(workDir, `login-${rep.n}.db`));
+  const tokenFile = join(workDir, 'login-background-tokens.txt');
+  writeFileSync(tokenFile, readFileSync(pool.accessFile, 'utf8').split('\n').filter(Boolean).slice(0, 1000).join('\n') + '\n');
+  const server = await startTokenctl(workDir, `tklogin-${rep.n}`, db, [], { serveArgs: ['--dev-login'] });
+  try {
+    const first = readFileSync(tokenFile, 'utf8').split('\n')[0] ?? '';
+    if (!(await isActive(server.url + REQUESTS.tokenctl.introspect.path, first, CLIENT))) throw new Error(`${key}: the first token is not active before the run`);
+    /** @type {Promise<import('./lib/measure.js').LoginResult>|null} */
+    let login = null;
+    let backgroundEnd = Infinity;
+    const label = `${key}-${rep.n}`;
+    const r = await runLoad({
+      label, server, ...REQUESTS.tokenctl.introspect, tokenFile, connections: cfg.connections, warmupS: cfg.warmupS, durationS: cfg.loginS + 2, workDir,
+      onMeasure: () => {
+        if (login === null) {
+          login = runLoginLoop({ label, url: server.url, client: CODE_CLIENT, seconds: cfg.loginS, warmup: 3, workDir });
+          // Awaited below; should the background fail first, its failure is that run's note, not a crash.
+          login.catch(() => {});
+        } else backgroundEnd = performance.now();
+      },
+    });
+    if (login === null) throw new Error(`${key}: the background load never started its measured part`);
+    const l = await /** @type {Promise<import('./lib/measure.js').LoginResult>} */ (login);
+    if (l.finishedAt > backgroundEnd) note(`login round trip: the login loop outlasted the background load by ${Math.round(l.finishedAt - backgroundEnd)} ms (its last round trips ran on an idle server)`);
+    if (l.failures > 0) note(`login round trip: ${l.failures} of ${l.samples + l.failures} round trips failed: ${l.first_failures.join(' | ')}`);
+    if (r.non2xx + r.errors + r.timeouts > 0) note(`${key}: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
+    rep.runs[key] = r;
+    rep.login = l;
+    log(`  ${'tokenctl.login_round_trip'.padEnd(30)} p50 ${l.p50_ms} ms  p99 ${l.p99_ms} ms  (${l.samples} logins; steps p50 ${Object.values(l.step_p50_ms).join('/')} ms)  background ${Math.round(r.rps).toLocaleString('en-US')} req/s  server CPU ${r.serverCpuShare.toFixed(2)}  loadgen CPU ${r.loadCpuShare.toFixed(2)}`);
+  } finally {
+    killGroup(server.child);
+  }
+}
+
+/** What the login round trips were, beyond their figures: counts and each step's median, per repetition. */
+function loginMeta(/** @type {import('./lib/report.js').Rep[]} */ reps) {
+  const ls = reps.map((r) => r.login).filter((l) => l !== undefined);
+  if (ls.length === 0) return null;
+  return {
+    phase_s: cfg.loginS, client: CODE_CLIENT.id, samples: ls.map((l) => l.samples), failures: ls.map((l) => l.failures),
+    step_p50_ms: ls.map((l) => l.step_p50_ms), step_p99_ms: ls.map((l) => l.step_p99_ms),
+  };
 }
 
 /** Runs `fn`, turning a failure into a note (the figure stays null) so the rest still runs. */
@@ -222,7 +301,12 @@ async function main() {
         tk && (async () => {
           const db = copyStore(s.pool.db, join(workDir, `pool-${n}.db`));
           await measure(rep, 'tokenctl.revoke', () => startTokenctl(workDir, `tkpool-${n}`, db), REQUESTS.tokenctl.revoke, s.pool.accessFile, { fresh: true });
-          await measure(rep, 'tokenctl.refresh', () => startTokenctl(workDir, `tkrefresh-${n}`, db), REQUESTS.tokenctl.refresh, s.pool.refreshFile);
+          // The two grants on the same file, one after the other, their order flipped each repetition.
+          const grants = flip([
+            () => measure(rep, 'tokenctl.refresh', () => startTokenctl(workDir, `tkrefresh-${n}`, db), REQUESTS.tokenctl.refresh, s.pool.refreshFile),
+            () => measure(rep, 'tokenctl.authorization_code', () => startTokenctl(workDir, `tkcode-${n}`, db), REQUESTS.tokenctl.authorizationCode, s.pool.codesFile, { fresh: true, check: checkCodes }),
+          ]);
+          for (const grant of grants) await attempt('a grant run', grant);
         }),
         tk && pg && (async () => {
           // The same pool of fresh tokens, copied into a schema of this repetition's own.
@@ -236,6 +320,7 @@ async function main() {
         }),
       ]);
       for (const run of revocation.filter(Boolean)) await attempt('a revocation/refresh run', run);
+      if (tk && serveKnows('--dev-login')) await attempt('the login round trip', () => measureLogin(rep, s.pool));
     } finally {
       if (p) killGroup(p.child);
     }
@@ -281,6 +366,8 @@ async function main() {
     machine: { node: process.version, cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, platform: `${process.platform} ${process.arch}`, pinned: pinning() },
     load_generator: `autocannon ${JSON.parse(readFileSync(join(ROOT, 'node_modules/autocannon/package.json'), 'utf8')).version}`,
     runs: runDetails,
+    per_repetition: perRep(reps),
+    login: loginMeta(reps),
     cli: { node_e_0_ms: round(median(reps.map((r) => r.cli?.node_ms)), 1), plain_script_ms: round(median(reps.map((r) => r.cli?.plain_ms)), 1), tool: reps[0]?.cli?.tool ?? null },
     bulk_revoke_wall_ms: round(median(reps.map((r) => r.bulk?.wall_ms)), 0),
     pg_bulk_revoke_wall_ms: round(median(reps.map((r) => r.pgBulk?.wall_ms)), 0),

@@ -8,9 +8,12 @@
  * Usage:
  *   node bench/setup-store.js --db FILE --schema   (prints the schema fingerprint, see below)
  *   node bench/setup-store.js --db FILE [--access N] [--refresh N] [--out PREFIX] [--sample K]
- *                             [--bulk-client ID --bulk N]
+ *                             [--bulk-client ID --bulk N] [--codes N]
  * Writes PREFIX-access.txt (every access token of the bench client, or a uniform sample of K of
  * them with --sample) and PREFIX-refresh.txt, and prints one JSON line with what it did.
+ * With --codes, the client CODE_CLIENT and N authorization requests already accepted with their
+ * code issued, as the browser leg would leave them, and PREFIX-codes.txt: one
+ * `code=…&code_verifier=…` per line, the part of a token request that differs per code.
  */
 import { writeFileSync, existsSync, rmSync } from 'node:fs';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -18,6 +21,13 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 
 export const BENCH_CLIENT = { id: 'bench', secret: 'bench-secret-0123456789abcdef' };
+/**
+ * The authorization code client: confidential with the bench client's secret, so that a code
+ * exchange authenticates exactly as the refresh figure's requests do and their ratio is the two
+ * grants' own work. Its one redirect URI is a loopback one that nothing listens on: the bench
+ * reads the code from the redirect and never follows it.
+ */
+export const CODE_CLIENT = { id: 'bench-code', secret: BENCH_CLIENT.secret, redirectUri: 'http://127.0.0.1:9/callback' };
 const DIST = new URL('../dist/', import.meta.url);
 const BATCH = 20_000;
 /** From this many tokens on, bulk loading bypasses the store API (see rawLoader). */
@@ -33,7 +43,7 @@ async function dist(rel) {
 
 /**
  * @param {{ db: string, access: number, refresh: number, out?: string, sample?: number,
- *   bulkClient?: string, bulk: number }} o
+ *   bulkClient?: string, bulk: number, codes?: number }} o
  */
 export async function setupStore(o) {
   const started = Date.now();
@@ -49,6 +59,12 @@ export async function setupStore(o) {
   try {
     await engine.createClient({ name: 'bench', id: BENCH_CLIENT.id, secret: BENCH_CLIENT.secret, orgId: 'org-bench', audience: 'https://api.example.test' }, 'bench');
     if (o.bulkClient) await engine.createClient({ name: 'bulk', id: o.bulkClient, public: true }, 'bench');
+    if (o.codes) {
+      await engine.createClient({
+        name: 'bench-code', id: CODE_CLIENT.id, secret: CODE_CLIENT.secret, orgId: 'org-bench', audience: 'https://api.example.test',
+        redirectUris: [CODE_CLIENT.redirectUri], grantTypes: ['authorization_code', 'refresh_token'],
+      }, 'bench');
+    }
 
     const now = Date.now();
     /** @param {'access_token'|'refresh_token'} type @param {string} clientId @param {string} token */
@@ -81,14 +97,60 @@ export async function setupStore(o) {
     }
     const [access = [], refresh = []] = kept;
     await verify(SqliteStore, o.db, [access[0], refresh[0], access.at(-1)], digestToken);
+    const codes = o.codes ? await insertCodes(SqliteStore, o.db, o.codes) : [];
     if (o.out) {
       writeFileSync(`${o.out}-access.txt`, access.join('\n') + '\n');
       writeFileSync(`${o.out}-refresh.txt`, refresh.join('\n') + '\n');
+      if (o.codes) writeFileSync(`${o.out}-codes.txt`, codes.join('\n') + '\n');
     }
-    return { db: o.db, access: o.access, refresh: o.refresh, bulk: o.bulk, kept: access.length, index_ms: indexMs, ms: Date.now() - started };
+    return { db: o.db, access: o.access, refresh: o.refresh, bulk: o.bulk, codes: codes.length, kept: access.length, index_ms: indexMs, ms: Date.now() - started };
   } finally {
     if (!closed) await store.close();
   }
+}
+
+/**
+ * Writes `count` authorization requests of CODE_CLIENT through the store's own
+ * `createAuthorization`, each already `accepted` with its code issued, and returns the token
+ * request tails (`code=…&code_verifier=…`). The writes are started a batch at a time so that
+ * the store's group commit folds each batch into one transaction. The codes live 30 days, not
+ * the 60 s of contract 5: they are bench data in a cached template store, used once each on a
+ * fresh copy, and must outlive the cache (a week).
+ * @param {any} SqliteStore @param {string} file @param {number} count
+ */
+async function insertCodes(SqliteStore, file, count) {
+  const { sha256, newJti } = await dist('engine/tokens.js');
+  const { s256 } = await dist('engine/authorization/pkce.js');
+  const { CODE_PREFIX, LOGIN_CHALLENGE_TTL_MS } = await dist('engine/authorization/flow.js');
+  const store = await SqliteStore.open(file, { create: false });
+  /** @type {string[]} */
+  const tails = [];
+  const now = Date.now();
+  try {
+    for (let i = 0; i < count; i += 2_000) {
+      const writes = [];
+      for (let j = i; j < Math.min(count, i + 2_000); j++) {
+        const code = CODE_PREFIX + randomBytes(32).toString('base64url');
+        // RFC 7636 §4.1: 43 unreserved characters, what a client's 32 random bytes make.
+        const verifier = randomBytes(32).toString('base64url');
+        const user = `user-${j % 1000}`;
+        writes.push(store.createAuthorization({
+          id: newJti(now), challengeDigest: sha256(randomBytes(32).toString('base64url')), browserDigest: sha256(randomBytes(32).toString('base64url')),
+          clientId: CODE_CLIENT.id, redirectUri: CODE_CLIENT.redirectUri, redirectUriSent: true, scope: 'read write', state: null,
+          codeChallenge: s256(verifier), createdAt: now, expiresAt: now + LOGIN_CHALLENGE_TTL_MS, status: 'accepted', decidedAt: now,
+          verifierDigest: sha256(randomBytes(32).toString('base64url')), subject: user, username: user, grantedScope: 'read write',
+          error: null, errorDescription: null, codeDigest: sha256(code), codeExpiresAt: now + 30 * DAY_MS, grantId: randomUUID(), redeemedAt: null,
+        }));
+        tails.push(`code=${code}&code_verifier=${verifier}`);
+      }
+      await Promise.all(writes);
+    }
+    const first = tails[0]?.slice(5, tails[0].indexOf('&'));
+    if (first !== undefined && (await store.findAuthorization({ codeDigest: sha256(first) }))?.status !== 'accepted') throw new Error(`${file}: a code just written is not found`);
+  } finally {
+    await store.close();
+  }
+  return tails;
 }
 
 /**
@@ -203,6 +265,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
       schema: { type: 'boolean', default: false },
       db: { type: 'string' }, access: { type: 'string', default: '0' }, refresh: { type: 'string', default: '0' },
       out: { type: 'string' }, sample: { type: 'string' }, 'bulk-client': { type: 'string' }, bulk: { type: 'string', default: '0' },
+      codes: { type: 'string', default: '0' },
     },
   });
   if (!v.db) throw new Error('--db FILE is required');
@@ -213,6 +276,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const result = await setupStore({
     db: v.db, access: Number(v.access), refresh: Number(v.refresh), out: v.out,
     sample: v.sample === undefined ? undefined : Number(v.sample), bulkClient: v['bulk-client'], bulk: Number(v.bulk),
+    codes: Number(v.codes),
   });
   process.stdout.write(JSON.stringify(result) + '\n');
 }

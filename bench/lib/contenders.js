@@ -11,6 +11,10 @@ import { runToEnd, startServer } from './proc.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CLIENT = { id: 'bench', secret: 'bench-secret-0123456789abcdef' };
+/** The authorization code client of the pool store (setup-store.js CODE_CLIENT). */
+export const CODE_CLIENT = { id: 'bench-code', secret: CLIENT.secret, redirectUri: 'http://127.0.0.1:9/callback' };
+/** Spec part 5 scenario I: Basic base64(client_id ":" base64(password)). */
+const basic = (/** @type {{ id: string, secret: string }} */ c) => 'Basic ' + Buffer.from(`${c.id}:${Buffer.from(c.secret).toString('base64')}`).toString('base64');
 // token_type_hint is required by spec 4.2/4.3; the peer takes it as the RFC 7009/7662 hint.
 const CREDS = `&token_type_hint=access_token&client_id=${CLIENT.id}&client_secret=${CLIENT.secret}`;
 
@@ -28,8 +32,15 @@ export const REQUESTS = {
       path: '/oauth/token',
       prefix: 'grant_type=refresh_token&refresh_token=',
       suffix: '',
-      // Spec part 5 scenario I: Basic base64(client_id ":" base64(password)).
-      headers: { authorization: 'Basic ' + Buffer.from(`${CLIENT.id}:${Buffer.from(CLIENT.secret).toString('base64')}`).toString('base64') },
+      headers: { authorization: basic(CLIENT) },
+    },
+    // The code file's lines are `code=…&code_verifier=…`; the redirect URI is repeated because
+    // the authorization request sent it (RFC 6749 §4.1.3). Authenticated as refresh is.
+    authorizationCode: {
+      path: '/oauth/token',
+      prefix: 'grant_type=authorization_code&',
+      suffix: `&redirect_uri=${encodeURIComponent(CODE_CLIENT.redirectUri)}`,
+      headers: { authorization: basic(CODE_CLIENT) },
     },
   },
 };
@@ -63,6 +74,11 @@ export async function tokenctlServeMissing() {
   if (r.code !== 0) return `\`tokenctl serve --help\` failed (exit ${r.code}): ${(r.stderr || r.stdout).trim().split('\n')[0]}`;
   serveFlags = r.stdout;
   return null;
+}
+
+/** Whether this tokenctl's `serve` has a flag (after {@link tokenctlServeMissing}). @param {string} flag */
+export function serveKnows(flag) {
+  return serveFlags.includes(flag);
 }
 
 /**

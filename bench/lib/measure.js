@@ -1,9 +1,11 @@
 /**
  * One measured load run against one running server: the load generator (lib/load-worker.js)
  * pinned to the load core, the server's CPU time and peak resident memory read from /proc
- * during exactly the measured part; and small HTTP checks around the runs (only 127.0.0.1).
+ * during exactly the measured part; the login client beside such a run; and small HTTP checks
+ * around the runs (only 127.0.0.1).
  */
 import { createInterface } from 'node:readline';
+import { performance } from 'node:perf_hooks';
 import { writeFileSync } from 'node:fs';
 import { clearInterval, setInterval } from 'node:timers';
 import { join } from 'node:path';
@@ -163,4 +165,38 @@ export async function isActive(url, token, client) {
   const r = await postForm(url, `token=${encodeURIComponent(token)}&token_type_hint=access_token&client_id=${encodeURIComponent(client.id)}&client_secret=${encodeURIComponent(client.secret)}`);
   if (r.status !== 200 || !r.json || typeof r.json.active !== 'boolean') throw new Error(`introspection at ${url} answered ${r.status}: ${r.text.slice(0, 200)}`);
   return r.json.active;
+}
+
+const LOGIN_WORKER = fileURLToPath(new URL('./login-worker.js', import.meta.url));
+
+/**
+ * @typedef {{ samples: number, failures: number, first_failures: string[], p50_ms: number|null,
+ *   p90_ms: number|null, p99_ms: number|null, max_ms: number|null, step_p50_ms: Record<string, number|null>,
+ *   step_p99_ms: Record<string, number|null>, finishedAt: number }} LoginResult
+ */
+
+/**
+ * Starts the login client (lib/login-worker.js) pinned to the load core, and resolves with its
+ * timings once it has done `seconds` of round trips; `finishedAt` is `performance.now()` of this
+ * process when its result came, to tell whether it ran inside a background load.
+ * @param {{ label: string, url: string, client: { id: string, secret: string, redirectUri: string },
+ *   seconds: number, warmup: number, workDir: string }} o
+ * @returns {Promise<LoginResult>}
+ */
+export async function runLoginLoop(o) {
+  const cfgFile = join(o.workDir, `login-${o.label}.json`);
+  writeFileSync(cfgFile, JSON.stringify({ url: o.url, client: o.client, seconds: o.seconds, warmup: o.warmup }));
+  const log = join(o.workDir, `login-${o.label}.log`);
+  const child = startChild(process.execPath, [LOGIN_WORKER, cfgFile], { core: LOAD_CORE, log });
+  const timeout = setTimeout(() => killGroup(child), o.seconds * 1000 + 120_000);
+  try {
+    const lines = createInterface({ input: /** @type {NodeJS.ReadableStream} */ (child.stdout) });
+    for await (const line of lines) {
+      if (line.startsWith('result ')) return { ...JSON.parse(line.slice(7)), finishedAt: performance.now() };
+    }
+  } finally {
+    clearTimeout(timeout);
+    killGroup(child);
+  }
+  throw new Error(`the login loop ${o.label} gave no result (see ${log})`);
 }

@@ -32,6 +32,9 @@ export const FIGURES = [
   { key: 'refresh_rps', label: 'tokenctl refresh, req/s', target: null },
   { key: 'refresh_p99_ms', label: 'tokenctl refresh p99, ms (50 conns)', target: '≤ 15', ok: (v) => v <= 15 },
   { key: 'refresh_ratio_to_ceiling', label: 'refresh / ceiling', target: '≥ 0.15', ok: (v) => v >= 0.15 },
+  { key: 'authorization_code_rps', label: 'tokenctl code exchange (fresh codes), req/s', target: null },
+  { key: 'authorization_code_p99_ms', label: 'tokenctl code exchange p99, ms (50 conns)', target: null },
+  { key: 'authorization_code_to_refresh_ratio', label: 'code exchange / refresh', target: null },
   { key: 'revocation_rps', label: 'tokenctl revocation (fresh tokens), req/s', target: null },
   { key: 'revocation_ratio_to_peer', label: 'revocation / peer', target: '≥ 1.5', ok: (v) => v >= 1.5 },
   { key: 'introspection_1m_vs_1k', label: 'introspection, 1M-token store / 1k', target: '≥ 0.9', ok: (v) => v >= 0.9 },
@@ -49,6 +52,9 @@ export const FIGURES = [
   { key: 'pg_bulk_revoke_100k_ms', label: 'bulk revocation of 100k tokens, PostgreSQL, ms', target: '≤ 1000', ok: (v) => v <= 1000 },
   { key: 'pg_bulk_revoke_max_stall_ms', label: 'longest wait of a revocation during it, ms', target: '≤ 100', ok: (v) => v <= 100 },
   { key: 'metrics_cost_ratio', label: 'introspection, metrics on / off (serve --metrics-port)', target: '≥ 0.97', ok: (v) => v >= 0.97 },
+  { key: 'login_round_trip_p50_ms', label: 'login round trip under load, p50, ms', target: null },
+  { key: 'login_round_trip_p99_ms', label: 'login round trip under load, p99, ms', target: null },
+  { key: 'login_background_rps', label: 'introspection beside the logins, req/s', target: null },
 ];
 
 /**
@@ -56,7 +62,8 @@ export const FIGURES = [
  * @typedef {{ n: number, runs: Record<string, LoadResult|undefined>,
  *   cli?: { node_ms: number, plain_ms: number, tokenctl_ms: number, tool: string },
  *   bulk?: { elapsed_ms: number, wall_ms: number, revoked: number },
- *   pgBulk?: { elapsed_ms: number, wall_ms: number, revoked: number, max_stall_ms: number, probes: number } }} Rep
+ *   pgBulk?: { elapsed_ms: number, wall_ms: number, revoked: number, max_stall_ms: number, probes: number },
+ *   login?: import('./measure.js').LoginResult }} Rep
  */
 
 /**
@@ -98,7 +105,23 @@ export function figures(reps) {
     pg_bulk_revoke_100k_ms: med((r) => r.pgBulk?.elapsed_ms),
     pg_bulk_revoke_max_stall_ms: med((r) => r.pgBulk?.max_stall_ms),
     metrics_cost_ratio: med((r) => ratio(rps(r, 'tokenctl.introspect_metrics'), rps(r, 'tokenctl.introspect'))),
+    authorization_code_rps: med((r) => rps(r, 'tokenctl.authorization_code')),
+    authorization_code_p99_ms: med((r) => r.runs['tokenctl.authorization_code']?.latency.p99),
+    authorization_code_to_refresh_ratio: med((r) => ratio(rps(r, 'tokenctl.authorization_code'), rps(r, 'tokenctl.refresh'))),
+    login_round_trip_p50_ms: med((r) => r.login?.p50_ms),
+    login_round_trip_p99_ms: med((r) => r.login?.p99_ms),
+    login_background_rps: med((r) => rps(r, 'tokenctl.login_background')),
   };
+}
+
+/**
+ * Every figure of each repetition on its own (a median of one), so that their spread can be read
+ * next to the median: on a shared machine that spread is the figure's noise.
+ * @param {Rep[]} reps
+ */
+export function perRep(reps) {
+  const each = reps.map((r) => figures([r]));
+  return Object.fromEntries(FIGURES.map((f) => [f.key, each.map((x) => round(x[f.key] ?? null, 4))]));
 }
 
 /** Per-run details (medians across repetitions), for the second table and `meta.runs`. */

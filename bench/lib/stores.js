@@ -23,14 +23,17 @@ export const CACHE_DIR = join(tmpdir(), 'tokenctl-bench-cache');
  * load is spread over 20,000 refresh tokens (a couple of refreshes each per run, as clients that
  * refresh when their access token expires): with 1,000, each was refreshed some 40 times a minute,
  * the pattern `serve --max-refreshes-per-minute` exists to stop, whose count then dominated.
+ * `pool` also holds the authorization codes of the code exchange (used once each, so a fresh copy
+ * per repetition), in the same file as the refresh tokens so that both grants write into tables
+ * of the same size: enough for twice the warm-up and run at the refresh figure's rate.
  * @param {boolean} quick
  */
 export function storeSpecs(quick) {
-  /** @type {Record<string, { access: number, refresh: number, sample?: number, bulkClient?: string, bulk?: number }>} */
+  /** @type {Record<string, { access: number, refresh: number, sample?: number, bulkClient?: string, bulk?: number, codes?: number }>} */
   const specs = {
     t1k: { access: 1_000, refresh: 0 },
     t1m: { access: 1_000_000, refresh: 0, sample: 20_000 },
-    pool: { access: quick ? 100_000 : 250_000, refresh: 20_000 },
+    pool: { access: quick ? 100_000 : 250_000, refresh: 20_000, codes: quick ? 30_000 : 80_000 },
     bulk: { access: 10, refresh: 0, bulkClient: 'bulk', bulk: 100_000 },
   };
   return specs;
@@ -50,19 +53,19 @@ async function cacheKey(scratch) {
 /**
  * Builds (or finds in the cache) every template store.
  * @param {{ quick: boolean, rebuild: boolean, log: (s: string) => void }} o
- * @returns {Promise<Record<string, { db: string, accessFile: string, refreshFile: string }>>}
+ * @returns {Promise<Record<string, { db: string, accessFile: string, refreshFile: string, codesFile: string }>>}
  */
 export async function prepareStores(o) {
   mkdirSync(CACHE_DIR, { recursive: true });
   const dir = join(CACHE_DIR, await cacheKey(join(CACHE_DIR, `schema-${process.pid}.db`)));
   mkdirSync(dir, { recursive: true });
-  /** @type {Record<string, { db: string, accessFile: string, refreshFile: string }>} */
+  /** @type {Record<string, { db: string, accessFile: string, refreshFile: string, codesFile: string }>} */
   const out = {};
   for (const [name, spec] of Object.entries(storeSpecs(o.quick))) {
-    const tag = `${name}-${spec.access}${spec.refresh ? `-r${spec.refresh}` : ''}`;
+    const tag = `${name}-${spec.access}${spec.refresh ? `-r${spec.refresh}` : ''}${spec.codes ? `-c${spec.codes}` : ''}`;
     const db = join(dir, `${tag}.db`);
     const done = join(dir, `${tag}.json`);
-    const files = { db, accessFile: join(dir, `${tag}-access.txt`), refreshFile: join(dir, `${tag}-refresh.txt`) };
+    const files = { db, accessFile: join(dir, `${tag}-access.txt`), refreshFile: join(dir, `${tag}-refresh.txt`), codesFile: join(dir, `${tag}-codes.txt`) };
     const fresh = existsSync(done) && Date.now() - statSync(done).mtimeMs < MAX_AGE_MS;
     if (fresh && !o.rebuild) {
       out[name] = files;
@@ -73,6 +76,7 @@ export async function prepareStores(o) {
     const args = [SETUP, '--db', `${tmp}.db`, '--access', String(spec.access), '--refresh', String(spec.refresh), '--out', tmp];
     if (spec.sample !== undefined) args.push('--sample', String(spec.sample));
     if (spec.bulkClient !== undefined) args.push('--bulk-client', String(spec.bulkClient), '--bulk', String(spec.bulk));
+    if (spec.codes !== undefined) args.push('--codes', String(spec.codes));
     const r = await runToEnd(process.execPath, args, { timeoutMs: 15 * 60_000 });
     if (r.code !== 0) throw new Error(`setup of store ${name} failed (exit ${r.code}): ${r.stderr.trim().split('\n').slice(-5).join('\n')}`);
     const wal = `${tmp}.db-wal`;
@@ -81,6 +85,7 @@ export async function prepareStores(o) {
     renameSync(`${tmp}.db`, db);
     renameSync(`${tmp}-access.txt`, files.accessFile);
     renameSync(`${tmp}-refresh.txt`, files.refreshFile);
+    if (spec.codes !== undefined) renameSync(`${tmp}-codes.txt`, files.codesFile);
     writeFileSync(done, r.stdout);
     o.log(`    ${r.stdout.trim()}`);
     out[name] = files;
