@@ -49,7 +49,9 @@ export async function refresh(ctx: EngineContext<Ports>, input: RefreshInput, fo
   // other revoked token is just revoked, replaced before or not.
   const superseded = token.replacedAt !== null && token.revokedAt === token.replacedAt;
   if (token.revokedAt !== null && !superseded) throw new InvalidTokenError('revoked', refreshToken);
-  if (token.expiresAt <= now) throw new InvalidTokenError('expired', refreshToken);
+  // A superseded token is revoked too (its revocation and replacement share an instant, which an
+  // operator's revocation in the same millisecond as a rotation also does): past its expiry, say so.
+  if (token.expiresAt <= now) throw new InvalidTokenError(superseded ? 'revoked' : 'expired', refreshToken);
   if (token.notBefore > now) throw new InvalidTokenError('unknown', refreshToken);
   const scope = narrowScope(input.scope, token.scope, false);
   const revokeJti = token.replacedAt === null ? undefined : await replacedPresented(ctx, client, token, superseded, refreshToken, presented, now);

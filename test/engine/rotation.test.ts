@@ -3,7 +3,7 @@ import { ROTATION_RACE_WINDOW_MS } from '../../src/engine/context.js';
 import { InvalidTokenError } from '../../src/engine/errors.js';
 import type { Engine } from '../../src/engine/engine.js';
 import type { ClientRecord } from '../../src/store/store.js';
-import { addClient, DAY, HOUR, introspected, issueFor, makeEngine, mustRecordOf, refreshAs, SECOND, settle } from '../helpers/engine.js';
+import { addClient, credentialsOf, DAY, HOUR, introspected, issueFor, makeEngine, mustRecordOf, refreshAs, SECOND, settle } from '../helpers/engine.js';
 
 async function reason(engine: Engine, client: ClientRecord, refreshToken: string): Promise<string> {
   const error = await refreshAs(engine, { client, refreshToken }).catch((e: unknown) => e);
@@ -227,5 +227,20 @@ describe('refresh grace period (refreshGraceMs)', () => {
     expect(() => makeEngine({ refreshGraceMs: 60_001 })).toThrow(/grace/);
     expect(() => makeEngine({ refreshGraceMs: -1 })).toThrow(/grace/);
     expect(() => makeEngine({ refreshGraceMs: 60_000 })).not.toThrow();
+  });
+});
+
+describe('a replaced refresh token revoked in the same millisecond as its rotation', () => {
+  it('reads as revoked once it has expired too, not as expired (found by the state-machine test)', async () => {
+    const { engine, store, clock } = makeEngine({ rotateRefreshTokens: true });
+    const app = await addClient(store, { refreshTtlMs: HOUR });
+    const issued = await issueFor(engine, app);
+    await refreshAs(engine, { client: app, refreshToken: issued.refresh_token });
+    // No time passes between the rotation and the revocation: revokedAt equals replacedAt.
+    await engine.revokeAsClient({ credentials: credentialsOf(app), token: issued.refresh_token });
+    clock.advance(HOUR);
+    const err = await refreshAs(engine, { client: app, refreshToken: issued.refresh_token }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidTokenError);
+    expect((err as InvalidTokenError).reason).toBe('revoked');
   });
 });

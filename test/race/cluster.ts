@@ -66,7 +66,9 @@ export async function startCluster(backend: Backend, options: { nodes: number; r
       const parameters = [`schema=${schema}`, ...(backend === 'postgres' || ROLES[backend].urlParameter === undefined ? [] : [ROLES[backend].urlParameter])];
       db = `${nodeUrl}${nodeUrl.includes('?') ? '&' : '?'}${parameters.join('&')}`;
       await (await PostgresStore.open(url, { schema })).close();
-      store = await PostgresStore.open(db, { poolSize: 8 });
+      // The test's own store acts as the operator's command (the bulk revocations): the CLI's
+      // retry budget, 30 s, not a request's 2 s (base-command.ts), as `tokenctl revoke` has.
+      store = await PostgresStore.open(db, { poolSize: 8, retryBudgetMs: 30_000 });
     }
     cleanups.push(() => store.close());
     const engine = new Engine({ store, rotateRefreshTokens: options.rotate });
