@@ -35,6 +35,13 @@ export function getDummyHash(): Promise<string> {
   return dummyHash;
 }
 
+/** Whether two strings are equal, compared in constant time for strings of one length (a proof, a CSRF token). */
+export function sameInConstantTime(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
 /** Verifies a secret against a stored hash in constant time. A malformed hash never matches. */
 export async function verifySecret(secret: string, stored: string): Promise<boolean> {
   const parts = stored.split('$');

@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { sameInConstantTime } from '../engine/secrets.js';
 import { parse, serialize } from 'cookie';
 import type { IncomingHttpHeaders } from 'node:http';
 
@@ -35,7 +36,5 @@ export function csrfToken(browser: string, challenge: string): string {
 
 export function csrfMatches(browser: string | null, challenge: string, presented: string | undefined): boolean {
   if (browser === null || presented === undefined) return false;
-  const a = Buffer.from(csrfToken(browser, challenge));
-  const b = Buffer.from(presented);
-  return a.length === b.length && timingSafeEqual(a, b);
+  return sameInConstantTime(csrfToken(browser, challenge), presented);
 }

@@ -1,4 +1,5 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { sameInConstantTime } from '../secrets.js';
 
 /** RFC 7636 §4.1 code_verifier and §4.2 code_challenge (S256: 43 characters): unreserved characters, 43 to 128 of them. */
 const PKCE_VALUE = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -15,7 +16,5 @@ export function s256(verifier: string): string {
 /** RFC 7636 §4.6: whether `verifier` is the one `challenge` was made from (compared in constant time). */
 export function verifierMatches(verifier: string, challenge: string): boolean {
   if (!isPkceValue(verifier)) return false;
-  const a = Buffer.from(s256(verifier));
-  const b = Buffer.from(challenge);
-  return a.length === b.length && timingSafeEqual(a, b);
+  return sameInConstantTime(s256(verifier), challenge);
 }

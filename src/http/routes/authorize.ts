@@ -58,7 +58,8 @@ export function pageOnError(handler: Handler): Handler {
   };
 }
 
-function queryOf(request: FastifyRequest): string {
+/** The raw query of a request (decoded by the caller, so that repeated names are seen). */
+export function queryOf(request: FastifyRequest): string {
   const url = request.raw.url ?? '';
   const q = url.indexOf('?');
   return q === -1 ? '' : url.slice(q + 1);

@@ -6,7 +6,7 @@ import { devLoginPage } from '../pages/dev-login.js';
 import { PAGE_HEADERS } from '../pages/page.js';
 import { DEV_LOGIN_PATH } from '../paths.js';
 import type { RouteDeps } from '../types.js';
-import { pageOnError, sendPage } from './authorize.js';
+import { pageOnError, queryOf, sendPage } from './authorize.js';
 
 /**
  * The development login page (`serve --dev-login`, `--demo`; contract 5): the login app of a
@@ -21,7 +21,7 @@ export function devLoginRoutes(app: FastifyInstance, { engine }: RouteDeps): voi
   const flow = engine.authorization;
 
   app.get(DEV_LOGIN_PATH, pageOnError(async (request, reply) => {
-    const challenge = new URLSearchParams((request.raw.url ?? '').split('?')[1] ?? '').get('login_challenge') ?? '';
+    const challenge = new URLSearchParams(queryOf(request)).get('login_challenge') ?? '';
     const browser = browserCookie(request.headers);
     if (browser === null) return noCookie(reply);
     try {
