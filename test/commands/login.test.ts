@@ -46,7 +46,9 @@ function login(s: TestServer, args: string[], env: Record<string, string> = {}) 
 /** What the browser script wrote once it read the last page: it may finish just after the command. */
 async function browserLog(file: string): Promise<string> {
   for (let i = 0; i < 100; i++) {
-    if (existsSync(file)) return readFileSync(file, 'utf8');
+    // Its line whole: the file exists, empty, for a moment before the line is written.
+    const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+    if (text.endsWith('\n')) return text;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error(`the browser wrote nothing to ${file}`);
