@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll } from 'vitest';
 import { migrate } from '../../src/store/sqlite/index.js';
+import { withoutInheritedSettings } from './env.js';
 
 /** The repository root, and the real launcher every test runs. */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -35,8 +36,7 @@ function assertBuilt(): void {
 
 /** A sandbox for the child: no colours, no inherited store, a private data directory. */
 function childEnv(extra: RunOptions['env'], home: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', HOME: home, XDG_DATA_HOME: join(home, 'data') };
-  for (const key of ['TOKENCTL_DB', 'FORCE_COLOR', 'TOKENCTL_DEBUG', 'NODE_OPTIONS']) delete env[key];
+  const env: NodeJS.ProcessEnv = { ...withoutInheritedSettings(), NO_COLOR: '1', HOME: home, XDG_DATA_HOME: join(home, 'data') };
   for (const [key, value] of Object.entries(extra ?? {})) {
     if (value === undefined) delete env[key];
     else env[key] = value;

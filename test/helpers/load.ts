@@ -8,6 +8,7 @@ import { ManualClock } from '../../src/engine/clock.js';
 import { Engine } from '../../src/engine/engine.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { BIN, ROOT } from './cli.js';
+import { withoutInheritedSettings } from './env.js';
 
 /**
  * Helpers for the reliability tests (test/reliability): the real `tokenctl serve` as a child
@@ -53,9 +54,7 @@ export async function killAllChildren(): Promise<void> {
 }
 
 function serveEnv(home: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', HOME: home, XDG_DATA_HOME: join(home, 'data') };
-  for (const key of ['TOKENCTL_DB', 'TOKENCTL_ISSUER', 'TOKENCTL_NODE', 'FORCE_COLOR', 'TOKENCTL_DEBUG', 'NODE_OPTIONS']) delete env[key];
-  return env;
+  return { ...withoutInheritedSettings(), NO_COLOR: '1', HOME: home, XDG_DATA_HOME: join(home, 'data') };
 }
 
 export interface ServeProcess {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Config, type Command, type Interfaces } from '@oclif/core';
 import { afterAll } from 'vitest';
 import type { CliResult, RunOptions } from './cli.js';
+import { inheritedSettings } from './env.js';
 
 // Before any command module is imported: cli/render/style.ts reads NO_COLOR once, as it loads.
 process.env.NO_COLOR = '1';
@@ -103,7 +104,8 @@ async function runNow(args: string[], options: RunOptions): Promise<CliResult> {
     // The private home again: oclif's Command.run loads the configuration anew (its data and config
     // directories from HOME and XDG_*), and without it the default store would be the user's own.
     const own = { HOME: home!, XDG_DATA_HOME: join(home!, 'data'), XDG_CONFIG_HOME: join(home!, 'config') };
-    const env = { ...own, TOKENCTL_DB: undefined, FORCE_COLOR: undefined, TOKENCTL_DEBUG: undefined, TOKENCTL_PROFILE: undefined, ...options.env };
+    const cleared = Object.fromEntries(inheritedSettings().map((key) => [key, undefined]));
+    const env = { ...cleared, ...own, ...options.env };
     code = await withEnv(env, async () => {
       try {
         await command.run(argv, cfg);

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { remoteIntrospect } from '../../src/remote/http-client.js';
+import { inheritedSettings } from '../helpers/env.js';
 
 /**
  * `tokenctl serve` as a real process (`node bin/run.js serve`, needs `npm run build`): it prints
@@ -36,7 +37,7 @@ function fakeBrowser(dir: string): string {
 
 function env(): NodeJS.ProcessEnv {
   const e: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', TOKENCTL_DATA_DIR: join(sandbox, 'data'), HOME: sandbox };
-  for (const key of ['TOKENCTL_DB', 'TOKENCTL_ISSUER', 'TOKENCTL_NODE', 'NODE_OPTIONS']) delete e[key];
+  for (const key of inheritedSettings(e)) delete e[key];
   return e;
 }
 

@@ -11,6 +11,7 @@ import { AuthorizationCode } from 'simple-oauth2';
 import tokenIntrospection from 'token-introspection';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchTrusting } from '../helpers/server.js';
+import { inheritedSettings } from '../helpers/env.js';
 
 /**
  * The four libraries and the resource-server library against the real thing: `node bin/run.js
@@ -36,7 +37,7 @@ describe('the libraries against a real `tokenctl serve --demo` process', () => {
     if (!existsSync(join(ROOT, 'oclif.manifest.json')) || !existsSync(join(ROOT, 'dist'))) throw new Error('tokenctl is not built: run `npm run build` before these tests');
     sandbox = mkdtempSync(join(tmpdir(), 'tokenctl-interop-'));
     const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', HOME: sandbox, TOKENCTL_DATA_DIR: join(sandbox, 'data') };
-    for (const key of ['TOKENCTL_DB', 'TOKENCTL_ISSUER', 'TOKENCTL_NODE', 'NODE_OPTIONS']) delete env[key];
+    for (const key of inheritedSettings(env)) delete env[key];
     child = spawn(process.execPath, [BIN, 'serve', '--demo', '--port', '0', '--db', join(sandbox, 'demo.db'), '--log-level', 'warn'], { cwd: sandbox, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';

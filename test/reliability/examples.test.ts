@@ -17,7 +17,7 @@ import { tempDir } from '../helpers/load.js';
  * systemd-analyze verify checks the units themselves where it is installed.
  */
 
-/** js-yaml, which eslint already brings (no types of its own): only its loadAll is used. */
+/** js-yaml (a devDependency; no types of its own, so required untyped): only its loadAll is used. */
 const yaml = createRequire(import.meta.url)('js-yaml') as { loadAll(text: string): unknown[] };
 
 interface Container {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { selfSignedCertificate } from '../../src/serve/tls.js';
 import { BIN } from '../helpers/cli.js';
+import { inheritedSettings } from '../helpers/env.js';
 
 /**
  * A real `tokenctl serve` process on a fixed port and certificate, so that it can be killed
@@ -48,7 +49,7 @@ export function freePort(): Promise<number> {
 export function startServe(db: string, tls: Tls, port: number, extra: string[] = []): ServeProcess {
   const home = mkdtempSync(join(tmpdir(), 'tokenctl-rs-home-'));
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', HOME: home, XDG_DATA_HOME: join(home, 'data') };
-  for (const key of ['TOKENCTL_DB', 'FORCE_COLOR', 'TOKENCTL_DEBUG', 'NODE_OPTIONS']) delete env[key];
+  for (const key of inheritedSettings(env)) delete env[key];
   const args = ['serve', '--db', db, '--port', String(port), '--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--log-level', 'warn', ...extra];
   const child: ChildProcess = spawn(process.execPath, [BIN, ...args], { env, cwd: home, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
