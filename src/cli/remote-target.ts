@@ -26,6 +26,14 @@ export function isRemote(f: RemoteFlagValues): boolean {
  * the profile names, else a prompt without echo when stdin is a terminal (empty: a public client).
  */
 export async function remoteTarget(f: RemoteFlagValues, configDir: string, prompt: SecretPrompt = promptHidden, secretFromEnv = true): Promise<RemoteOptions> {
+  // An empty --url is what `--url "$SERVER"` gives when the variable is unset: say that, before
+  // asking for the client that a server would authenticate.
+  if (f.url !== undefined && f.url.trim() === '') {
+    throw new CliError('--url is empty: it names no server, so nothing was sent', EXIT.usage, 'usage', "give the server's base URL, e.g. --url https://auth.example.com (is the variable you meant to pass set?)");
+  }
+  if (f.profile !== undefined && f.profile.trim() === '') {
+    throw new CliError('--profile is empty: it names no profile, so nothing was sent', EXIT.usage, 'usage', 'give a profile name (see tokenctl profile list), or --url with --client-id');
+  }
   const profile = f.profile === undefined ? undefined : getProfile(configDir, f.profile);
   const url = f.url ?? profile?.url;
   if (url === undefined) throw new CliError('no server to talk to: give --url or --profile', EXIT.usage, 'usage');
