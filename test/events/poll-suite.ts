@@ -156,7 +156,7 @@ export function describePoll(stores: PollStore[]): void {
         expect(await send(JSON.stringify({ ack: jtis, returnImmediately: true }))).toMatchObject({ status: 200, body: { sets: {} } });
       });
 
-      it('long-polls: a revocation wakes a waiting poll within ~200 ms', async () => {
+      it('long-polls: a revocation wakes a waiting poll long before its own end (the tight bound is a soak figure)', async () => {
         const started = Date.now();
         const waiting = pollRequest({});
         await new Promise((r) => setTimeout(r, 500));
