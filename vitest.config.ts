@@ -15,6 +15,7 @@ const INTEGRATION = [
   'test/race/**/*.test.ts',
   'test/reliability/**/*.test.ts',
   // The binary: help, start-up, stdin, terminals, signals, and in-process compared with it.
+  'test/commands/completion.test.ts',
   'test/commands/help.test.ts',
   'test/commands/in-process.test.ts',
   'test/commands/load-bundle.test.ts',

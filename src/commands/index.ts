@@ -5,6 +5,7 @@ import ClientList from './client/list.js';
 import ClientRotateSecret from './client/rotate-secret.js';
 import ClientShow from './client/show.js';
 import ClientUpdate from './client/update.js';
+import Completion from './completion.js';
 import Introspect from './introspect.js';
 import Login from './login.js';
 import Migrate from './migrate.js';
@@ -36,6 +37,7 @@ export const COMMANDS = {
   'client:rotate-secret': ClientRotateSecret,
   'client:show': ClientShow,
   'client:update': ClientUpdate,
+  completion: Completion,
   introspect: Introspect,
   login: Login,
   migrate: Migrate,
