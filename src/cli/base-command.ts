@@ -6,7 +6,7 @@ import { Command, Flags, type Interfaces } from '@oclif/core';
 // runs them, and so they come with the CLI's first module instead of as two more module loads
 // after oclif's start. The store drivers behind openStore (SQLite, PostgreSQL) stay lazy.
 import { Engine, type EngineOptions } from '../engine/engine.js';
-import { openStore, type OpenStoreOptions } from '../store/open-store.js';
+import { openStore, storeKindOf, type OpenStoreOptions } from '../store/open-store.js';
 import { NoStoreError, type TokenStore } from '../store/store.js';
 import { CliError, EXIT, redactTrace, renderCliError } from './errors.js';
 import { formatError } from './render/errors.js';
@@ -66,7 +66,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     const db = (this.flags as { db?: string }).db;
     refuseEmptyLocation(db, this.defaultStore());
     if (db !== undefined) {
-      if (process.argv.includes(db) && /^postgres(ql)?:\/\/[^/@:?#]*:[^/@?#]+@/i.test(db)) {
+      if (process.argv.includes(db) && storeKindOf(db).showsPassword) {
         process.stderr.write('Warning: the password in --db is visible to other users (ps) and stays in shell history: use PGPASSWORD or ~/.pgpass instead (see docs/cli.md)\n');
       }
       return db;

@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { storeKindOf } from '../store/open-store.js';
 import { ServeError } from './errors.js';
 import type { Engine } from '../engine/engine.js';
 
@@ -27,7 +28,7 @@ export async function checkStoreWritable(engine: Engine): Promise<void> {
  * a stat, cheap and portable (fs.watch misses a rename on some filesystems). `stop()` ends it.
  */
 export function watchStoreFile(location: string): { changed: Promise<string>; stop(): void } {
-  if (/^postgres(ql)?:\/\//i.test(location)) return { changed: new Promise<string>(() => undefined), stop: () => undefined };
+  if (!storeKindOf(location).isFile) return { changed: new Promise<string>(() => undefined), stop: () => undefined };
   const file = resolve(location);
   const first = statSync(file, { throwIfNoEntry: false });
   let timer: NodeJS.Timeout | undefined;

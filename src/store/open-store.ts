@@ -23,6 +23,8 @@ interface StoreKind {
   matches(location: string): boolean;
   /** A file on this machine (resolved, checked to exist), or a URL compared as written. */
   isFile: boolean;
+  /** Whether the location itself holds a secret (a password in a URL). */
+  showsPassword(location: string): boolean;
   /** Whether one of its driver's errors means a lost race or a timeout, worth trying again. */
   isConflictOrTimeout(error: unknown): boolean;
   /** The folder's index.ts, imported lazily, so a command loads only the driver it uses. */
@@ -48,8 +50,9 @@ const SUPPORTED = 'a SQLite file path or a postgres:// (postgresql://) URL';
 const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
 
 /** The kind of store at `location`. */
-export function storeKindOf(location: string): Pick<StoreKind, 'name' | 'isFile'> {
-  return kindOf(location);
+export function storeKindOf(location: string): { name: string; isFile: boolean; showsPassword: boolean } {
+  const kind = kindOf(location);
+  return { name: kind.name, isFile: kind.isFile, showsPassword: kind.showsPassword(location) };
 }
 
 function kindOf(location: string): StoreKind {

@@ -10,6 +10,9 @@ export const matches = (_location: string): boolean => false;
 
 export const isFile = false;
 
+/** A memory location holds no password. */
+export const showsPassword = (_location: string): boolean => false;
+
 /** Nothing it does waits on another process. */
 export function isConflictOrTimeout(_error: unknown): boolean {
   return false;

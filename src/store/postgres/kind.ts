@@ -10,6 +10,9 @@ export const matches = (location: string): boolean => /^postgres(ql)?:\/\//i.tes
 /** The location is a URL, compared as written. */
 export const isFile = false;
 
+/** Whether the URL itself holds a password (`postgres://user:secret@host/db`), which `ps` and shell history then show. */
+export const showsPassword = (location: string): boolean => /^postgres(ql)?:\/\/[^/@:?#]*:[^/@?#]+@/i.test(location);
+
 /** SQLSTATEs of a transaction that lost a race or ran out of time (PostgreSQL appendix A). */
 const CONFLICT_OR_TIMEOUT = new Set([
   '40001', // serialization_failure

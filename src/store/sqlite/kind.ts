@@ -10,6 +10,9 @@ export const matches = (_location: string): boolean => true;
 /** The location is a file on this machine: resolved against the working directory, checked to exist. */
 export const isFile = true;
 
+/** A file path holds no password. */
+export const showsPassword = (_location: string): boolean => false;
+
 /** SQLite's SQLITE_BUSY: another connection held the write lock past the busy timeout. */
 export function isConflictOrTimeout(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === 'SQLITE_BUSY';
