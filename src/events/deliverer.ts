@@ -241,13 +241,21 @@ export class PushDeliverer {
       // Keep a margin: a push started now must be settled before the lease ends.
       const more = () => !held && !this.stopping && next < deliveries.length && this.now() + this.pushTimeoutMs + 1_000 <= claimedAt + this.leaseMs;
       const one = async (d: Delivery): Promise<void> => {
-        if (!(await this.pushOne(receiver, d, key))) held = true;
+        try {
+          if (!(await this.pushOne(receiver, d, key))) held = true;
+        } catch (err) {
+          held = true;
+          throw err;
+        }
       };
       if (more()) await one(deliveries[next++]!);
       const lane = async (): Promise<void> => {
         while (more()) await one(deliveries[next++]!);
       };
-      await Promise.all(Array.from({ length: width }, lane));
+      // Every lane done before the lease is released (a store error in one stops the others starting).
+      const lanes = await Promise.allSettled(Array.from({ length: width }, lane));
+      const failed = lanes.find((l): l is PromiseRejectedResult => l.status === 'rejected');
+      if (failed !== undefined) throw failed.reason;
     } finally {
       await store.releaseReceiver(this.owner, receiver.id).catch(() => undefined);
     }
