@@ -1,5 +1,5 @@
 import type { Trail } from '../trail.js';
-import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus } from '../event-records.js';
+import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus, RevocationEvent } from '../event-records.js';
 
 /**
  * The outbox of security events and its receivers: push (RFC 8935) and poll (RFC 8936). Safe to
@@ -34,10 +34,10 @@ export interface OutboxStore {
   claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number, mergeUpTo?: number): Promise<ClaimedReceiver[]>;
   /**
    * Records what became of one push delivery by the lease holder `owner` (ignored if the lease
-   * moved on). `eventIds`: the ids of the delivery's events, which a store that merged deliveries
-   * at the claim settles by (the others settle `deliveryId`).
+   * moved on). `events`: the delivery's events as the claim handed them out, which a store that
+   * merged deliveries at the claim settles by (the others settle `deliveryId`).
    */
-  settleDelivery(owner: string, receiverId: string, deliveryId: string, outcome: DeliveryOutcome, eventIds?: readonly string[]): Promise<void>;
+  settleDelivery(owner: string, receiverId: string, deliveryId: string, outcome: DeliveryOutcome, events?: readonly RevocationEvent[]): Promise<void>;
   /** Ends `owner`'s lease of a receiver early, so that its next due delivery goes out at once. */
   releaseReceiver(owner: string, receiverId: string): Promise<void>;
   /** Requeues a receiver's dead letters, due at `now`, attempts reset. Returns how many. */

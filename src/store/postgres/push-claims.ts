@@ -10,11 +10,13 @@ import type { Delivery, RevocationEvent } from '../event-records.js';
  */
 
 /** Rows a claim reads per receiver at most, whatever it may merge: a bounded read and a bounded answer. */
-export const PUSH_CLAIM_ROWS = 5_000;
+export const PUSH_CLAIM_ROWS = 10_000;
 
 /** One pending delivery row of a receiver, oldest first. */
 export interface PendingRow {
   receiverId: string;
+  /** The event's sequence number: with the receiver, the row's primary key. */
+  seq: number;
   event: RevocationEvent;
   attempts: number;
   nextAttemptAt: number;
@@ -62,7 +64,25 @@ export function groupRows(rows: readonly PendingRow[], now: number, perReceiver:
 function delivery(rows: readonly PendingRow[]): Delivery {
   const first = rows[0]!;
   const events = rows.map((r) => r.event);
+  for (const r of rows) SEQ.set(r.event, r.seq);
   return { receiverId: first.receiverId, id: mergedId(events), events, attempts: first.attempts };
+}
+
+/**
+ * The sequence number of each event a claim handed out, so that its settlement deletes by primary
+ * key: the objects come back from the deliverer as they went (weakly held: gone with them).
+ */
+const SEQ = new WeakMap<RevocationEvent, number>();
+
+/** The sequence numbers of events a claim handed out, or undefined if one of them was not. */
+export function seqsOf(events: readonly RevocationEvent[]): number[] | undefined {
+  const seqs: number[] = [];
+  for (const e of events) {
+    const seq = SEQ.get(e);
+    if (seq === undefined) return undefined;
+    seqs.push(seq);
+  }
+  return seqs;
 }
 
 /** The id of a delivery of these events (see {@link delivery}). */
