@@ -127,6 +127,9 @@ export class PushDeliverer {
   private lastKeyCheck = 0;
   private lastPurge = 0;
   private lastFailureLogged = -Infinity;
+  /** Per receiver: when a retry was last logged, and the failures not logged since. */
+  private readonly retryLogged = new Map<string, number>();
+  private readonly retriesNotLogged = new Map<string, number>();
   private readonly push: typeof pushSet;
   /** The receivers this process is delivering to now, by id: each has one delivery at a time. */
   private readonly inFlight = new Map<string, Promise<void>>();
@@ -264,19 +267,25 @@ export class PushDeliverer {
   /** Signs, pushes and settles one delivery; false when it is to be retried (the receiver's later ones wait). */
   private async pushOne(receiver: ClaimedReceiver['receiver'], d: Delivery, key: SigningKey): Promise<boolean> {
     const store = this.options.store;
-    const ids = d.events.map((e) => e.id);
     const set = await signSet(d, this.options.issuer(), receiver.audience, key, this.now());
     const result = await this.push(receiver, set, this.pushTimeoutMs);
     const at = this.now();
     if (result.kind === 'accepted') {
-      await store.settleDelivery(this.owner, receiver.id, d.id, { kind: 'delivered', at }, ids);
+      await store.settleDelivery(this.owner, receiver.id, d.id, { kind: 'delivered', at }, d.events);
       this.options.onOutcome?.('delivered');
       return true;
     }
     const outcome = failureOutcome(result, d.attempts, at);
-    await store.settleDelivery(this.owner, receiver.id, d.id, outcome, ids);
+    await store.settleDelivery(this.owner, receiver.id, d.id, outcome, d.events);
     this.options.onOutcome?.(outcome.kind);
-    this.options.log?.(outcome.kind === 'dead' ? 'error' : 'warn', { receiver: receiver.id, event: d.id, revocations: d.events.length, attempts: d.attempts + 1, error: result.error }, outcome.kind === 'dead' ? 'event delivery given up: dead letter' : 'event delivery failed; will retry');
+    // A retry every few seconds is logged once a minute per receiver (with the failures since); a dead letter always.
+    const retries = (this.retriesNotLogged.get(receiver.id) ?? 0) + 1;
+    if (outcome.kind === 'dead' || at - (this.retryLogged.get(receiver.id) ?? -Infinity) >= HOUSEKEEPING_MS) {
+      if (outcome.kind === 'retry') this.retryLogged.set(receiver.id, at);
+      this.retriesNotLogged.delete(receiver.id);
+      const fields = { receiver: receiver.id, event: d.id, revocations: d.events.length, attempts: d.attempts + 1, error: result.error, ...(retries > 1 ? { failuresSinceLogged: retries } : {}) };
+      this.options.log?.(outcome.kind === 'dead' ? 'error' : 'warn', fields, outcome.kind === 'dead' ? 'event delivery given up: dead letter' : 'event delivery failed; will retry');
+    } else this.retriesNotLogged.set(receiver.id, retries);
     // A dead letter: go on with the next.
     return outcome.kind !== 'retry';
   }

@@ -231,7 +231,9 @@ describe('a receiver down for a minute, over HTTPS', () => {
       const clock = timers.clock;
       await store.createReceiver({ ...receiver('gw'), endpointUrl: recordedEndpoint(new URL(rs.url), true), caPem: readFileSync(rs.caFile, 'utf8'), authorization: 'Bearer for-tests' }, {});
       // The real push (pushSet) to a real receiver; only the waits between attempts are the clock's.
-      const deliverer = new PushDeliverer({ store, keys: new SigningKeys(store, () => clock.now()), issuer: () => 'https://issuer.example.test', clock, timers });
+      const warned: Record<string, unknown>[] = [];
+      const log = (level: string, fields: Record<string, unknown>) => void (level === 'warn' && warned.push(fields));
+      const deliverer = new PushDeliverer({ store, keys: new SigningKeys(store, () => clock.now()), issuer: () => 'https://issuer.example.test', clock, timers, log });
       await rs.down();
       deliverer.start();
       const ids: string[] = [];
@@ -246,6 +248,8 @@ describe('a receiver down for a minute, over HTTPS', () => {
       expect(down).toMatchObject({ pending: 6, dead: 0 });
       expect(down!.lastError).toMatch(/ECONNREFUSED/);
       expect(rs.arrived).toBe(0);
+      // Retried every few seconds, logged once in that minute.
+      expect(warned).toHaveLength(1);
       await rs.up();
       await timers.advance(MAX_RETRY_MS * 1.2);
       await deliverer.stop();
