@@ -8,7 +8,7 @@
  * Writes bench/results/latest.json; see bench/README.md for what each figure means.
  *
  * Flags: --quick (2 repetitions of 2 s), --reps N, --duration S, --no-build, --rebuild-stores,
- *        --keep (keep the work directory with the servers' logs).
+ *        --keep (keep the work directory with the servers' logs), --only pg-push (that part alone).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, readdirSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -25,14 +25,22 @@ import { copyStore, prepareStores } from './lib/stores.js';
 import { bulkRevoke, cliColdStarts } from './lib/cli.js';
 import { details, detailsTable, figures, figuresTable, FIGURES, median, perRep, round } from './lib/report.js';
 import { EVENT_FIGURES, eventsTable, runEventsBench } from './events.js';
+import { PG_PUSH_FIGURES, pgPushTable, runPgPushBench } from './pg-push.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const { values: flags } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false }, reps: { type: 'string' }, duration: { type: 'string' },
     'no-build': { type: 'boolean', default: false }, 'rebuild-stores': { type: 'boolean', default: false }, keep: { type: 'boolean', default: false },
+    only: { type: 'string' },
   },
 });
+/** `--only NAME`: that part alone (see ONLY), its figures in bench/results/latest-NAME.json. */
+const ONLY = ['pg-push'];
+if (flags.only !== undefined && !ONLY.includes(flags.only)) {
+  process.stderr.write(`--only takes one of: ${ONLY.join(', ')}\n`);
+  process.exit(2);
+}
 const quick = Boolean(flags.quick);
 const cfg = {
   reps: Number(flags.reps ?? (quick ? 2 : 3)),
@@ -227,7 +235,35 @@ async function attempt(/** @type {string} */ what, /** @type {() => Promise<unkn
   }
 }
 
+/** The PostgreSQL push figures (bench/pg-push.js): one repetition in quick runs, two otherwise. */
+async function pgPush() {
+  /** @type {Awaited<ReturnType<typeof runPgPushBench>>|null} */
+  let result = null;
+  await attempt('the PostgreSQL push figures', async () => {
+    result = await runPgPushBench({ workDir, reps: Number(flags.reps ?? (quick ? 1 : 2)), seconds: quick ? 10 : 20, log, note });
+  });
+  return /** @type {Awaited<ReturnType<typeof runPgPushBench>>|null} */ (result);
+}
+
+/** `--only pg-push`: build, the PostgreSQL push figures, bench/results/latest-pg-push.json. */
+async function onlyPgPush() {
+  log(`tokenctl benchmark, PostgreSQL push alone (${quick ? 'quick' : 'full'}); work dir ${workDir}`);
+  await build();
+  const serveMissing = await tokenctlServeMissing();
+  if (serveMissing) throw new Error(`tokenctl serve is missing: ${serveMissing}`);
+  const r = await pgPush();
+  const out = Object.fromEntries(PG_PUSH_FIGURES.map((f) => [f.key, round(r?.figs[f.key] ?? null, 1)]));
+  const meta = { date: new Date().toISOString(), mode: quick ? 'quick' : 'full', elapsed_s: Math.round((Date.now() - started) / 1000), machine: { node: process.version, cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length }, pg_push: r?.meta ?? null, notes };
+  mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
+  writeFileSync(join(ROOT, 'bench/results/latest-pg-push.json'), JSON.stringify({ ...out, meta }, null, 2) + '\n');
+  log('');
+  log(pgPushTable(r?.figs ?? {}));
+  log(`${meta.machine.cpu}, ${meta.machine.cores} cores, Node ${process.version}; ${meta.elapsed_s} s; written to bench/results/latest-pg-push.json`);
+  for (const n of notes) log(`note: ${n}`);
+}
+
 async function main() {
+  if (flags.only === 'pg-push') return onlyPgPush();
   log(`tokenctl benchmark (${quick ? 'quick' : 'full'}): ${cfg.reps} repetitions × ${cfg.durationS} s (+${cfg.warmupS} s warm-up), ${cfg.connections} connections; work dir ${workDir}`);
   if (!pinning()) note('taskset or a second core is missing: server and load generator share the cores');
   await build();
@@ -353,12 +389,16 @@ async function main() {
     });
   }
   const ev = /** @type {Awaited<ReturnType<typeof runEventsBench>>|null} */ (events);
+  // Security events on PostgreSQL, three nodes (bench/pg-push.js): push and poll under load, and a backlog.
+  const pgp = tk && pg ? (log('security events on PostgreSQL, 3 nodes'), await pgPush()) : null;
+  /** @type {Record<string, number|null>} */
+  const pgpFigs = pgp?.figs ?? {};
 
   await attempt('dropping the PostgreSQL schema', dropPgOnce);
   if (pg) log(`PostgreSQL schema ${pg.schema} dropped`);
 
   const figs = figures(reps);
-  const out = Object.fromEntries([...FIGURES, ...EVENT_FIGURES].map((f) => [f.key, round(figs[f.key] ?? ev?.figs[f.key] ?? null, 4)]));
+  const out = Object.fromEntries([...FIGURES, ...EVENT_FIGURES, ...PG_PUSH_FIGURES].map((f) => [f.key, round(figs[f.key] ?? ev?.figs[f.key] ?? pgpFigs[f.key] ?? null, 4)]));
   const runDetails = details(reps);
   const meta = {
     date: new Date().toISOString(), mode: quick ? 'quick' : 'full', repetitions: cfg.reps, duration_s: cfg.durationS, warmup_s: cfg.warmupS,
@@ -373,6 +413,7 @@ async function main() {
     pg_bulk_revoke_wall_ms: round(median(reps.map((r) => r.pgBulk?.wall_ms)), 0),
     postgres: pgMeta,
     events: ev?.meta ?? null,
+    pg_push: pgp?.meta ?? null,
     notes,
   };
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
@@ -380,6 +421,7 @@ async function main() {
   log('');
   log(figuresTable(figs));
   log(eventsTable(ev?.figs ?? {}));
+  log(pgPushTable(pgp?.figs ?? {}));
   log(detailsTable(runDetails));
   log(`CLI baselines: node -e 0 ${meta.cli.node_e_0_ms ?? 'n/a'} ms, plain better-sqlite3 script ${meta.cli.plain_script_ms ?? 'n/a'} ms`);
   log(`${meta.machine.cpu}, ${meta.machine.cores} cores, Node ${process.version}; ${meta.elapsed_s} s; written to bench/results/latest.json`);

@@ -87,6 +87,31 @@ export async function dropAllPg() {
 }
 
 /**
+ * A new, empty schema of the bench's own in the database of TOKENCTL_BENCH_PG (a loopback one
+ * only), which tokenctl fills as it first opens it; dropped with the others at the end.
+ * @returns {{ url: string, schema: string, drop: () => Promise<void> }}
+ */
+export function emptyPg() {
+  const base = new URL(process.env.TOKENCTL_BENCH_PG || DEFAULT_PG);
+  if (!['127.0.0.1', 'localhost', '[::1]'].includes(base.hostname)) throw new Error(`TOKENCTL_BENCH_PG names ${base.hostname}: the benchmark only uses a loopback database`);
+  base.searchParams.delete('schema');
+  const cleanBase = base.toString();
+  const schema = `${PREFIX}${Math.floor(Date.now() / 1000)}_${randomBytes(4).toString('hex')}`;
+  base.searchParams.set('schema', schema);
+  const drop = async () => {
+    created.delete(schema);
+    const d = await client(cleanBase);
+    try {
+      await d.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    } finally {
+      await d.end().catch(() => {});
+    }
+  };
+  created.set(schema, drop);
+  return { url: base.toString(), schema, drop };
+}
+
+/**
  * A new schema filled with an exact copy of a SQLite store by `tokenctl migrate` (the built code;
  * of the tree `root`, default this one, so that the schema is the version that build writes).
  * @param {{ base: string, sqlite: string, log: (s: string) => void, what: string, root?: string }} o

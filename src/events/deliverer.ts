@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { systemClock, type Clock } from '../engine/clock.js';
-import type { ClaimedReceiver, DeliveryOutcome, OutboxStore } from '../store/store.js';
-import { KEY_ROTATION_REFUSED, KeyRotationError, type SigningKeys } from './keys.js';
+import type { ClaimedReceiver, Delivery, DeliveryOutcome, OutboxStore } from '../store/store.js';
+import { KEY_ROTATION_REFUSED, KeyRotationError, type SigningKey, type SigningKeys } from './keys.js';
 import { pushSet, PUSH_TIMEOUT_MS, type PushResult } from './push.js';
 import { signSet } from './set.js';
 
@@ -9,9 +9,17 @@ import { signSet } from './set.js';
 export const CLAIM_INTERVAL_MS = 100;
 /** How long a claimed receiver is this deliverer's; a crashed deliverer's receivers go to another after it. */
 export const LEASE_MS = 30_000;
-/** Retries: the first after 1 s, doubling, at most 60 s apart, each ±20 % (jitter). */
+/**
+ * Retries: the first after 1 s, doubling, at most 4 s apart, each ±20 % (jitter). A retry is one
+ * revocation (the store probes with one, PostgreSQL at least), so retrying often costs a receiver
+ * that is down little, and one that comes back is caught up within seconds, not a minute.
+ */
 export const FIRST_RETRY_MS = 1_000;
-export const MAX_RETRY_MS = 60_000;
+export const MAX_RETRY_MS = 4_000;
+/** Revocations one pushed SET carries at most, where the store merges deliveries (~250 kB). */
+export const SET_MAX_REVOCATIONS = 1_000;
+/** SETs in flight to one receiver at once (after its first of a claim is accepted). */
+export const IN_FLIGHT_PER_RECEIVER = 4;
 /** A delivery failing for this long (by the schedule above: its count of attempts) becomes a dead letter. */
 export const GIVE_UP_AFTER_MS = 24 * 3_600_000;
 /** How often delivered events are purged, and key maintenance done. */
@@ -31,9 +39,12 @@ export function retryDelay(attempts: number): number {
 
 /** The nominal time a delivery has been failing after `attempts` failures: the sum of the waits before them. */
 export function failingFor(attempts: number): number {
+  // The doubling waits while under the cap, then the cap for each one after: a closed form, as a
+  // day of failures is tens of thousands of attempts.
   let total = 0;
-  for (let i = 1; i < attempts; i++) total += retryDelay(i);
-  return total;
+  let i = 1;
+  for (; i < attempts && retryDelay(i) < MAX_RETRY_MS; i++) total += retryDelay(i);
+  return total + Math.max(0, attempts - i) * MAX_RETRY_MS;
 }
 
 /** What to record after a failed push, the delivery having failed `attempts` times before. */
@@ -75,6 +86,10 @@ export interface DelivererOptions {
   pushTimeoutMs?: number;
   /** Deliveries taken per receiver per claim. */
   perReceiver?: number;
+  /** Revocations a store may merge into one SET (default {@link SET_MAX_REVOCATIONS}). */
+  mergeUpTo?: number;
+  /** SETs in flight per receiver (default {@link IN_FLIGHT_PER_RECEIVER}). */
+  inFlightPerReceiver?: number;
   /** Receivers claimed at once. */
   receivers?: number;
   /** Told of every settled push (metrics). */
@@ -86,8 +101,10 @@ export interface DelivererOptions {
 /**
  * The push loop (RFC 8935) of one serving process. Every {@link CLAIM_INTERVAL_MS} it leases the
  * push receivers with a due delivery that no other process holds, and for each sends its SETs
- * (one per delivery: the revocations that committed together) one at a time, in event order, settling each: delivered (any 2xx), retried later with backoff (the
- * receiver's later events wait behind it), or dead (400 with an error, or 24 h of failures).
+ * (one per delivery: the revocations that committed together, or a backlog the store merged), in
+ * event order: the first alone, then up to {@link IN_FLIGHT_PER_RECEIVER} at once. It settles
+ * each: delivered (any 2xx), retried later with backoff (nothing later of the receiver's is sent
+ * until it is), or dead (400 with an error, or 24 h of failures).
  * Every process of every node runs one; the store's leases make each receiver one process's at a
  * time, and the outbox makes a crash lose nothing (a SET may then be sent twice: receivers
  * dedupe by `jti`). Each receiver's deliveries go on beside the rounds: one that is slow holds
@@ -110,6 +127,9 @@ export class PushDeliverer {
   private lastKeyCheck = 0;
   private lastPurge = 0;
   private lastFailureLogged = -Infinity;
+  /** Per receiver: when a retry was last logged, and the failures not logged since. */
+  private readonly retryLogged = new Map<string, number>();
+  private readonly retriesNotLogged = new Map<string, number>();
   private readonly push: typeof pushSet;
   /** The receivers this process is delivering to now, by id: each has one delivery at a time. */
   private readonly inFlight = new Map<string, Promise<void>>();
@@ -168,7 +188,7 @@ export class PushDeliverer {
       this.lastPurge = now;
       await this.purge();
     }
-    const claimed = await this.options.store.claimPushReceivers(this.owner, now, this.leaseMs, this.options.receivers ?? 16, this.options.perReceiver ?? 50);
+    const claimed = await this.options.store.claimPushReceivers(this.owner, now, this.leaseMs, this.options.receivers ?? 16, this.options.perReceiver ?? 50, this.options.mergeUpTo ?? SET_MAX_REVOCATIONS);
     const started: Promise<void>[] = [];
     for (const c of claimed) {
       if (this.inFlight.has(c.receiver.id)) continue;
@@ -206,33 +226,68 @@ export class PushDeliverer {
     }, delay);
   }
 
-  /** One receiver's deliveries, in order, while the lease lasts; its lease is released after. */
+  /**
+   * One receiver's deliveries while the lease lasts, started in event order; its lease is released
+   * after. The first goes alone: a receiver that is down costs one SET per retry. Once it is
+   * accepted, up to `inFlightPerReceiver` go at once (they may arrive in any order: RFC 8935 does
+   * not order SETs, and revocations commute). A retry stops the starting of later ones, so
+   * nothing the receiver has not had goes out again before the failed one (docs/events.md).
+   */
   private async deliver(claimed: ClaimedReceiver, claimedAt: number): Promise<void> {
     const { receiver, deliveries } = claimed;
     const store = this.options.store;
+    const width = Math.max(1, this.options.inFlightPerReceiver ?? IN_FLIGHT_PER_RECEIVER);
     try {
       const key = await this.options.keys.current();
-      for (const d of deliveries) {
-        // Keep a margin: a push started now must be settled before the lease ends.
-        if (this.stopping || this.now() + this.pushTimeoutMs + 1_000 > claimedAt + this.leaseMs) break;
-        const set = await signSet(d, this.options.issuer(), receiver.audience, key, this.now());
-        const result = await this.push(receiver, set, this.pushTimeoutMs);
-        const at = this.now();
-        if (result.kind === 'accepted') {
-          await store.settleDelivery(this.owner, receiver.id, d.id, { kind: 'delivered', at });
-          this.options.onOutcome?.('delivered');
-          continue;
+      let held = false;
+      let next = 0;
+      // Keep a margin: a push started now must be settled before the lease ends.
+      const more = () => !held && !this.stopping && next < deliveries.length && this.now() + this.pushTimeoutMs + 1_000 <= claimedAt + this.leaseMs;
+      const one = async (d: Delivery): Promise<void> => {
+        try {
+          if (!(await this.pushOne(receiver, d, key))) held = true;
+        } catch (err) {
+          held = true;
+          throw err;
         }
-        const outcome = failureOutcome(result, d.attempts, at);
-        await store.settleDelivery(this.owner, receiver.id, d.id, outcome);
-        this.options.onOutcome?.(outcome.kind);
-        this.options.log?.(outcome.kind === 'dead' ? 'error' : 'warn', { receiver: receiver.id, event: d.id, revocations: d.events.length, attempts: d.attempts + 1, error: result.error }, outcome.kind === 'dead' ? 'event delivery given up: dead letter' : 'event delivery failed; will retry');
-        // A retry: the receiver's later events wait behind this one. A dead letter: go on.
-        if (outcome.kind === 'retry') break;
-      }
+      };
+      if (more()) await one(deliveries[next++]!);
+      const lane = async (): Promise<void> => {
+        while (more()) await one(deliveries[next++]!);
+      };
+      // Every lane done before the lease is released (a store error in one stops the others starting).
+      const lanes = await Promise.allSettled(Array.from({ length: width }, lane));
+      const failed = lanes.find((l): l is PromiseRejectedResult => l.status === 'rejected');
+      if (failed !== undefined) throw failed.reason;
     } finally {
       await store.releaseReceiver(this.owner, receiver.id).catch(() => undefined);
     }
+  }
+
+  /** Signs, pushes and settles one delivery; false when it is to be retried (the receiver's later ones wait). */
+  private async pushOne(receiver: ClaimedReceiver['receiver'], d: Delivery, key: SigningKey): Promise<boolean> {
+    const store = this.options.store;
+    const set = await signSet(d, this.options.issuer(), receiver.audience, key, this.now());
+    const result = await this.push(receiver, set, this.pushTimeoutMs);
+    const at = this.now();
+    if (result.kind === 'accepted') {
+      await store.settleDelivery(this.owner, receiver.id, d.id, { kind: 'delivered', at }, d.events);
+      this.options.onOutcome?.('delivered');
+      return true;
+    }
+    const outcome = failureOutcome(result, d.attempts, at);
+    await store.settleDelivery(this.owner, receiver.id, d.id, outcome, d.events);
+    this.options.onOutcome?.(outcome.kind);
+    // A retry every few seconds is logged once a minute per receiver (with the failures since); a dead letter always.
+    const retries = (this.retriesNotLogged.get(receiver.id) ?? 0) + 1;
+    if (outcome.kind === 'dead' || at - (this.retryLogged.get(receiver.id) ?? -Infinity) >= HOUSEKEEPING_MS) {
+      if (outcome.kind === 'retry') this.retryLogged.set(receiver.id, at);
+      this.retriesNotLogged.delete(receiver.id);
+      const fields = { receiver: receiver.id, event: d.id, revocations: d.events.length, attempts: d.attempts + 1, error: result.error, ...(retries > 1 ? { failuresSinceLogged: retries } : {}) };
+      this.options.log?.(outcome.kind === 'dead' ? 'error' : 'warn', fields, outcome.kind === 'dead' ? 'event delivery given up: dead letter' : 'event delivery failed; will retry');
+    } else this.retriesNotLogged.set(receiver.id, retries);
+    // A dead letter: go on with the next.
+    return outcome.kind !== 'retry';
   }
 
   /** Housekeeping, keys: rotation when due (a refusal says the old key signs on), retired keys deleted. */

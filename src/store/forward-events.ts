@@ -6,6 +6,7 @@ import type {
   DeliveryOutcome,
   ReceiverRecord,
   ReceiverStatus,
+  RevocationEvent,
   SigningKeyRecord,
 } from './event-records.js';
 
@@ -34,11 +35,11 @@ export abstract class ForwardsEventStore implements EventStore {
   async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
     return this._eventStore().deleteReceiver(id, trail);
   }
-  async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]> {
-    return this._eventStore().claimPushReceivers(owner, now, leaseMs, limit, perReceiver);
+  async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number, mergeUpTo?: number): Promise<ClaimedReceiver[]> {
+    return this._eventStore().claimPushReceivers(owner, now, leaseMs, limit, perReceiver, mergeUpTo);
   }
-  async settleDelivery(owner: string, receiverId: string, deliveryId: string, outcome: DeliveryOutcome): Promise<void> {
-    return this._eventStore().settleDelivery(owner, receiverId, deliveryId, outcome);
+  async settleDelivery(owner: string, receiverId: string, deliveryId: string, outcome: DeliveryOutcome, events?: readonly RevocationEvent[]): Promise<void> {
+    return this._eventStore().settleDelivery(owner, receiverId, deliveryId, outcome, events);
   }
   async releaseReceiver(owner: string, receiverId: string): Promise<void> {
     return this._eventStore().releaseReceiver(owner, receiverId);

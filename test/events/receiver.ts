@@ -98,6 +98,21 @@ export class TestReceiver {
     return this.accepted.length - this.eventIds().length;
   }
 
+  /** The distinct revocations (their `jti`, else their subject) of the accepted SETs, however they were grouped. */
+  revocationIds(): string[] {
+    const list = this.accepted.flatMap((s) => (s.claims.events?.['urn:tokenctl:secevent:tokens-revoked']?.revocations ?? []) as RevocationClaims[]);
+    return [...new Set(list.map((r) => (r.jti as string | undefined) ?? `${r.scope}:${subjectOf(r)}`))];
+  }
+
+  /** Resolves once `n` distinct revocations arrived, in however many SETs; rejects after `timeoutMs`. */
+  async waitForRevocations(n: number, timeoutMs: number): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (this.revocationIds().length < n) {
+      if (Date.now() > until) throw new Error(`${this.revocationIds().length} of ${n} revocations arrived within ${timeoutMs} ms (refused ${this.refused})`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   /** Resolves once `n` distinct events arrived; rejects after `timeoutMs`. */
   async waitFor(n: number, timeoutMs: number): Promise<void> {
     const until = Date.now() + timeoutMs;

@@ -1,5 +1,5 @@
 import type { Trail } from '../trail.js';
-import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus } from '../event-records.js';
+import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus, RevocationEvent } from '../event-records.js';
 
 /**
  * The outbox of security events and its receivers: push (RFC 8935) and poll (RFC 8936). Safe to
@@ -26,11 +26,18 @@ export interface OutboxStore {
    * Push: leases up to `limit` push receivers whose oldest pending delivery is due at `now` and
    * that no one else holds (no lease, or one that ended before `now`), to `owner` until
    * `now + leaseMs`, each with up to `perReceiver` of its oldest pending deliveries, in event
-   * order. Of several processes calling at once, each receiver goes to one.
+   * order. Of several processes calling at once, each receiver goes to one. With `mergeUpTo`, a
+   * store that can may hand out consecutive pending deliveries as ONE delivery of up to that many
+   * events (one SET), its id of the store's making, settled by its events' ids; it may then read
+   * fewer than `perReceiver` such deliveries at a time (a bounded read).
    */
-  claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]>;
-  /** Records what became of one push delivery by the lease holder `owner` (ignored if the lease moved on). */
-  settleDelivery(owner: string, receiverId: string, deliveryId: string, outcome: DeliveryOutcome): Promise<void>;
+  claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number, mergeUpTo?: number): Promise<ClaimedReceiver[]>;
+  /**
+   * Records what became of one push delivery by the lease holder `owner` (ignored if the lease
+   * moved on). `events`: the delivery's events as the claim handed them out, which a store that
+   * merged deliveries at the claim settles by (the others settle `deliveryId`).
+   */
+  settleDelivery(owner: string, receiverId: string, deliveryId: string, outcome: DeliveryOutcome, events?: readonly RevocationEvent[]): Promise<void>;
   /** Ends `owner`'s lease of a receiver early, so that its next due delivery goes out at once. */
   releaseReceiver(owner: string, receiverId: string): Promise<void>;
   /** Requeues a receiver's dead letters, due at `now`, attempts reset. Returns how many. */

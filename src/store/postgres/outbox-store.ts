@@ -4,6 +4,7 @@ import { DuplicateReceiverError, type ClaimedReceiver, type Delivery, type Deliv
 import { Rollback, type Database } from './database.js';
 import { isUniqueViolation } from './errors.js';
 import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './event-writes.js';
+import { claimRows, groupRows, seqsOf, type PendingRow } from './push-claims.js';
 import { auditParams, countedAuditAt, countedAuditParams, INSERT_AUDIT, insertAudit } from './statements.js';
 
 /** A receiver's columns under the record's names, of the table or its alias `t`. */
@@ -16,7 +17,7 @@ const RECEIVER_COLUMNS = receiverColumns();
 const KEY_COLUMNS = 'kid, alg, private_jwk AS "privateJwk", public_jwk AS "publicJwk", created_at AS "createdAt", retired_at AS "retiredAt"';
 
 /** The pending deliveries of the receivers $1, at most $2 each, oldest first, with when the first is due. */
-const PENDING = `SELECT d.receiver_id AS "receiverId", e.payload AS event, d.attempts, d.next_attempt_at AS "nextAttemptAt"
+const PENDING = `SELECT d.receiver_id AS "receiverId", d.event_seq AS seq, e.payload AS event, d.attempts, d.next_attempt_at AS "nextAttemptAt"
   FROM unnest($1::text[]) AS c (id)
   CROSS JOIN LATERAL (SELECT receiver_id, event_seq, attempts, next_attempt_at FROM event_deliveries
     WHERE receiver_id = c.id AND state = 'pending' ORDER BY event_seq LIMIT $2) d
@@ -39,14 +40,19 @@ const CLAIM = `WITH c AS (SELECT l.receiver_id FROM receiver_leases l JOIN recei
   RETURNING ${receiverColumns('r')}`;
 
 /**
- * What became of one delivery ($3, an event id) of receiver $1, said by $2: applied only while $2
- * holds the lease, under the lease's row lock, so that a claim by another owner waits for it
- * or passes over the receiver, and a settlement after the lease moved on changes nothing.
+ * What became of one delivery of receiver $1, said by $2: applied only while $2 holds the lease,
+ * under the lease's row lock, so that a claim by another owner waits for it or passes over the
+ * receiver, and a settlement after the lease moved on changes nothing. $3 names its events:
+ * `bySeq`, their sequence numbers (the primary key, as the claim read them); otherwise their ids.
  * $4 the outcome's kind, $5 its time, $6 retryAt, $7 its error.
  */
-const SETTLE = `WITH holder AS (SELECT receiver_id AS id FROM receiver_leases WHERE receiver_id = $1 AND lease_owner = $2 FOR NO KEY UPDATE),
-  d AS (SELECT d.receiver_id, d.event_seq FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
-    WHERE d.receiver_id = (SELECT id FROM holder) AND e.id = $3 AND d.state = 'pending'),
+function settle(bySeq: boolean): string {
+  const mine = bySeq
+    ? `SELECT receiver_id, event_seq FROM event_deliveries WHERE receiver_id = (SELECT id FROM holder) AND event_seq = ANY($3::bigint[]) AND state = 'pending'`
+    : `SELECT d.receiver_id, d.event_seq FROM event_deliveries d JOIN security_events e ON e.seq = d.event_seq
+    WHERE d.receiver_id = (SELECT id FROM holder) AND e.id = ANY($3::text[]) AND d.state = 'pending'`;
+  return `WITH holder AS (SELECT receiver_id AS id FROM receiver_leases WHERE receiver_id = $1 AND lease_owner = $2 FOR NO KEY UPDATE),
+  d AS (${mine}),
   gone AS (DELETE FROM event_deliveries x USING d WHERE $4 = 'delivered' AND x.receiver_id = d.receiver_id AND x.event_seq = d.event_seq RETURNING 1),
   failed AS (UPDATE event_deliveries x SET attempts = x.attempts + 1, last_error = $7,
       state = CASE WHEN $4 = 'dead' THEN 'dead' ELSE 'pending' END, next_attempt_at = coalesce($6::bigint, x.next_attempt_at)
@@ -55,6 +61,9 @@ const SETTLE = `WITH holder AS (SELECT receiver_id AS id FROM receiver_leases WH
     last_delivered_at = CASE WHEN EXISTS (SELECT 1 FROM gone) THEN $5::bigint ELSE last_delivered_at END,
     last_error = CASE WHEN EXISTS (SELECT 1 FROM failed) THEN $7 ELSE last_error END
   WHERE receiver_id = (SELECT id FROM holder) AND (EXISTS (SELECT 1 FROM gone) OR EXISTS (SELECT 1 FROM failed))`;
+}
+const SETTLE_BY_SEQ = settle(true);
+const SETTLE_BY_ID = settle(false);
 
 /** Acknowledged events ($2, ids) of receiver $1 at $3: their deliveries deleted; how many. */
 const ACK = `WITH gone AS (DELETE FROM event_deliveries d USING security_events e
@@ -78,7 +87,6 @@ const PURGE_EVENTS = `WITH p AS (SELECT seq FROM security_events e
 /** Adding a key: one at a time, whatever the node, so that the current one is always retired first. */
 const KEYS_CHANGE = 'LOCK TABLE signing_keys IN SHARE ROW EXCLUSIVE MODE';
 
-type PendingRow = { receiverId: string; event: RevocationEvent; attempts: number; nextAttemptAt: number };
 
 /**
  * The PostgreSQL {@link EventStore}: receivers, the outbox's deliveries and signing keys
@@ -137,29 +145,32 @@ export class PostgresEvents implements EventStore {
     );
   }
 
-  async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number): Promise<ClaimedReceiver[]> {
+  async claimPushReceivers(owner: string, now: number, leaseMs: number, limit: number, perReceiver: number, mergeUpTo?: number): Promise<ClaimedReceiver[]> {
     if (limit <= 0) return [];
     const receivers = (await this.db.query<ReceiverRecord>(CLAIM, [owner, now, leaseMs, limit])).rows;
     if (receivers.length === 0) return [];
     // Read after the lease committed, in a snapshot of their own: whatever an earlier holder
     // settled before the lease came here is in it, and nobody else settles from now on.
-    const pending = await this.pendingOf(receivers.map((r) => r.id), Math.max(1, perReceiver));
+    const pending = await this.pendingOf(receivers.map((r) => r.id), claimRows(perReceiver, mergeUpTo));
     const claimed: ClaimedReceiver[] = [];
     const idle: string[] = [];
     for (const receiver of [...receivers].sort((a, b) => compare(a.id, b.id))) {
       const mine = pending.filter((d) => d.receiverId === receiver.id);
       // Settled by the previous holder (its lease had ended) between the claim's look and this read.
       if (mine.length === 0 || mine[0]!.nextAttemptAt > now) idle.push(receiver.id);
-      else claimed.push({ receiver, deliveries: mine.slice(0, perReceiver).map(delivery) });
+      else claimed.push({ receiver, deliveries: groupRows(mine, now, Math.max(1, perReceiver), mergeUpTo) });
     }
     for (const id of idle) await this.releaseReceiver(owner, id);
     return claimed;
   }
 
-  async settleDelivery(owner: string, receiverId: string, eventId: string, outcome: DeliveryOutcome): Promise<void> {
+  async settleDelivery(owner: string, receiverId: string, deliveryId: string, outcome: DeliveryOutcome, events?: readonly RevocationEvent[]): Promise<void> {
     const retryAt = outcome.kind === 'retry' ? outcome.retryAt : null;
     const error = outcome.kind === 'delivered' ? null : outcome.error;
-    await this.db.query(SETTLE, [receiverId, owner, eventId, outcome.kind, outcome.at, retryAt, error]);
+    // By primary key when the claim's events come back (a thousand rows a SET); else by event id.
+    const seqs = events === undefined ? undefined : seqsOf(events);
+    const [sql, names] = seqs !== undefined ? [SETTLE_BY_SEQ, seqs] : [SETTLE_BY_ID, events?.map((e) => e.id) ?? [deliveryId]];
+    await this.db.query(sql, [receiverId, owner, names, outcome.kind, outcome.at, retryAt, error]);
   }
 
   async releaseReceiver(owner: string, receiverId: string): Promise<void> {
