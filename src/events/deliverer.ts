@@ -3,7 +3,8 @@ import { systemClock, type Clock } from '../engine/clock.js';
 import type { ClaimedReceiver, DeliveryOutcome, OutboxStore } from '../store/store.js';
 import { KEY_ROTATION_REFUSED, KeyRotationError, type SigningKeys } from './keys.js';
 import { pushSet, PUSH_TIMEOUT_MS, type PushResult } from './push.js';
-import { signSet } from './set.js';
+import { eventSelection, streamSettingsOf } from '../engine/stream-settings.js';
+import { hasEventsFor, signSet } from './set.js';
 
 /** How often a deliverer looks for due deliveries. */
 export const CLAIM_INTERVAL_MS = 100;
@@ -211,11 +212,18 @@ export class PushDeliverer {
     const { receiver, deliveries } = claimed;
     const store = this.options.store;
     try {
-      const key = await this.options.keys.current();
+      // The stream's algorithm and events (SSF: events_requested); an operator's receiver has the defaults.
+      const key = await this.options.keys.current(streamSettingsOf(receiver.stream).alg);
+      const selection = eventSelection(receiver.stream);
       for (const d of deliveries) {
         // Keep a margin: a push started now must be settled before the lease ends.
         if (this.stopping || this.now() + this.pushTimeoutMs + 1_000 > claimedAt + this.leaseMs) break;
-        const set = await signSet(d, this.options.issuer(), receiver.audience, key, this.now());
+        // Nothing the stream asked for (one access token, to a stream of session-revoked alone): settled unsent.
+        if (!hasEventsFor(d, selection)) {
+          await store.settleDelivery(this.owner, receiver.id, d.id, { kind: 'delivered', at: this.now() });
+          continue;
+        }
+        const set = await signSet(d, this.options.issuer(), receiver.audience, key, this.now(), selection);
         const result = await this.push(receiver, set, this.pushTimeoutMs);
         const at = this.now();
         if (result.kind === 'accepted') {
