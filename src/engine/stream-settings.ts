@@ -72,8 +72,13 @@ export interface EventSelection {
   caep: boolean;
 }
 
-/** The events a receiver's SETs carry, from its stream settings. */
+/**
+ * The events a receiver's SETs carry, from its stream settings. A `disabled` stream carries none
+ * (SSF 1.0 §8.1.2: nothing is transmitted, nothing held): its deliveries are settled unsent.
+ */
 export function eventSelection(stream: string | null | undefined): EventSelection {
-  const delivered = eventsDelivered(streamSettingsOf(stream));
+  const settings = streamSettingsOf(stream);
+  if (settings.status === 'disabled') return { tokenctl: false, caep: false };
+  const delivered = eventsDelivered(settings);
   return { tokenctl: delivered.includes(TOKENS_REVOKED), caep: delivered.includes(SESSION_REVOKED) };
 }

@@ -126,6 +126,8 @@ export async function poll(deps: PollDeps, receiver: ReceiverRecord, request: Po
     const set = signClaims(verificationClaims(verification.jti, deps.issuer(), receiver.audience, receiver.id, verification.state, now()), key);
     return outcome(pollAnswer(true, undefined, { [verification.jti]: set }));
   }
+  // SSF 1.0 §8.1.2: a paused stream's events are held, not answered, until it is enabled again.
+  if (settings.status === 'paused') return outcome(pollAnswer(false));
   const until = now() + LONG_POLL_MS;
   if (!request.returnImmediately && deps.lastAnswered) {
     const wait = (deps.lastAnswered.get(receiver.id) ?? -Infinity) + LONG_POLL_MIN_INTERVAL_MS - now();

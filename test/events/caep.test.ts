@@ -48,3 +48,13 @@ describe('CAEP session-revoked in SETs', () => {
     }
   });
 });
+
+describe('stream status (SSF 1.0 §8.1.2)', () => {
+  it('a disabled stream has nothing to be told: its deliveries are settled unsent', async () => {
+    const { eventSelection } = await import('../../src/engine/stream-settings.js');
+    const disabled = eventSelection(JSON.stringify({ eventsRequested: [TOKENS_REVOKED, SESSION_REVOKED], status: 'disabled' }));
+    expect(hasEventsFor({ id: 'e-1', events: [grant] }, disabled)).toBe(false);
+    const paused = eventSelection(JSON.stringify({ eventsRequested: [SESSION_REVOKED], status: 'paused' }));
+    expect(paused).toEqual({ tokenctl: false, caep: true });
+  });
+});

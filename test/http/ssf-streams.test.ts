@@ -100,4 +100,22 @@ describe('SSF stream management', () => {
     expect((await call('GET', '/ssf/stream?stream_id=ops-poll', theirs)).body).toMatchObject({ stream_id: 'ops-poll', events_delivered: [TOKENS_REVOKED], signing_alg: 'ES256' });
     expect((await call('PATCH', '/ssf/stream', theirs, { stream_id: 'ops-poll', description: 'x' })).status).toBe(403);
   });
+
+  it('a paused poll stream holds its events, answered once it is enabled; a disabled one drops them', async () => {
+    const { token, call } = await setUp();
+    const t = await token('ssf.manage');
+    const id = (await call('POST', '/ssf/stream', t, { delivery: { method: POLL }, events_requested: [SESSION_REVOKED] })).body!.stream_id as string;
+    const app = await createClient(s.engine, 'app');
+    const poll = async () => ((await call('POST', '/events/poll', t, { returnImmediately: true })).body as { sets: Record<string, string> }).sets;
+    await call('POST', '/ssf/status', t, { stream_id: id, status: 'paused' });
+    await s.engine.revokeAsOperator((await issue(s.engine, app)).refresh_token, 'test');
+    expect(await poll()).toEqual({});
+    await call('POST', '/ssf/status', t, { stream_id: id, status: 'enabled' });
+    expect(Object.keys(await poll())).toHaveLength(1);
+    await call('POST', '/ssf/status', t, { stream_id: id, status: 'disabled' });
+    await s.engine.revokeAsOperator((await issue(s.engine, app)).refresh_token, 'test');
+    expect(await poll()).toEqual({});
+    // Disabled: nothing held, the one answered but not acknowledged before included.
+    expect((await s.engine.listReceivers()).find((r) => r.id === id)).toMatchObject({ pending: 0 });
+  });
 });
