@@ -30,6 +30,7 @@ export const AUDIT_ACTIONS = {
   'receiver.add': 'a receiver of security events registered',
   'receiver.remove': 'a receiver and its deliveries removed',
   'receiver.retry': "a receiver's dead letters requeued",
+  'receiver.update': "a receiver's SSF stream changed by its client (events, endpoint, status)",
   'signing_key.rotate': 'a new key to sign security events with; the old one retired',
 } as const satisfies Record<string, string>;
 

@@ -18,6 +18,7 @@ import type { ClientCall, ClientRequest, RefreshRequest, TokenRequest } from './
 import * as receivers from './receivers.js';
 import { refreshAsOperator } from './refresh.js';
 import * as signingKeys from './signing-keys.js';
+import * as streams from './streams.js';
 import type { ClientOutcome, ClientView, Inspection, IntrospectionResult, RevocationResult, TokenEndpointResponse, TokenResponse, TokenView } from './results.js';
 import { countBulk, revokeAsOperator, revokeBulk, revokeFound, type BulkOptions, type BulkRevocation } from './revoke.js';
 
@@ -222,12 +223,46 @@ export class Engine {
     return signingKeys.listSigningKeys(this.ctx);
   }
   /** A new current signing key (audited); the previous one stays published for 7 days. */
-  rotateSigningKey(actor: string): Promise<signingKeys.RotatedSigningKey> {
-    return signingKeys.rotateSigningKey(this.ctx, actor);
+  rotateSigningKey(actor: string, alg?: signingKeys.SetAlg): Promise<signingKeys.RotatedSigningKey> {
+    return signingKeys.rotateSigningKey(this.ctx, actor, alg);
   }
   /** The audit line of a rotation serve makes by itself (the key 90 days old), written with the key. */
   keyRotationAudit(actor: string, key: Pick<SigningKeyRecord, 'kid' | 'alg'>): AuditEntry {
     return signingKeys.keyRotationAudit(actor, key, this.ctx.clock.now());
+  }
+  // ---- SSF stream management (streams.ts) ------------------------------------------------------
+  /** RFC 6750: who a Bearer access token is, with the SSF scope a read (`write` false) or a change needs. */
+  ssfAccess(authorization: string | undefined, write: boolean): Promise<streams.SsfAccess> {
+    return streams.ssfAccess(this.ctx, authorization, write);
+  }
+  listStreams(clientId: string): Promise<ReceiverRecord[]> {
+    return streams.listStreams(this.ctx, clientId);
+  }
+  getStream(clientId: string, streamId: unknown): Promise<ReceiverRecord> {
+    return streams.getStream(this.ctx, clientId, streamId);
+  }
+  createStream(clientId: string, body: unknown): Promise<ReceiverRecord> {
+    return streams.createStream(this.ctx, clientId, body);
+  }
+  updateStream(clientId: string, body: unknown, replace: boolean): Promise<ReceiverRecord> {
+    return streams.updateStream(this.ctx, clientId, body, replace);
+  }
+  deleteStream(clientId: string, streamId: unknown): Promise<void> {
+    return streams.deleteStream(this.ctx, clientId, streamId);
+  }
+  setStreamStatus(clientId: string, body: unknown): Promise<ReceiverRecord> {
+    return streams.setStreamStatus(this.ctx, clientId, body);
+  }
+  requestVerification(clientId: string, body: unknown): Promise<{ stream: ReceiverRecord; jti: string; state?: string }> {
+    return streams.requestVerification(this.ctx, clientId, body);
+  }
+  /** RFC 8936 with an access token: the poll stream of the token's client (`ssf.manage`), as {@link ssfAccess} says. */
+  async pollReceiverByToken(authorization: string): Promise<ReceiverRecord | streams.SsfAccess> {
+    const access = await this.ssfAccess(authorization, true);
+    if (!access.ok) return access;
+    const client = await this.store.getClient(access.clientId);
+    if (!client) return { ok: false, status: 401, error: 'invalid_token', description: 'the access token is not active' };
+    return receivers.pollReceiverOf(this.ctx, client);
   }
   /** RFC 8936: authenticates the client (spec part 5) and returns the poll receiver it polls as, or AccessDeniedError. */
   async authenticatePollReceiver(credentials: PresentedCredentials, source?: string): Promise<ReceiverRecord> {

@@ -32,8 +32,10 @@ export type AddReceiverInput =
       audience?: string;
       /** Whether the endpoint may be on a private network (loopback, RFC 1918, unique local); link-local and metadata addresses never. */
       allowPrivateNetwork?: boolean;
+      /** SSF stream settings (engine/streams.ts), JSON; none for an operator's receiver. */
+      stream?: string;
     }
-  | { id: string; delivery: 'poll'; clientId: string; audience?: string };
+  | { id: string; delivery: 'poll'; clientId: string; audience?: string; stream?: string };
 
 /** A receiver as the CLI shows it: never its Authorization value, nor its CA's PEM. */
 export interface ReceiverView {
@@ -150,6 +152,7 @@ export async function addReceiver(ctx: EngineContext<Ports>, input: AddReceiverI
       clientId: null,
       audience: checkAudience(input.audience, url.origin),
       createdAt: ctx.clock.now(),
+      stream: input.stream ?? null,
     };
   } else {
     const client = await ctx.store.getClient(input.clientId);
@@ -157,7 +160,7 @@ export async function addReceiver(ctx: EngineContext<Ports>, input: AddReceiverI
     if (client.secretHash === null) throw new InvalidInputError(`client "${input.clientId}" is public: a poll receiver must authenticate with a secret (a confidential client)`);
     const other = await ctx.store.findPollReceiver(client.id);
     if (other) throw new InvalidInputError(`client "${client.id}" already polls as receiver "${other.id}": one poll receiver per client`);
-    record = { id: input.id, delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId: client.id, audience: checkAudience(input.audience, input.id), createdAt: ctx.clock.now() };
+    record = { id: input.id, delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId: client.id, audience: checkAudience(input.audience, input.id), createdAt: ctx.clock.now(), stream: input.stream ?? null };
   }
   try {
     await ctx.store.createReceiver(record, { audit: auditLine(ctx, actor, 'receiver.add', `receiver:${record.id}`, 1, record.delivery) });

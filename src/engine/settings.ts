@@ -75,6 +75,13 @@ export const ENGINE_SETTINGS = {
     min: 0,
     max: 60 * SECOND_MS,
   },
+  ssfPrivateNetwork: {
+    kind: 'boolean',
+    // An SSF stream's push endpoint is chosen by a client over HTTP: private addresses are a
+    // server-side request forgery unless the operator says they are where receivers live.
+    summary: 'Let SSF stream management (POST /ssf/stream) make push streams to endpoints on a private network (loopback, RFC 1918, unique local); link-local and metadata addresses never',
+    default: false,
+  },
 } as const satisfies Record<string, Setting>;
 
 export type EngineSettingName = keyof typeof ENGINE_SETTINGS;

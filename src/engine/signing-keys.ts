@@ -12,8 +12,15 @@ type Ports = SigningKeyStore;
  * and publishing the JWKS is events/keys.ts's.
  */
 
-/** The JWS algorithm of every SET (common wire decision): ECDSA P-256 with SHA-256. */
+/** The JWS algorithm of SETs unless a stream asks for another: ECDSA P-256 with SHA-256. */
 export const SET_ALG = 'ES256';
+/**
+ * The algorithms SETs are signed with: ES256, and RS256 (2048-bit RSA), which the CAEP
+ * interoperability profile requires. Each has its own current key; the JWKS publishes both.
+ */
+export const SET_ALGS = ['ES256', 'RS256'] as const;
+export type SetAlg = (typeof SET_ALGS)[number];
+export const isSetAlg = (v: unknown): v is SetAlg => typeof v === 'string' && (SET_ALGS as readonly string[]).includes(v);
 /** A current key older than this is replaced by a new one (automatic rotation). */
 export const KEY_ROTATION_MS = 90 * 24 * 3_600_000;
 /** A retired key stays in the JWKS this long, for SETs signed before it was retired. */
@@ -33,20 +40,21 @@ export interface SigningKeyView {
 /** What `signing-key rotate` reports: the new current key. */
 export interface RotatedSigningKey {
   kid: string;
+  alg: SetAlg;
   createdAt: number;
 }
 
-/** A new ES256 key pair, its `kid` the RFC 7638 JWK thumbprint of the public key. */
-export async function newSigningKey(now: number): Promise<SigningKeyRecord> {
-  const { publicKey, privateKey } = await generateKeyPair(SET_ALG, { extractable: true });
+/** A new key pair of `alg` (default ES256; RS256 of 2048 bits), its `kid` the RFC 7638 JWK thumbprint of the public key. */
+export async function newSigningKey(now: number, alg: SetAlg = SET_ALG): Promise<SigningKeyRecord> {
+  const { publicKey, privateKey } = await generateKeyPair(alg, { extractable: true, ...(alg === 'RS256' ? { modulusLength: 2048 } : {}) });
   const pub = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(pub, 'sha256');
   const priv = await exportJWK(privateKey);
   return {
     kid,
-    alg: SET_ALG,
-    privateJwk: JSON.stringify({ ...priv, kid, alg: SET_ALG }),
-    publicJwk: JSON.stringify({ ...pub, kid, alg: SET_ALG, use: 'sig' }),
+    alg,
+    privateJwk: JSON.stringify({ ...priv, kid, alg }),
+    publicJwk: JSON.stringify({ ...pub, kid, alg, use: 'sig' }),
     createdAt: now,
     retiredAt: null,
   };
@@ -75,13 +83,14 @@ export function listSigningKeys(ctx: EngineContext<Ports>): Promise<SigningKeyVi
 }
 
 /**
- * `signing-key rotate`: a new current key, and who made it in the audit log: a new signing key is
- * a security decision, recorded like a receiver's. The key and its audit line commit together.
+ * `signing-key rotate [--alg]`: a new current key of `alg` (the other algorithm's key stays), and
+ * who made it in the audit log: a new signing key is a security decision, recorded like a
+ * receiver's. The key and its audit line commit together.
  */
-export async function rotateSigningKey(ctx: EngineContext<Ports>, actor: string): Promise<RotatedSigningKey> {
-  const key = await newSigningKey(ctx.clock.now());
+export async function rotateSigningKey(ctx: EngineContext<Ports>, actor: string, alg: SetAlg = SET_ALG): Promise<RotatedSigningKey> {
+  const key = await newSigningKey(ctx.clock.now(), alg);
   await ctx.store.addSigningKey(key, undefined, { audit: keyRotationAudit(actor, key, key.createdAt) });
-  return { kid: key.kid, createdAt: key.createdAt };
+  return { kid: key.kid, alg, createdAt: key.createdAt };
 }
 
 /**

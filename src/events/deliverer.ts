@@ -3,7 +3,8 @@ import { systemClock, type Clock } from '../engine/clock.js';
 import type { ClaimedReceiver, Delivery, DeliveryOutcome, OutboxStore } from '../store/store.js';
 import { KEY_ROTATION_REFUSED, KeyRotationError, type SigningKey, type SigningKeys } from './keys.js';
 import { pushSet, PUSH_TIMEOUT_MS, type PushResult } from './push.js';
-import { signSet } from './set.js';
+import { eventSelection, streamSettingsOf, type EventSelection } from '../engine/stream-settings.js';
+import { hasEventsFor, signSet } from './set.js';
 
 /** How often a deliverer looks for due deliveries. */
 export const CLAIM_INTERVAL_MS = 100;
@@ -238,14 +239,16 @@ export class PushDeliverer {
     const store = this.options.store;
     const width = Math.max(1, this.options.inFlightPerReceiver ?? IN_FLIGHT_PER_RECEIVER);
     try {
-      const key = await this.options.keys.current();
+      // The stream's algorithm and events (SSF: events_requested); an operator's receiver has the defaults.
+      const key = await this.options.keys.current(streamSettingsOf(receiver.stream).alg);
+      const selection = eventSelection(receiver.stream);
       let held = false;
       let next = 0;
       // Keep a margin: a push started now must be settled before the lease ends.
       const more = () => !held && !this.stopping && next < deliveries.length && this.now() + this.pushTimeoutMs + 1_000 <= claimedAt + this.leaseMs;
       const one = async (d: Delivery): Promise<void> => {
         try {
-          if (!(await this.pushOne(receiver, d, key))) held = true;
+          if (!(await this.pushOne(receiver, d, key, selection))) held = true;
         } catch (err) {
           held = true;
           throw err;
@@ -265,9 +268,14 @@ export class PushDeliverer {
   }
 
   /** Signs, pushes and settles one delivery; false when it is to be retried (the receiver's later ones wait). */
-  private async pushOne(receiver: ClaimedReceiver['receiver'], d: Delivery, key: SigningKey): Promise<boolean> {
+  private async pushOne(receiver: ClaimedReceiver['receiver'], d: Delivery, key: SigningKey, selection: EventSelection): Promise<boolean> {
     const store = this.options.store;
-    const set = await signSet(d, this.options.issuer(), receiver.audience, key, this.now());
+    // Nothing the stream asked for (one access token, to a stream of session-revoked alone): settled unsent.
+    if (!hasEventsFor(d, selection)) {
+      await store.settleDelivery(this.owner, receiver.id, d.id, { kind: 'delivered', at: this.now() }, d.events);
+      return true;
+    }
+    const set = await signSet(d, this.options.issuer(), receiver.audience, key, this.now(), selection);
     const result = await this.push(receiver, set, this.pushTimeoutMs);
     const at = this.now();
     if (result.kind === 'accepted') {

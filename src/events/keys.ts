@@ -1,6 +1,6 @@
 import { createPrivateKey, type JsonWebKeyInput, type KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
-import { isPublished, KEY_ROTATION_MS, newSigningKey, RETIRED_KEY_PUBLISHED_MS } from '../engine/signing-keys.js';
+import { isPublished, KEY_ROTATION_MS, newSigningKey, RETIRED_KEY_PUBLISHED_MS, SET_ALG, SET_ALGS, type SetAlg } from '../engine/signing-keys.js';
 import type { AuditEntry, SigningKeyRecord, SigningKeyStore } from '../store/store.js';
 
 /** How long a process signs with the current key it read before reading the store again. */
@@ -9,6 +9,8 @@ const CURRENT_KEY_TTL_MS = 5_000;
 /** A key ready to sign with. */
 export interface SigningKey {
   kid: string;
+  /** Its JWS `alg` (the SET header's). */
+  alg: SetAlg;
   /** The private key as node:crypto signs with it (set.ts): a quarter of WebCrypto's cost per SET. */
   key: KeyObject;
 }
@@ -18,11 +20,12 @@ export type PublicJwk = JWK & { kid: string; alg: string; use: 'sig' };
 
 /**
  * The keys SETs are signed with (docs/events.md), kept in the store so that every node signs with
- * the same current key and publishes the same JWKS. Rotation adds a new current key; the retired
- * one stays in the JWKS for {@link RETIRED_KEY_PUBLISHED_MS}, then is deleted.
+ * the same current key and publishes the same JWKS: one current key per algorithm (ES256, and
+ * RS256 for the streams that ask for it). Rotation adds a new current key of an algorithm; the
+ * retired one stays in the JWKS for {@link RETIRED_KEY_PUBLISHED_MS}, then is deleted.
  */
 export class SigningKeys {
-  private cached: { at: number; key: SigningKey } | undefined;
+  private readonly cached = new Map<SetAlg, { at: number; key: SigningKey }>();
 
   /**
    * `rotationAudit`: the audit line of a rotation {@link ensureCurrent} makes by itself (the key 90
@@ -36,45 +39,54 @@ export class SigningKeys {
   ) {}
 
   /**
-   * Makes sure there is a current key (serve's start: of several nodes starting at once, one key
-   * wins) and rotates it when older than {@link KEY_ROTATION_MS}. Returns the current key's kid.
-   * A rotation the store refuses is a {@link KeyRotationError}: the old key stays current.
+   * Makes sure there is a current key of `alg` (serve's start: of several nodes starting at once,
+   * one key wins) and rotates it when older than {@link KEY_ROTATION_MS}. Returns the current
+   * key's kid. A rotation the store refuses is a {@link KeyRotationError}: the old key stays current.
    */
-  async ensureCurrent(): Promise<string> {
-    let current = await this.currentRecord();
+  async ensureCurrent(alg: SetAlg = SET_ALG): Promise<string> {
+    let current = await this.currentRecord(alg);
     if (!current) {
-      await this.store.addSigningKey(await newSigningKey(this.now()), null, {});
-      current = await this.currentRecord();
+      await this.store.addSigningKey(await newSigningKey(this.now(), alg), null, {});
+      current = await this.currentRecord(alg);
     } else if (this.now() - current.createdAt >= KEY_ROTATION_MS) {
       // Only while the old key is still current: of several nodes due at once, one rotates.
-      const key = await newSigningKey(this.now());
+      const key = await newSigningKey(this.now(), alg);
       const old = current.kid;
       await this.store.addSigningKey(key, old, { audit: this.rotationAudit?.(key) }).catch((err: unknown) => {
         throw new KeyRotationError(old, err);
       });
-      this.cached = undefined;
-      current = await this.currentRecord();
+      this.cached.delete(alg);
+      current = await this.currentRecord(alg);
     }
     if (!current) throw new Error('no current signing key after adding one');
     return current.kid;
   }
 
-  /** The key to sign with now: the store's current key, read again every few seconds. */
-  async current(): Promise<SigningKey> {
+  /** {@link ensureCurrent} for every algorithm (serve's start and housekeeping): the JWKS publishes a key of each. */
+  async ensureAll(): Promise<string[]> {
+    const kids: string[] = [];
+    for (const alg of SET_ALGS) kids.push(await this.ensureCurrent(alg));
+    return kids;
+  }
+
+  /** The key to sign with now: the store's current key of `alg`, read again every few seconds. */
+  async current(alg: SetAlg = SET_ALG): Promise<SigningKey> {
     const now = this.now();
-    if (this.cached && now - this.cached.at < CURRENT_KEY_TTL_MS) return this.cached.key;
-    let record = await this.currentRecord();
+    const cached = this.cached.get(alg);
+    if (cached && now - cached.at < CURRENT_KEY_TTL_MS) return cached.key;
+    let record = await this.currentRecord(alg);
     if (!record) {
-      await this.ensureCurrent();
-      record = await this.currentRecord();
-      if (!record) throw new Error('no current signing key');
+      await this.ensureCurrent(alg);
+      record = await this.currentRecord(alg);
+      if (!record) throw new Error(`no current ${alg} signing key`);
     }
-    if (this.cached?.key.kid !== record.kid) {
-      this.cached = { at: now, key: { kid: record.kid, key: createPrivateKey({ key: JSON.parse(record.privateJwk) as JsonWebKeyInput['key'], format: 'jwk' }) } };
-    } else {
-      this.cached.at = now;
+    if (cached?.key.kid !== record.kid) {
+      const key = { kid: record.kid, alg, key: createPrivateKey({ key: JSON.parse(record.privateJwk) as JsonWebKeyInput['key'], format: 'jwk' }) };
+      this.cached.set(alg, { at: now, key });
+      return key;
     }
-    return this.cached.key;
+    cached.at = now;
+    return cached.key;
   }
 
   /** The JWKS (RFC 7517 §5): the current key and the keys retired less than 7 days ago. Read per call: it must name every key any node signs with. */
@@ -89,14 +101,19 @@ export class SigningKeys {
     return { keys: keys.map((k) => JSON.parse(k.publicJwk) as PublicJwk) };
   }
 
-  /** Housekeeping: rotation when due, and keys out of the JWKS deleted. Returns how many were deleted. */
+  /**
+   * Housekeeping: rotation when due (ES256's key, and each other algorithm's that has one: serve's
+   * start made them, and a stream that asks for one makes it), and keys out of the JWKS deleted.
+   * Returns how many were deleted.
+   */
   async maintain(): Promise<number> {
-    await this.ensureCurrent();
+    for (const alg of SET_ALGS) if (alg === SET_ALG || (await this.currentRecord(alg))) await this.ensureCurrent(alg);
     return this.store.deleteRetiredKeys(this.now() - RETIRED_KEY_PUBLISHED_MS);
   }
 
-  private async currentRecord(): Promise<SigningKeyRecord | undefined> {
-    return (await this.store.listSigningKeys()).find((k) => k.retiredAt === null);
+  private async currentRecord(alg: SetAlg): Promise<SigningKeyRecord | undefined> {
+    // A key without an alg of its own is from before RS256: ES256 (migration 4 always wrote it).
+    return (await this.store.listSigningKeys()).find((k) => k.retiredAt === null && (k.alg || SET_ALG) === alg);
   }
 }
 

@@ -2,7 +2,8 @@ import { InvalidRequestError } from '../engine/errors.js';
 import type { OutboxStore, ReceiverRecord } from '../store/store.js';
 import { ByteWriter } from './bytes.js';
 import type { SigningKey, SigningKeys } from './keys.js';
-import { writeSet, type SetContent } from './set.js';
+import { eventSelection, streamJson, streamSettingsOf, type EventSelection, type StreamSettings } from '../engine/stream-settings.js';
+import { hasEventsFor, signClaims, verificationClaims, writeSet, type SetContent } from './set.js';
 
 /** RFC 8936 §2.4: `maxEvents` when the request has none, and the most one answer holds. */
 export const DEFAULT_MAX_EVENTS = 100;
@@ -109,37 +110,77 @@ export interface PollDeps {
 export async function poll(deps: PollDeps, receiver: ReceiverRecord, request: PollRequest, signal?: AbortSignal): Promise<PollOutcome> {
   const now = deps.now ?? Date.now;
   const done = [...request.ack, ...Object.keys(request.setErrs)];
+  const settings = streamSettingsOf(receiver.stream);
+  const verification = await verificationAfter(deps, receiver, settings, done);
   const acknowledged = done.length > 0 ? await deps.store.ackDeliveries(receiver.id, done, now()) : 0;
   const outcome = (answer: PollAnswer): PollOutcome => ({ ...answer, acknowledged, setErrs: request.setErrs });
+  const selection = eventSelection(receiver.stream);
+  // A CAEP stream's SETs tell of one commit each, not of a merge of many (fewer subjects in one SET).
+  const mergeUpTo = selection.caep ? undefined : MERGE_UP_TO;
   if (request.maxEvents === 0) {
-    return outcome(pollAnswer((await deps.store.pendingDeliveries(receiver.id, 1, MERGE_UP_TO)).length > 0));
+    return outcome(pollAnswer(verification !== undefined || (await deps.store.pendingDeliveries(receiver.id, 1, mergeUpTo)).length > 0));
   }
+  if (verification !== undefined) {
+    // SSF 1.0 §8.1.4: the verification event the receiver asked for, before anything else.
+    const key = await deps.keys.current(settings.alg);
+    const set = signClaims(verificationClaims(verification.jti, deps.issuer(), receiver.audience, receiver.id, verification.state, now()), key);
+    return outcome(pollAnswer(true, undefined, { [verification.jti]: set }));
+  }
+  // SSF 1.0 §8.1.2: a paused stream's events are held, not answered, until it is enabled again.
+  if (settings.status === 'paused') return outcome(pollAnswer(false));
   const until = now() + LONG_POLL_MS;
   if (!request.returnImmediately && deps.lastAnswered) {
     const wait = (deps.lastAnswered.get(receiver.id) ?? -Infinity) + LONG_POLL_MIN_INTERVAL_MS - now();
     if (wait > 0) await sleep(wait, signal);
   }
-  let pending = await deps.store.pendingDeliveries(receiver.id, request.maxEvents + 1, MERGE_UP_TO);
+  const pendingNow = () => pendingFor(deps, receiver.id, request.maxEvents + 1, mergeUpTo, selection, now);
+  let pending = await pendingNow();
   while (pending.length === 0 && !request.returnImmediately && now() < until && !signal?.aborted) {
     await sleep(LONG_POLL_CHECK_MS, signal);
-    pending = await deps.store.pendingDeliveries(receiver.id, request.maxEvents + 1, MERGE_UP_TO);
+    pending = await pendingNow();
   }
   const answered = pending.slice(0, request.maxEvents);
   if (answered.length === 0) return outcome(pollAnswer(false));
-  const key = await deps.keys.current();
+  const key = await deps.keys.current(settings.alg);
   const at = now();
-  const answer = pollAnswer(pending.length > request.maxEvents, { deliveries: answered, issuer: deps.issuer(), audience: receiver.audience, key, now: at });
+  const answer = pollAnswer(pending.length > request.maxEvents, { deliveries: answered, issuer: deps.issuer(), audience: receiver.audience, key, now: at, selection });
   deps.lastAnswered?.set(receiver.id, at);
   return outcome(answer);
 }
 
-/** The SETs of an answer: these deliveries', signed by `key` at `now` (ms). */
+/**
+ * The receiver's pending deliveries that have something for its stream; those that have nothing
+ * it asked for (one access token, to a stream of session-revoked alone) are acknowledged here.
+ */
+async function pendingFor(deps: PollDeps, receiverId: string, limit: number, mergeUpTo: number | undefined, selection: EventSelection, now: () => number) {
+  for (;;) {
+    const pending = await deps.store.pendingDeliveries(receiverId, limit, mergeUpTo);
+    const empty = pending.filter((d) => !hasEventsFor(d, selection));
+    if (empty.length === 0) return pending;
+    await deps.store.ackDeliveries(receiverId, empty.map((d) => d.id), now());
+  }
+}
+
+/**
+ * The verification event still to answer (SSF 1.0 §8.1.4), or none: a receiver's ack (or error
+ * report) of its SET is the last of it, and clears it from the stream.
+ */
+async function verificationAfter(deps: PollDeps, receiver: ReceiverRecord, settings: StreamSettings, done: readonly string[]): Promise<StreamSettings['verification']> {
+  const v = settings.verification;
+  if (v === undefined || !done.includes(v.jti)) return v;
+  const { verification: _gone, ...rest } = settings;
+  await deps.store.updateReceiver(receiver.id, { endpointUrl: receiver.endpointUrl, authorization: receiver.authorization, stream: streamJson(rest) }, {});
+  return undefined;
+}
+
+/** The SETs of an answer: these deliveries', signed by `key` at `now` (ms), with the events `selection` names. */
 export interface AnswerSets {
   deliveries: readonly SetContent[];
   issuer: string;
   audience: string;
   key: SigningKey;
   now: number;
+  selection?: EventSelection;
 }
 
 /** An answer's bytes, and what gives their memory back once they were sent. */
@@ -161,14 +202,15 @@ const IDLE_WRITERS = 4;
  * written into the answer where it goes (writeSet), not made into a string and copied again (an
  * answer under load is a few hundred kilobytes). No `sets`: an answer with none.
  */
-export function pollAnswer(moreAvailable: boolean, sets?: AnswerSets): PollAnswer {
+export function pollAnswer(moreAvailable: boolean, sets?: AnswerSets, signed?: Record<string, string>): PollAnswer {
   const out = (idleWriters.pop() ?? new ByteWriter(64 * 1024)).latin1('{"sets":{');
   sets?.deliveries.forEach((d, i) => {
     // A SET is base64url and dots (RFC 7515 §7.1): nothing JSON escapes.
     out.latin1(i === 0 ? '' : ',').utf8(JSON.stringify(d.id)).latin1(':"');
-    writeSet(out, d, sets.issuer, sets.audience, sets.key, sets.now);
+    writeSet(out, d, sets.issuer, sets.audience, sets.key, sets.now, sets.selection);
     out.latin1('"');
   });
+  Object.entries(signed ?? {}).forEach(([jti, set], i) => out.latin1(i === 0 && !sets?.deliveries.length ? '' : ',').utf8(JSON.stringify(jti)).latin1(`:"${set}"`));
   out.latin1(`},"moreAvailable":${moreAvailable}}`);
   let released = false;
   const release = () => {

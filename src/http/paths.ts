@@ -22,8 +22,10 @@ export const POLL_PATH = '/events/poll';
 export const JWKS_PATH = '/.well-known/jwks.json';
 /** OpenID SSF 1.0 §7.1 transmitter metadata. */
 export const SSF_CONFIGURATION_PATH = '/.well-known/ssf-configuration';
-/** OpenID SSF 1.0 §8.1.1: the stream configuration, read only, of the authenticated poll receiver. */
+/** OpenID SSF 1.0 §8.1.1 configuration endpoint, §8.1.2 status endpoint, §8.1.4.2 verification endpoint. */
 export const SSF_STREAM_PATH = '/ssf/stream';
+export const SSF_STATUS_PATH = '/ssf/status';
+export const SSF_VERIFY_PATH = '/ssf/verify';
 
 /** The methods each path answers (for 405 and its `Allow` header). */
 export const ALLOWED_METHODS: ReadonlyMap<string, string> = new Map([
@@ -40,5 +42,7 @@ export const ALLOWED_METHODS: ReadonlyMap<string, string> = new Map([
   [POLL_PATH, 'POST'],
   [JWKS_PATH, 'GET, HEAD'],
   [SSF_CONFIGURATION_PATH, 'GET, HEAD'],
-  [SSF_STREAM_PATH, 'GET, HEAD'],
+  [SSF_STREAM_PATH, 'GET, HEAD, POST, PATCH, PUT, DELETE'],
+  [SSF_STATUS_PATH, 'GET, HEAD, POST'],
+  [SSF_VERIFY_PATH, 'POST'],
 ]);

@@ -63,6 +63,7 @@ const OPERATIONS = {
   stats: true,
   updateClientSecret: true,
   updateClientSettings: true,
+  updateReceiver: true,
 } as const satisfies Record<Operation, true>;
 
 /**

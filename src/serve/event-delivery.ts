@@ -21,7 +21,7 @@ export async function startEventDelivery(engine: Engine, log: FastifyBaseLogger,
   const keys = new SigningKeys(engine.store, Date.now, (key) => engine.keyRotationAudit(`serve:${engine.config.node}`, key));
   const keysCheckedAt = Date.now();
   try {
-    await keys.ensureCurrent();
+    await keys.ensureAll();
   } catch (err) {
     // Not fatal: tokens are served, and the deliverer's housekeeping tries again in a minute.
     log.error({ err }, err instanceof KeyRotationError ? KEY_ROTATION_REFUSED : 'security events: no signing key yet; events are kept and sent once the store allows');

@@ -78,7 +78,15 @@ export interface ReceiverRecord {
   /** The SETs' `aud` for this receiver. */
   audience: string;
   createdAt: number;
+  /**
+   * The SSF stream settings (engine/streams.ts: events requested, signing algorithm, status, the
+   * client that manages it), JSON kept as the engine wrote it; null or absent: the defaults.
+   */
+  stream?: string | null;
 }
+
+/** What an update of a receiver (SSF stream update, engine/streams.ts) may change. */
+export type ReceiverChange = Pick<ReceiverRecord, 'endpointUrl' | 'authorization'> & { stream: string | null };
 
 /** A receiver and how its deliveries stand, for `tokenctl receiver list`. */
 export interface ReceiverStatus extends ReceiverRecord {

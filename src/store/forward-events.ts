@@ -4,6 +4,7 @@ import type {
   ClaimedReceiver,
   Delivery,
   DeliveryOutcome,
+  ReceiverChange,
   ReceiverRecord,
   ReceiverStatus,
   RevocationEvent,
@@ -31,6 +32,9 @@ export abstract class ForwardsEventStore implements EventStore {
   }
   async listReceivers(): Promise<ReceiverStatus[]> {
     return this._eventStore().listReceivers();
+  }
+  async updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean> {
+    return this._eventStore().updateReceiver(id, change, trail);
   }
   async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
     return this._eventStore().deleteReceiver(id, trail);

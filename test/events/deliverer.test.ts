@@ -168,7 +168,9 @@ describe('PushDeliverer', () => {
     await s.deliverer.tick();
     expect(sets.map((c) => c.jti)).toEqual([event(1).id, event(4).id, event(7).id]);
     expect(sets.map((c) => c.events['urn:tokenctl:secevent:tokens-revoked'].revocations.map((r: { client_id: string }) => r.client_id))).toEqual([['c1', 'c2', 'c3'], ['c4', 'c5', 'c6'], ['c7']]);
-    expect(sets.map((c) => c.sub_id ?? null)).toEqual([null, null, { format: 'opaque', id: 'c7' }]);
+    // Several revocations: the SET's originating change (its txn) is the subject; one: its own.
+    expect(sets.map((c) => c.sub_id)).toEqual([{ format: 'opaque', id: event(1).id }, { format: 'opaque', id: event(4).id }, { format: 'opaque', id: 'c7' }]);
+    expect(sets.map((c) => c.txn)).toEqual([event(1).id, event(4).id, event(7).id]);
     expect((await s.store.listReceivers()).map((r) => r.pending)).toEqual([0, 0]);
   });
 

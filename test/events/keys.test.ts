@@ -28,6 +28,7 @@ describe('SET claims (batch-wire format)', () => {
       jti: 'e-1',
       aud: 'aud-1',
       toe: Math.floor((T0 - 1_500) / 1000),
+      txn: 'e-1',
       sub_id: { format: 'opaque', id: 'g-1' },
       events: {
         [TOKENS_REVOKED]: {
@@ -42,12 +43,13 @@ describe('SET claims (batch-wire format)', () => {
     expect(setClaims(one({ ...grant, scope: 'token', tokenType: 'access_token' }), 'i', 'a', T0).sub_id?.id).toBe('j-1');
   });
 
-  it('several revocations: all of them oldest first, toe the latest, no sub_id; none is an error', () => {
+  it('several revocations: all of them oldest first, toe the latest, sub_id the opaque txn; none is an error', () => {
     const claims = setClaims({ id: 'e-1', events: three }, 'i', 'a', T0);
     expect(claims.jti).toBe('e-1');
+    expect(claims.txn).toBe('e-1');
     expect(claims.toe).toBe(Math.floor(three[2]!.at / 1000));
-    expect(claims).not.toHaveProperty('sub_id');
-    expect(claims.events[TOKENS_REVOKED].revocations.map((r) => [r.scope, r.at])).toEqual(three.map((e) => [e.scope, e.at]));
+    expect(claims.sub_id).toEqual({ format: 'opaque', id: 'e-1' });
+    expect(claims.events[TOKENS_REVOKED]!.revocations.map((r) => [r.scope, r.at])).toEqual(three.map((e) => [e.scope, e.at]));
     expect(() => setClaims({ id: 'e-0', events: [] }, 'i', 'a', T0)).toThrow(/no events/);
   });
 
@@ -112,6 +114,8 @@ describe('SET claims (batch-wire format)', () => {
       jti: three[0]!.id,
       aud: 'https://rs.example',
       toe: Math.floor((T0 - 100) / 1000),
+      txn: three[0]!.id,
+      sub_id: { format: 'opaque', id: three[0]!.id },
       events: {
         [TOKENS_REVOKED]: {
           revocations: [

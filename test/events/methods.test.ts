@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JWKS_PATH, POLL_PATH, SSF_CONFIGURATION_PATH, SSF_STREAM_PATH } from '../../src/http/paths.js';
+import { JWKS_PATH, POLL_PATH, SSF_CONFIGURATION_PATH, SSF_STATUS_PATH, SSF_VERIFY_PATH } from '../../src/http/paths.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
@@ -18,7 +18,8 @@ describe('the security event paths and their methods', () => {
     [POLL_PATH, 'PUT', 'POST'],
     [JWKS_PATH, 'POST', 'GET, HEAD'],
     [SSF_CONFIGURATION_PATH, 'DELETE', 'GET, HEAD'],
-    [SSF_STREAM_PATH, 'POST', 'GET, HEAD'],
+    [SSF_VERIFY_PATH, 'GET', 'POST'],
+    [SSF_STATUS_PATH, 'DELETE', 'GET, HEAD, POST'],
   ])('%s %s: 405, Allow: %s', async (path, method, allow) => {
     const r = await fetch(s.url + path, { method });
     expect(r.status).toBe(405);

@@ -197,12 +197,10 @@ export function describePoll(stores: PollStore[]): void {
         });
       });
 
-      it('GET /ssf/stream: the authenticated poll receiver\'s stream', async () => {
+      it('GET /ssf/stream wants an access token (SSF management, RFC 6750): client credentials are refused with a Bearer challenge', async () => {
         const res = await fetch(`${server.url}/ssf/stream`, { headers: { authorization: rfcBasic(rs) } });
-        expect(res.status).toBe(200);
-        expect(await res.json()).toMatchObject({ stream_id: 'rs-poll', aud: 'https://rs.example.test', delivery: { method: 'urn:ietf:rfc:8936', endpoint_url: `${ISSUER}/events/poll` } });
-        const other = await createClient(server.engine, 'other');
-        expect((await fetch(`${server.url}/ssf/stream`, { headers: { authorization: rfcBasic(other) } })).status).toBe(403);
+        expect(res.status).toBe(401);
+        expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm="tokenctl", error="invalid_token"/);
       });
     });
   });

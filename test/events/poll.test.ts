@@ -72,7 +72,9 @@ describe('a store that puts several events in one delivery', () => {
     const lists = claims.map((c) => (c.events as Record<string, { revocations: { jti: string; at: number }[] }>)[TOKENS_REVOKED]!.revocations);
     expect(lists.map((l) => l.map((r) => r.jti))).toEqual([jtis.slice(0, 3), jtis.slice(3)]);
     for (const [i, c] of claims.entries()) {
-      expect(c).not.toHaveProperty('sub_id'); // several revocations: no one subject
+      // Several revocations: the subject is the SET's originating change, its txn.
+      expect(c.sub_id).toEqual({ format: 'opaque', id: c.txn });
+      expect(c.txn).toBe(c.jti);
       expect(c.toe).toBe(Math.floor(Math.max(...lists[i]!.map((r) => r.at)) / 1000));
     }
     expect((await request({ returnImmediately: true, ack: Object.keys(all.sets) })).sets).toEqual({});

@@ -28,13 +28,14 @@ export function makePushReceiver(id: string, overrides: Partial<ReceiverRecord> 
     clientId: null,
     audience: `https://${id}.example.test`,
     createdAt: T0,
+    stream: null,
     ...overrides,
   };
 }
 
 /** A poll receiver that polls as client `clientId`. */
 export function makePollReceiver(id: string, clientId: string, overrides: Partial<ReceiverRecord> = {}): ReceiverRecord {
-  return { id, delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId, audience: `https://${id}.example.test`, createdAt: T0, ...overrides };
+  return { id, delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId, audience: `https://${id}.example.test`, createdAt: T0, stream: null, ...overrides };
 }
 
 /** An event of scope `token` (access token `jti`), at `at`. */
@@ -128,6 +129,16 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         expect(await store.getReceiver('push-1')).toEqual(push);
         expect(await store.getReceiver('poll-1')).toEqual(poll);
         expect(await store.getReceiver('nobody')).toBeNull();
+      });
+
+      it('updates a receiver\'s endpoint, Authorization and stream settings, with its audit line; false for an unknown id', async () => {
+        await store.createReceiver(makePushReceiver('push-1'), {});
+        const change = { endpointUrl: 'https://moved.example.test/events', authorization: null, stream: '{"eventsRequested":[]}' };
+        const audit = { at: T0, actor: 'ssf:c', action: 'receiver.update', target: 'receiver:push-1', count: 1, detail: 'stream updated' };
+        expect(await store.updateReceiver('push-1', change, { audit })).toBe(true);
+        expect(await store.getReceiver('push-1')).toEqual({ ...makePushReceiver('push-1'), ...change });
+        expect((await store.listAudit({})).map((a) => a.action)).toContain('receiver.update');
+        expect(await store.updateReceiver('nobody', change, {})).toBe(false);
       });
 
       it('rejects a duplicate id with DuplicateReceiverError and keeps the first', async () => {
@@ -561,6 +572,19 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
           makeKey('k3', T0 + 2 * HOUR),
           { ...makeKey('k2', T0 + HOUR), retiredAt: T0 + 2 * HOUR },
           { ...makeKey('k1', T0), retiredAt: T0 + HOUR },
+        ]);
+      });
+
+      it('keeps one current key per algorithm: an RS256 key retires no ES256 key, and ifCurrent looks at its own algorithm', async () => {
+        const rsa = (kid: string, at: number) => ({ ...makeKey(kid, at), alg: 'RS256' });
+        await store.addSigningKey(makeKey('e1', T0), null, {});
+        expect(await store.addSigningKey(rsa('r1', T0 + 1), null, {})).toBe(true);
+        expect(await store.addSigningKey(rsa('r2', T0 + 2), 'e1', {})).toBe(false);
+        expect(await store.addSigningKey(rsa('r2', T0 + 2), 'r1', {})).toBe(true);
+        expect((await store.listSigningKeys()).map((k) => [k.kid, k.alg, k.retiredAt])).toEqual([
+          ['r2', 'RS256', null],
+          ['r1', 'RS256', T0 + 2],
+          ['e1', 'ES256', null],
         ]);
       });
 

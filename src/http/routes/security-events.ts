@@ -1,18 +1,17 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parseBasicAuthorization } from '../../engine/client-auth.js';
-import { InvalidClientError } from '../../engine/errors.js';
-import { pushDestination } from '../../engine/push-destination.js';
+import { AccessDeniedError, InvalidClientError } from '../../engine/errors.js';
 import { SigningKeys } from '../../events/keys.js';
 import { parsePollRequest, poll } from '../../events/poll.js';
-import { TOKENS_REVOKED } from '../../events/set.js';
 import type { ReceiverRecord } from '../../store/store.js';
-import { okAnswer, okJsonAnswer, replyAnswer, type Answer } from '../answer.js';
+import { okJsonAnswer, replyAnswer, type Answer } from '../answer.js';
 import type { HandlerDeps } from '../endpoints/endpoint.js';
 import { errorAnswer, failureOutcome, pathOf } from '../error-answer.js';
 import { PollBodyError } from '../transport-errors.js';
 import { ReceiverReports } from './receiver-reports.js';
 
 import { JWKS_PATH, POLL_PATH, SSF_CONFIGURATION_PATH, SSF_STREAM_PATH } from '../paths.js';
+import { DELIVERY_POLL, DELIVERY_PUSH, issuerPath, ssfRoutes, streamConfiguration, transmitterMetadata } from './ssf-streams.js';
 
 export { JWKS_PATH, POLL_PATH, SSF_CONFIGURATION_PATH, SSF_STREAM_PATH };
 /** A poll body is a few hundred acks at most: 1000 jtis of 36 characters and their quotes. */
@@ -20,40 +19,7 @@ const POLL_BODY_LIMIT = 64 * 1024;
 /** The media type of a poll request's body, with or without parameters. */
 const JSON_TYPE = /^application\/json\s*(?:;|$)/i;
 
-export const DELIVERY_PUSH = 'urn:ietf:rfc:8935';
-export const DELIVERY_POLL = 'urn:ietf:rfc:8936';
-
-/** SSF 1.0 §7.1: what a receiver learns of the transmitter, and what tokenctl adds (`tokenctl_*`). */
-export function transmitterMetadata(issuer: string): Record<string, unknown> {
-  const base = issuer.replace(/\/+$/, '');
-  return {
-    spec_version: '1_0',
-    issuer,
-    jwks_uri: base + JWKS_PATH,
-    delivery_methods_supported: [DELIVERY_PUSH, DELIVERY_POLL],
-    // Read only: streams are made with `tokenctl receiver add`, not by the receivers.
-    configuration_endpoint: base + SSF_STREAM_PATH,
-    authorization_schemes: [{ spec_urn: 'urn:ietf:rfc:6749' }],
-    default_subjects: 'ALL',
-    tokenctl_poll_endpoint: base + POLL_PATH,
-    tokenctl_events_supported: [TOKENS_REVOKED],
-  };
-}
-
-/** SSF 1.0 §8.1.1: one receiver's stream, as it is (never its Authorization value). */
-export function streamConfiguration(issuer: string, r: ReceiverRecord): Record<string, unknown> {
-  const base = issuer.replace(/\/+$/, '');
-  return {
-    stream_id: r.id,
-    iss: issuer,
-    aud: r.audience,
-    events_supported: [TOKENS_REVOKED],
-    events_requested: [TOKENS_REVOKED],
-    events_delivered: [TOKENS_REVOKED],
-    delivery: r.delivery === 'poll' ? { method: DELIVERY_POLL, endpoint_url: base + POLL_PATH } : { method: DELIVERY_PUSH, endpoint_url: pushDestination(r.endpointUrl ?? '').url },
-    description: 'tokenctl revocation events: drop the cached introspection answers each event covers',
-  };
-}
+export { DELIVERY_POLL, DELIVERY_PUSH, streamConfiguration, transmitterMetadata };
 
 /** RFC 8935 §2.4 error codes for what the engine's errors become on these routes. */
 const SET_ERRORS: Record<string, string> = { invalid_client: 'authentication_failed', access_denied: 'access_denied', invalid_request: 'invalid_request' };
@@ -95,11 +61,18 @@ function sendEventsError(err: unknown, request: FastifyRequest, reply: FastifyRe
   return replyAnswer(reply, a);
 }
 
-/** The client of the request, by HTTP Basic (as at the introspection endpoint), and the poll receiver it is. */
+/**
+ * The poll receiver of the request: its client by HTTP Basic (as at the introspection endpoint), or
+ * by an access token with `ssf.manage` (an SSF receiver, CAEP interoperability profile).
+ */
 async function pollReceiver(deps: HandlerDeps, request: FastifyRequest): Promise<ReceiverRecord> {
   const header = request.headers.authorization;
   if (header === undefined) throw new InvalidClientError('', 'no_credentials');
-  return deps.engine.authenticatePollReceiver(parseBasicAuthorization(header), request.ip);
+  if (!/^Bearer /i.test(header)) return deps.engine.authenticatePollReceiver(parseBasicAuthorization(header), request.ip);
+  const found = await deps.engine.pollReceiverByToken(header);
+  if (!('ok' in found)) return found;
+  if (!found.ok && found.status === 403) throw new AccessDeniedError(found.description);
+  throw new InvalidClientError('', 'no_credentials');
 }
 
 /**
@@ -155,12 +128,7 @@ export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
       }
     });
 
-    scope.get(SSF_STREAM_PATH, async (request, reply) => {
-      const receiver = await pollReceiver(deps, request);
-      const answer = okAnswer(streamConfiguration(deps.engine.config.issuer, receiver));
-      request.answered = { answer, clientId: receiver.clientId, jti: null, outcome: null };
-      return replyAnswer(reply, answer);
-    });
+    ssfRoutes(scope, deps, keys);
 
     scope.route({
       method: ['GET', 'HEAD'],
@@ -172,12 +140,23 @@ export function eventsRoutes(app: FastifyInstance, deps: HandlerDeps): void {
       },
     });
 
+    // SSF 1.0 §7.2: at the well-known path, and for an issuer with a path, at that path after it (as RFC 8414 §3).
+    const metadata = async (_request: FastifyRequest, reply: FastifyReply) => {
+      const payload = JSON.stringify(transmitterMetadata(deps.engine.config.issuer));
+      return replyAnswer(reply, { status: 200, headers: { 'cache-control': 'max-age=300' }, payload, noStore: false, errorCode: null, reason: null });
+    };
+    scope.route({ method: ['GET', 'HEAD'], url: SSF_CONFIGURATION_PATH, handler: metadata });
     scope.route({
       method: ['GET', 'HEAD'],
-      url: SSF_CONFIGURATION_PATH,
-      handler: async (_request, reply) => {
-        const payload = JSON.stringify(transmitterMetadata(deps.engine.config.issuer));
-        return replyAnswer(reply, { status: 200, headers: { 'cache-control': 'max-age=300' }, payload, noStore: false, errorCode: null, reason: null });
+      url: `${SSF_CONFIGURATION_PATH}/*`,
+      handler: async (request, reply) => {
+        const path = issuerPath(deps.engine.config.issuer);
+        const asked = request.url.split('?')[0]!.slice(SSF_CONFIGURATION_PATH.length).replace(/\/+$/, '');
+        if (path === undefined || asked !== path) {
+          const payload = JSON.stringify({ err: 'not_found', description: `no transmitter metadata here: the issuer is ${deps.engine.config.issuer}` });
+          return replyAnswer(reply, { status: 404, headers: undefined, payload, noStore: true, errorCode: 'not_found', reason: null });
+        }
+        return metadata(request, reply);
       },
     });
   });

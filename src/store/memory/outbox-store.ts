@@ -5,6 +5,7 @@ import {
   type ClaimedReceiver,
   type Delivery,
   type DeliveryOutcome,
+  type ReceiverChange,
   type ReceiverRecord,
   type ReceiverStatus,
   type RevocationEvent,
@@ -57,7 +58,7 @@ export class MemoryEvents implements EventStore {
   async createReceiver(receiver: ReceiverRecord, trail: Trail): Promise<void> {
     const { audit } = trail;
     if (this.receivers.has(receiver.id)) throw new DuplicateReceiverError(receiver.id);
-    this.receivers.set(receiver.id, { record: { ...receiver }, leaseOwner: null, leaseUntil: 0, lastError: null, lastDeliveredAt: null });
+    this.receivers.set(receiver.id, { record: { stream: null, ...receiver }, leaseOwner: null, leaseUntil: 0, lastError: null, lastDeliveredAt: null });
     if (audit) this.appendAudit(audit);
   }
 
@@ -87,6 +88,14 @@ export class MemoryEvents implements EventStore {
           lastDeliveredAt: r.lastDeliveredAt,
         };
       });
+  }
+
+  async updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean> {
+    const r = this.receivers.get(id);
+    if (!r) return false;
+    if (trail.audit) this.appendAudit(trail.audit);
+    r.record = { ...r.record, endpointUrl: change.endpointUrl, authorization: change.authorization, stream: change.stream };
+    return true;
   }
 
   async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
@@ -189,7 +198,7 @@ export class MemoryEvents implements EventStore {
 
   async addSigningKey(key: SigningKeyRecord, ifCurrent: string | null | undefined, trail: Trail): Promise<boolean> {
     const { audit } = trail;
-    const current = this.keys.find((k) => k.retiredAt === null);
+    const current = this.keys.find((k) => k.retiredAt === null && k.alg === key.alg);
     if (ifCurrent !== undefined && (current?.kid ?? null) !== ifCurrent) return false;
     if (audit) this.appendAudit(audit); // first: when it throws, the key is not added either
     if (current) current.retiredAt = key.createdAt;

@@ -1,5 +1,5 @@
 import type { Trail } from '../trail.js';
-import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverRecord, ReceiverStatus, RevocationEvent } from '../event-records.js';
+import type { ClaimedReceiver, Delivery, DeliveryOutcome, ReceiverChange, ReceiverRecord, ReceiverStatus, RevocationEvent } from '../event-records.js';
 
 /**
  * The outbox of security events and its receivers: push (RFC 8935) and poll (RFC 8936). Safe to
@@ -19,6 +19,11 @@ export interface OutboxStore {
   findPollReceiver(clientId: string): Promise<ReceiverRecord | null>;
   /** Every receiver with its delivery counts, by id. */
   listReceivers(): Promise<ReceiverStatus[]>;
+  /**
+   * Changes a receiver's endpoint, Authorization value and stream settings (an SSF stream update),
+   * with the trail's audit line in the same transaction. False if there was none. Its deliveries stay.
+   */
+  updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean>;
   /** Removes a receiver and its pending and dead deliveries. False if there was none. */
   deleteReceiver(id: string, trail: Trail): Promise<boolean>;
 

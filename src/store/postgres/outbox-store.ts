@@ -1,6 +1,6 @@
 import type { Trail } from '../trail.js';
 import type { EventStore } from '../store.js';
-import { DuplicateReceiverError, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type ReceiverRecord, type ReceiverStatus, type RevocationEvent, type SigningKeyRecord } from '../event-records.js';
+import { DuplicateReceiverError, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type ReceiverChange, type ReceiverRecord, type ReceiverStatus, type RevocationEvent, type SigningKeyRecord } from '../event-records.js';
 import { Rollback, type Database } from './database.js';
 import { isUniqueViolation } from './errors.js';
 import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './event-writes.js';
@@ -10,7 +10,7 @@ import { auditParams, countedAuditAt, countedAuditParams, INSERT_AUDIT, insertAu
 /** A receiver's columns under the record's names, of the table or its alias `t`. */
 function receiverColumns(t = 'receivers'): string {
   return `${t}.id, ${t}.delivery, ${t}.endpoint_url AS "endpointUrl", ${t}.auth_header AS "authorization", ${t}.ca_pem AS "caPem",
-    ${t}.client_id AS "clientId", ${t}.audience, ${t}.created_at AS "createdAt"`;
+    ${t}.client_id AS "clientId", ${t}.audience, ${t}.created_at AS "createdAt", ${t}.stream`;
 }
 const RECEIVER_COLUMNS = receiverColumns();
 
@@ -103,10 +103,10 @@ export class PostgresEvents implements EventStore {
         async (tx) => {
           await tx.query(RECEIVERS_READ_TOKENS);
           await tx.query(
-            `WITH r AS (INSERT INTO receivers (id, delivery, endpoint_url, auth_header, ca_pem, client_id, audience, created_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id)
+            `WITH r AS (INSERT INTO receivers (id, delivery, endpoint_url, auth_header, ca_pem, client_id, audience, created_at, stream)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id)
               INSERT INTO receiver_leases (receiver_id) SELECT id FROM r`,
-            [r.id, r.delivery, r.endpointUrl, r.authorization, r.caPem, r.clientId, r.audience, r.createdAt],
+            [r.id, r.delivery, r.endpointUrl, r.authorization, r.caPem, r.clientId, r.audience, r.createdAt, r.stream ?? null],
           );
           if (audit) await tx.query(INSERT_AUDIT, auditParams(audit));
         },
@@ -129,6 +129,19 @@ export class PostgresEvents implements EventStore {
 
   async listReceivers(): Promise<ReceiverStatus[]> {
     return (await this.db.query<ReceiverStatus>(STATUS)).rows;
+  }
+
+  async updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean> {
+    const { audit } = trail;
+    return this.db.transaction(
+      async (tx) => {
+        const sql = 'UPDATE receivers SET endpoint_url = $2, auth_header = $3, stream = $4 WHERE id = $1';
+        if ((await tx.query(sql, [id, change.endpointUrl, change.authorization, change.stream])).rowCount !== 1) return false;
+        if (audit) await tx.query(INSERT_AUDIT, auditParams(audit));
+        return true;
+      },
+      { lock: RECEIVERS_CHANGE },
+    );
   }
 
   async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
@@ -212,10 +225,10 @@ export class PostgresEvents implements EventStore {
       async (tx) => {
         // Under the lock, with a snapshot taken after it, every key added before is seen.
         if (ifCurrent !== undefined) {
-          const current = await tx.query<{ kid: string }>('SELECT kid FROM signing_keys WHERE retired_at IS NULL');
+          const current = await tx.query<{ kid: string }>('SELECT kid FROM signing_keys WHERE retired_at IS NULL AND alg = $1', [key.alg]);
           if ((current.rows[0]?.kid ?? null) !== ifCurrent) return new Rollback(false);
         }
-        await tx.query('UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL', [key.createdAt]);
+        await tx.query('UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL AND alg = $2', [key.createdAt, key.alg]);
         await tx.query('INSERT INTO signing_keys (kid, alg, private_jwk, public_jwk, created_at, retired_at) VALUES ($1, $2, $3, $4, $5, NULL)', [
           key.kid, key.alg, key.privateJwk, key.publicJwk, key.createdAt,
         ]);

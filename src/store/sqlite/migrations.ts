@@ -247,6 +247,17 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX authorizations_ended ON authorizations (max(expires_at, coalesce(code_expires_at, 0)));
     `,
   },
+  {
+    // SSF streams (engine/streams.ts): a receiver's stream settings as JSON (null: an operator's
+    // receiver with the defaults); and one current signing key per algorithm (ES256, RS256), not one in all.
+    version: 7,
+    name: 'ssf streams: receiver stream settings, a current signing key per algorithm',
+    sql: `
+      ALTER TABLE receivers ADD COLUMN stream TEXT;
+      DROP INDEX IF EXISTS signing_keys_current;
+      CREATE UNIQUE INDEX signing_keys_current ON signing_keys (alg) WHERE retired_at IS NULL;
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

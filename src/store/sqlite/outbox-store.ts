@@ -6,6 +6,7 @@ import {
   type ClaimedReceiver,
   type Delivery,
   type DeliveryOutcome,
+  type ReceiverChange,
   type ReceiverRecord,
   type ReceiverStatus,
   type RevocationEvent,
@@ -83,8 +84,17 @@ export class SqliteEvents implements EventStore {
   async createReceiver(receiver: ReceiverRecord, trail: Trail): Promise<void> {
     const { audit } = trail;
     await this.write(() => {
-      insertUnique(() => this.st.insertReceiver.run(receiver), () => new DuplicateReceiverError(receiver.id));
+      insertUnique(() => this.st.insertReceiver.run({ stream: null, ...receiver }), () => new DuplicateReceiverError(receiver.id));
       if (audit) this.appendAudit(audit);
+    });
+  }
+
+  async updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean> {
+    const { audit } = trail;
+    return this.write(() => {
+      const updated = this.st.updateReceiver.run({ id, endpointUrl: change.endpointUrl, authorization: change.authorization, stream: change.stream }).changes === 1;
+      if (updated && audit) this.appendAudit(audit);
+      return updated;
     });
   }
 
@@ -249,8 +259,8 @@ export class SqliteEvents implements EventStore {
   async addSigningKey(key: SigningKeyRecord, ifCurrent: string | null | undefined, trail: Trail): Promise<boolean> {
     const { audit } = trail;
     return this.write(() => {
-      if (ifCurrent !== undefined && ((this.st.currentKid.get() as string | undefined) ?? null) !== ifCurrent) return false;
-      this.st.retireCurrentKey.run(key.createdAt);
+      if (ifCurrent !== undefined && ((this.st.currentKid.get(key.alg) as string | undefined) ?? null) !== ifCurrent) return false;
+      this.st.retireCurrentKey.run(key.createdAt, key.alg);
       this.st.insertKey.run(key);
       if (audit) this.appendAudit(audit);
       return true;

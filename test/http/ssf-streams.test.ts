@@ -1,0 +1,121 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createClient, issue, startTestServer, type TestServer } from '../helpers/server.js';
+
+const PUSH = 'urn:ietf:rfc:8935';
+const POLL = 'urn:ietf:rfc:8936';
+const SESSION_REVOKED = 'https://schemas.openid.net/secevent/caep/event-type/session-revoked';
+const TOKENS_REVOKED = 'urn:tokenctl:secevent:tokens-revoked';
+
+/** SSF 1.0 §7 and §8 through the server: discovery, authorization by scope, the stream API's shapes and statuses. */
+describe('SSF stream management', () => {
+  let s: TestServer;
+  afterEach(() => s?.close());
+
+  const setUp = async (issuer?: string) => {
+    s = await startTestServer(issuer ? { issuer } : {});
+    const rs = await createClient(s.engine, 'rs', { scope: 'ssf.manage ssf.read read' });
+    const token = async (scope: string) => (await issue(s.engine, rs, { scope })).access_token;
+    const call = async (method: string, path: string, access: string | undefined, body?: unknown) => {
+      const res = await fetch(s.url + path, {
+        method,
+        headers: { ...(access ? { authorization: `Bearer ${access}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      const text = await res.text();
+      return { status: res.status, body: text === '' ? undefined : (JSON.parse(text) as Record<string, unknown>), challenge: res.headers.get('www-authenticate') };
+    };
+    return { rs, token, call };
+  };
+
+  it('the metadata: at the well-known path, and for an issuer with a path after it (404 for another path); only endpoints that answer', async () => {
+    const { call } = await setUp('https://issuer.example.test/tenant-1');
+    const meta = await call('GET', '/.well-known/ssf-configuration/tenant-1', undefined);
+    expect(meta.status).toBe(200);
+    expect(meta.body).toMatchObject({
+      issuer: 'https://issuer.example.test/tenant-1',
+      configuration_endpoint: 'https://issuer.example.test/tenant-1/ssf/stream',
+      status_endpoint: 'https://issuer.example.test/tenant-1/ssf/status',
+      verification_endpoint: 'https://issuer.example.test/tenant-1/ssf/verify',
+      authorization_schemes: [{ spec_urn: 'urn:ietf:rfc:6749' }],
+    });
+    expect(meta.body).not.toHaveProperty('add_subject_endpoint');
+    expect((await call('GET', '/.well-known/ssf-configuration/tenant-2', undefined)).status).toBe(404);
+    expect((await call('GET', '/.well-known/ssf-configuration', undefined)).status).toBe(200);
+  });
+
+  it('RFC 6750: no token 401 with a Bearer challenge; ssf.read reads but does not write (403 insufficient_scope); a revoked token 401', async () => {
+    const { token, call } = await setUp();
+    const none = await call('GET', '/ssf/stream', undefined);
+    expect(none.status).toBe(401);
+    expect(none.challenge).toMatch(/^Bearer realm="tokenctl", error="invalid_token"/);
+    const reader = await token('ssf.read');
+    expect((await call('GET', '/ssf/stream', reader)).status).toBe(200);
+    const refused = await call('POST', '/ssf/stream', reader, { delivery: { method: POLL } });
+    expect(refused.status).toBe(403);
+    expect(refused.challenge).toContain('error="insufficient_scope"');
+    expect(refused.challenge).toContain('scope="ssf.manage"');
+    const other = await token('read');
+    expect((await call('GET', '/ssf/stream', other)).status).toBe(403);
+    const manager = await token('ssf.manage');
+    await s.engine.revokeAsOperator(manager, 'test');
+    expect((await call('GET', '/ssf/stream', manager)).status).toBe(401);
+  });
+
+  it('create 201, list an array, read, PATCH keeps what it is not given, PUT resets it, a second poll stream 409, delete 204 then 404', async () => {
+    const { token, call } = await setUp();
+    const t = await token('ssf.manage');
+    expect((await call('GET', '/ssf/stream', t)).body).toEqual([]);
+    const created = await call('POST', '/ssf/stream', t, { delivery: { method: POLL }, events_requested: [SESSION_REVOKED, 'urn:example:unknown'], description: 'mine' });
+    expect(created.status).toBe(201);
+    const id = created.body!.stream_id as string;
+    expect(created.body).toMatchObject({ aud: 'rs', events_requested: [SESSION_REVOKED, 'urn:example:unknown'], events_delivered: [SESSION_REVOKED], signing_alg: 'RS256', description: 'mine' });
+    expect((await call('POST', '/ssf/stream', t, { delivery: { method: POLL } })).status).toBe(409);
+    expect((await call('POST', '/ssf/stream', t, { delivery: { method: 'urn:example:carrier-pigeon' } })).status).toBe(400);
+    // A push endpoint on this machine is a private address: refused unless serve says otherwise.
+    expect((await call('POST', '/ssf/stream', t, { delivery: { method: PUSH, endpoint_url: 'http://127.0.0.1:9/events' } })).status).toBe(400);
+    const list = await call('GET', '/ssf/stream', t);
+    expect(Array.isArray(list.body)).toBe(true);
+    expect((list.body as unknown as { stream_id: string }[]).map((x) => x.stream_id)).toEqual([id]);
+    const patched = await call('PATCH', '/ssf/stream', t, { stream_id: id, events_requested: [TOKENS_REVOKED] });
+    expect(patched.body).toMatchObject({ events_delivered: [TOKENS_REVOKED], description: 'mine' });
+    const replaced = await call('PUT', '/ssf/stream', t, { stream_id: id, delivery: { method: POLL }, signing_alg: 'ES256' });
+    expect(replaced.body).toMatchObject({ events_delivered: [TOKENS_REVOKED, SESSION_REVOKED], signing_alg: 'ES256' });
+    expect((await call('PUT', '/ssf/stream', t, { stream_id: id, delivery: { method: PUSH, endpoint_url: 'https://rs.example.test/e' } })).status).toBe(400);
+    expect((await call('PATCH', '/ssf/stream', t, { stream_id: 'nope' })).status).toBe(404);
+    expect((await call('POST', '/ssf/status', t, { stream_id: id, status: 'sleeping' })).status).toBe(400);
+    expect((await call('POST', '/ssf/status', t, { stream_id: id, status: 'disabled' })).body).toEqual({ stream_id: id, status: 'disabled' });
+    expect((await call('DELETE', `/ssf/stream?stream_id=${id}`, t)).status).toBe(204);
+    expect((await call('GET', `/ssf/stream?stream_id=${id}`, t)).status).toBe(404);
+    expect((await call('POST', '/ssf/verify', t, { stream_id: id })).status).toBe(404);
+  });
+
+  it('another client neither sees nor changes the stream (404); an operator\'s poll receiver is read only to its client (403)', async () => {
+    const { token, call } = await setUp();
+    const mine = (await call('POST', '/ssf/stream', await token('ssf.manage'), { delivery: { method: POLL } })).body!.stream_id as string;
+    const other = await createClient(s.engine, 'other', { scope: 'ssf.manage' });
+    const theirs = (await issue(s.engine, other, { scope: 'ssf.manage' })).access_token;
+    expect((await call('GET', `/ssf/stream?stream_id=${mine}`, theirs)).status).toBe(404);
+    expect((await call('DELETE', `/ssf/stream?stream_id=${mine}`, theirs)).status).toBe(404);
+    await s.engine.addReceiver({ id: 'ops-poll', delivery: 'poll', clientId: 'other' }, 'test');
+    expect((await call('GET', '/ssf/stream?stream_id=ops-poll', theirs)).body).toMatchObject({ stream_id: 'ops-poll', events_delivered: [TOKENS_REVOKED], signing_alg: 'ES256' });
+    expect((await call('PATCH', '/ssf/stream', theirs, { stream_id: 'ops-poll', description: 'x' })).status).toBe(403);
+  });
+
+  it('a paused poll stream holds its events, answered once it is enabled; a disabled one drops them', async () => {
+    const { token, call } = await setUp();
+    const t = await token('ssf.manage');
+    const id = (await call('POST', '/ssf/stream', t, { delivery: { method: POLL }, events_requested: [SESSION_REVOKED] })).body!.stream_id as string;
+    const app = await createClient(s.engine, 'app');
+    const poll = async () => ((await call('POST', '/events/poll', t, { returnImmediately: true })).body as { sets: Record<string, string> }).sets;
+    await call('POST', '/ssf/status', t, { stream_id: id, status: 'paused' });
+    await s.engine.revokeAsOperator((await issue(s.engine, app)).refresh_token, 'test');
+    expect(await poll()).toEqual({});
+    await call('POST', '/ssf/status', t, { stream_id: id, status: 'enabled' });
+    expect(Object.keys(await poll())).toHaveLength(1);
+    await call('POST', '/ssf/status', t, { stream_id: id, status: 'disabled' });
+    await s.engine.revokeAsOperator((await issue(s.engine, app)).refresh_token, 'test');
+    expect(await poll()).toEqual({});
+    // Disabled: nothing held, the one answered but not acknowledged before included.
+    expect((await s.engine.listReceivers()).find((r) => r.id === id)).toMatchObject({ pending: 0 });
+  });
+});
