@@ -166,7 +166,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       expect(await store.getClient('old-client')).toEqual(old);
       expect(await store.listClients()).toEqual([old]);
       expect((await store.findClientAndToken('old-client', null)).client).toEqual(old);
-      const settings = { redirectUris: ['https://old.example.test/cb'], grantTypes: ['authorization_code', 'refresh_token'], loginProvider: true };
+      const settings = { redirectUris: ['https://old.example.test/cb'], grantTypes: ['authorization_code', 'refresh_token'], loginProvider: true, requireDpop: false };
       expect(await store.updateClientSettings('old-client', settings, {})).toBe(true);
       expect((await store.findClientAndToken('old-client', null)).client).toEqual({ ...old, ...settings });
       const versions = await withPg(url, schema, async (db) => (await db.query<{ version: number }>('SELECT version FROM migrations ORDER BY version')).rows);
