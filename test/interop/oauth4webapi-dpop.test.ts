@@ -35,7 +35,7 @@ const auth = (c: Client) => (c.secret === null ? oauth.None() : oauth.ClientSecr
 const options = (door: Door, DPoP?: oauth.DPoPHandle) => ({ [oauth.customFetch]: t.fetchThrough(door), ...(DPoP && { DPoP }) });
 
 /** RFC 7638 thumbprint of a key pair's public key, as the server computes `cnf.jkt`. */
-async function thumbprint(keyPair: CryptoKeyPair): Promise<string> {
+async function thumbprint(keyPair: Awaited<ReturnType<typeof oauth.generateKeyPair>>): Promise<string> {
   const jwk = (await crypto.subtle.exportKey('jwk', keyPair.publicKey)) as { crv: string; kty: string; x: string; y: string };
   const canonical = JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y });
   return Buffer.from(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canonical))).toString('base64url');
