@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, issue, tempStore, type TempStore } from '../helpers/cli.js';
 
-const CLIENT_VIEW_KEYS = ['access_ttl_s', 'audience', 'client_id', 'created_at', 'grant_types', 'login_provider', 'name', 'org_id', 'redirect_uris', 'refresh_ttl_s', 'scope', 'secret_updated_at', 'type'];
+const CLIENT_VIEW_KEYS = ['access_ttl_s', 'audience', 'client_id', 'created_at', 'grant_types', 'login_provider', 'name', 'org_id', 'redirect_uris', 'refresh_ttl_s', 'require_dpop', 'scope', 'secret_updated_at', 'type'];
 
 describe('client commands', () => {
   let store: TempStore;
