@@ -28,6 +28,16 @@ describe('client commands', () => {
     expect(r.stdout).not.toMatch(/shown once/); // hints go to stderr, stdout keeps the data
   });
 
+  it('--require-dpop is stored, shown by client show, and undone by client update --no-require-dpop', async () => {
+    const made = await store.json(['client', 'create', '--name', 'dpop-app', '--public', '--require-dpop']);
+    expect(made).toMatchObject({ require_dpop: true });
+    const shown = await store.run(['client', 'show', made.client_id]);
+    expect(shown.stdout).toMatch(/requires DPoP:\s+yes/);
+    expect(await store.json(['client', 'update', made.client_id, '--no-require-dpop'])).toMatchObject({ require_dpop: false });
+    expect((await store.run(['client', 'show', made.client_id])).stdout).not.toMatch(/requires DPoP/);
+    expect(await store.json(['client', 'update', made.client_id, '--require-dpop'])).toMatchObject({ require_dpop: true });
+  });
+
   it('a public client has no secret, and --public with --secret is refused', async () => {
     const pub = await store.json(['client', 'create', '--name', 'mobile', '--public']);
     expect(pub).toMatchObject({ type: 'public', client_secret: null });
