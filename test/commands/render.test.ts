@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { formatDate, formatElapsed, formatInstant, formatRelative, formatSpan, formatTtl } from '../../src/cli/render/time.js';
 import { progressLine } from '../../src/cli/render/purge.js';
 import { fields, plural, table } from '../../src/cli/render/layout.js';
-import { renderVerdict } from '../../src/cli/render/introspect.js';
+import { renderInspection, renderVerdict } from '../../src/cli/render/introspect.js';
 import { renderTokenList, renderTokenResponse } from '../../src/cli/render/token.js';
 import type { TokenView } from '../../src/engine/results.js';
 import { redactTokens } from '../../src/cli/errors.js';
@@ -90,6 +90,7 @@ const view = (over: Partial<TokenView>): TokenView => ({
   expires_at: NOW + 50 * MIN,
   revoked_at: null,
   replaced_at: null,
+  jkt: null,
   ...over,
 });
 
@@ -103,6 +104,12 @@ describe('token and verdict rendering', () => {
     );
     expect(plain(renderVerdict({ verdict: 'not_yet_valid', token: view({ not_before: NOW + MIN }), introspection }, NOW))).toMatch(/^NOT YET VALID until/);
     expect(plain(renderVerdict({ verdict: 'unknown' }, NOW))).toMatch(/^UNKNOWN/);
+  });
+
+  it('a DPoP-bound token shows its cnf.jkt; a bearer token none', () => {
+    const active = { active: true, scope: 'read', client_id: 'web', username: 'alice', token_type: 'access_token', exp: 1, iat: 1, nbf: 1, sub: 'alice', aud: 'api', iss: 'https://i', jti: 'j', cnf: { jkt: 'jkt-of-the-key' } } as const;
+    expect(plain(renderInspection({ verdict: 'active', token: view({ jkt: 'jkt-of-the-key' }), introspection: active }, NOW))).toMatch(/cnf\.jkt:\s+jkt-of-the-key \(DPoP-bound/);
+    expect(plain(renderInspection({ verdict: 'active', token: view({}), introspection: active }, NOW))).not.toMatch(/cnf\.jkt/);
   });
 
   it('lists tokens by jti, type, client, user, state and expiry', () => {
