@@ -70,6 +70,14 @@ export function renderIntrospection(r: IntrospectionResult, now: number): string
       ['iat', `${r.iat} ${color.dim(`(${formatDate(r.iat * 1000)})`)}`],
       ['nbf', r.nbf === r.iat ? undefined : s(r.nbf)],
       ['exp', `${r.exp} ${color.dim(`(${s(r.exp)})`)}`],
+      ['cnf.jkt', boundKey(r)],
     ]),
   ].join('\n');
+}
+
+/** RFC 9449 §6.2: the thumbprint of the key a DPoP-bound token is bound to, shown as the server sent it. */
+function boundKey(r: IntrospectionResult): string | undefined {
+  const cnf = (r as { cnf?: unknown }).cnf;
+  const jkt = cnf !== null && typeof cnf === 'object' ? (cnf as { jkt?: unknown }).jkt : undefined;
+  return typeof jkt === 'string' ? `${jkt} ${color.dim('(DPoP-bound: useless without its private key)')}` : undefined;
 }
