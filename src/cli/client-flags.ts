@@ -21,5 +21,10 @@ export function clientSettingFlags() {
       helpGroup: 'LOGIN',
       allowNo: true,
     }),
+    'require-dpop': Flags.boolean({
+      description: 'Refuse the client\'s token requests without a DPoP proof (RFC 9449): its tokens are always bound to its key (docs/dpop.md)',
+      helpGroup: 'LOGIN',
+      allowNo: true,
+    }),
   };
 }

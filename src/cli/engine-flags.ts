@@ -34,7 +34,7 @@ function settingFlag(setting: Setting) {
     case 'duration':
       return Flags.custom<number>({ helpValue: '<duration>', parse: async (input: string) => parseDuration(input, setting.max) })({ description: described(setting), ...common });
     case 'string':
-      return Flags.string({ description: `${setting.summary} [default: ${setting.default}]`, ...common });
+      return Flags.string({ description: setting.default === '' ? setting.summary : `${setting.summary} [default: ${setting.default}]`, ...common });
   }
 }
 

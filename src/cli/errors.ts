@@ -69,6 +69,8 @@ const ENGINE_ERROR_EXITS = {
   UnsupportedTokenTypeError: { exitCode: EXIT.usage },
   InvalidScopeError: { exitCode: EXIT.usage },
   InvalidGrantError: { exitCode: EXIT.failure },
+  InvalidDpopProofError: { exitCode: EXIT.failure, hint: 'the token is bound to a DPoP key (RFC 9449): present a proof made with that key' },
+  UseDpopNonceError: { exitCode: EXIT.failure },
   CodeReplayedError: { exitCode: EXIT.failure },
   LoginRequestNotFoundError: { exitCode: EXIT.notFound },
   LoginRequestAnsweredError: { exitCode: EXIT.usage },

@@ -1,4 +1,5 @@
 import type { PresentedCredentials } from './client-auth.js';
+import type { DpopPresentation } from './dpop/index.js';
 import type { ParsedGrant } from './grants/index.js';
 import type { TokenEndpointResponse } from './results.js';
 
@@ -33,6 +34,8 @@ export interface ClientRequest extends ClientCall {
 /** POST /oauth/token: the grant asked for, its parameters read (`Engine.tokenRequest`). */
 export interface TokenRequest<R extends TokenEndpointResponse = TokenEndpointResponse> extends ClientCall {
   grant: ParsedGrant<R>;
+  /** The request's `DPoP` header and what its proof must name (RFC 9449 §4.3); none from the CLI. */
+  dpop?: DpopPresentation;
 }
 
 /** Spec 4.1 from the command line: the refresh token, and an optional narrower scope (RFC 6749 §6). */

@@ -14,6 +14,8 @@ export interface ClientSettingsInput {
   redirectUris?: readonly string[];
   grantTypes?: readonly string[];
   loginProvider?: boolean;
+  /** Refuse token requests without a DPoP proof (contract 8). */
+  requireDpop?: boolean;
 }
 
 /** A client's settings as a new client gets them, before {@link checkClientSettings}. */
@@ -22,7 +24,7 @@ export function defaultSettings(input: ClientSettingsInput): ClientSettings {
   // A client registered with a redirect URI is one that logs users in: give it the code flow
   // and refresh; without one it has what every client had before issuance (contract 5).
   const grantTypes = input.grantTypes ?? (redirectUris.length > 0 ? ['authorization_code', 'refresh_token'] : ['refresh_token']);
-  return { redirectUris: [...redirectUris], grantTypes: [...grantTypes], loginProvider: input.loginProvider ?? false };
+  return { redirectUris: [...redirectUris], grantTypes: [...grantTypes], loginProvider: input.loginProvider ?? false, requireDpop: input.requireDpop ?? false };
 }
 
 /**
@@ -49,5 +51,5 @@ export function checkClientSettings(settings: ClientSettings, client: Pick<Clien
   if (isPublic && settings.loginProvider) {
     throw new InvalidInputError('a login provider authenticates with a secret: a public client cannot be one (drop --public)');
   }
-  return { redirectUris, grantTypes, loginProvider: settings.loginProvider };
+  return { redirectUris, grantTypes, loginProvider: settings.loginProvider, requireDpop: settings.requireDpop };
 }

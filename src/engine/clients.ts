@@ -97,7 +97,7 @@ export async function createClient(ctx: EngineContext<Ports>, input: CreateClien
     ...settings,
   };
   try {
-    const detail = [record.secretHash === null ? 'public' : 'confidential', `grants ${record.grantTypes.join(',')}`, ...(record.loginProvider ? ['login provider'] : [])].join('; ');
+    const detail = [record.secretHash === null ? 'public' : 'confidential', `grants ${record.grantTypes.join(',')}`, ...(record.loginProvider ? ['login provider'] : []), ...(record.requireDpop ? ['requires DPoP'] : [])].join('; ');
     await ctx.store.createClient(record, { audit: auditLine(ctx, actor, 'client.create', `client:${id}`, 1, detail) });
   } catch (err) {
     if (err instanceof DuplicateClientError) throw new InvalidInputError(`a client with id "${id}" already exists`);
@@ -138,6 +138,7 @@ export interface UpdateClientInput {
   removeRedirectUris?: readonly string[];
   grantTypes?: readonly string[];
   loginProvider?: boolean;
+  requireDpop?: boolean;
 }
 
 /** Changes a client's redirect URIs, grant types or login-provider mark (`client update`), audited. */
@@ -153,10 +154,10 @@ export async function updateClient(ctx: EngineContext<Ports>, id: string, input:
   }
   redirectUris = [...redirectUris, ...(input.addRedirectUris ?? [])];
   const settings = checkClientSettings(
-    { redirectUris, grantTypes: [...(input.grantTypes ?? client.grantTypes)], loginProvider: input.loginProvider ?? client.loginProvider },
+    { redirectUris, grantTypes: [...(input.grantTypes ?? client.grantTypes)], loginProvider: input.loginProvider ?? client.loginProvider, requireDpop: input.requireDpop ?? client.requireDpop },
     client,
   );
-  const changed = (['redirectUris', 'grantTypes', 'loginProvider'] as const).filter((k) => JSON.stringify(settings[k]) !== JSON.stringify(client[k]));
+  const changed = (['redirectUris', 'grantTypes', 'loginProvider', 'requireDpop'] as const).filter((k) => JSON.stringify(settings[k]) !== JSON.stringify(client[k]));
   if (changed.length === 0) return clientView(client);
   const detail = changed.map((k) => `${k} ${Array.isArray(settings[k]) ? (settings[k] as string[]).join(',') || 'none' : String(settings[k])}`).join('; ');
   if (!(await ctx.store.updateClientSettings(id, settings, { audit: auditLine(ctx, actor, 'client.update', `client:${id}`, 1, detail) }))) {

@@ -50,6 +50,7 @@ export function clientView(client: ClientRecord): ClientView {
     redirect_uris: [...client.redirectUris],
     grant_types: [...client.grantTypes],
     login_provider: client.loginProvider,
+    require_dpop: client.requireDpop,
   };
 }
 
@@ -70,6 +71,7 @@ export function tokenView(token: TokenRecord, now: number): TokenView {
     expires_at: token.expiresAt,
     revoked_at: token.revokedAt,
     replaced_at: token.replacedAt,
+    jkt: token.jkt ?? null,
   };
 }
 

@@ -8,7 +8,8 @@ import { systemClock, type Clock } from './clock.js';
 import { presentedDigest } from './tokens.js';
 import { clientView, type EngineContext } from './context.js';
 import { engineConfig, type EngineConfig } from './settings.js';
-import { UnauthorizedClientError } from './errors.js';
+import { InvalidDpopProofError, UnauthorizedClientError } from './errors.js';
+import { BEARER, DPOP_ALGORITHMS, DpopChecks } from './dpop/index.js';
 import { clientMayUse, GRANTS, parseTokenRequest, refreshGrant, type GrantTable, type ParsedGrant } from './grants/index.js';
 import type { Parameters } from './parameters.js';
 import { inspect, introspectForClient } from './introspect.js';
@@ -40,6 +41,8 @@ export class Engine {
   private readonly ctx: EngineContext;
   private readonly authenticator: ClientAuthenticator;
   private readonly grants: GrantTable;
+  /** DPoP at the token endpoint (RFC 9449; `dpop/`). */
+  private readonly dpop: DpopChecks;
   /** The authorization code flow's authorize request, login back channel and return (contract 5). */
   readonly authorization: AuthorizationFlow;
 
@@ -50,6 +53,7 @@ export class Engine {
     this.ctx = { store: options.store, clock: options.clock ?? systemClock, config };
     this.authenticator = new ClientAuthenticator(options.store, options.auth);
     this.grants = options.grants ?? GRANTS;
+    this.dpop = new DpopChecks(config.dpopNonceSecret);
     this.authorization = new AuthorizationFlow(this.ctx, (credentials, source) => this.authenticate(credentials, source));
   }
 
@@ -111,9 +115,22 @@ export class Engine {
     // When the request was taken up, before its token was read: a lost rotation race is told by it.
     const presentedAt = this.ctx.clock.now();
     const { grant } = request;
+    // RFC 9449 §4.3 but the replay: a proof that does not hold is refused whoever sent it.
+    const proof = await this.dpop.proofOf(request.dpop, presentedAt);
     const { client, token: record } = await this.authenticatePresenting(request, grant.presented);
     if (!clientMayUse(client, grant.type)) throw new UnauthorizedClientError(grant.type);
-    return grant.exchange(this.ctx, client, record, presentedAt);
+    if (proof === null && client.requireDpop) {
+      throw new InvalidDpopProofError('required', 'This client must send a DPoP proof with every token request (RFC 9449 §5.2)');
+    }
+    // The replay last, once the client is known: only authenticated requests fill the cache.
+    if (proof !== null) await this.dpop.remember(this.ctx.store, proof, presentedAt);
+    const outcome = await grant.exchange(this.ctx, client, record, presentedAt, proof === null ? BEARER : { jkt: proof.jkt });
+    const nonce = proof === null ? undefined : this.dpop.nonce(this.ctx.clock.now());
+    return nonce === undefined ? outcome : { ...outcome, dpopNonce: nonce };
+  }
+  /** The signature algorithms a DPoP proof may use (RFC 8414 `dpop_signing_alg_values_supported`). */
+  dpopAlgorithms(): readonly string[] {
+    return DPOP_ALGORITHMS;
   }
   /** Spec 4.1 for a client on the command line (`refresh --client-id`): as over HTTP. */
   refreshAsClient(request: RefreshRequest): Promise<ClientOutcome<TokenResponse>> {

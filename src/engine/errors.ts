@@ -145,6 +145,32 @@ export class CodeReplayedError extends InvalidGrantError {
   }
 }
 
+/**
+ * A DPoP proof that does not hold (RFC 9449 §4.3), a token request without one from a client or
+ * for a refresh token that needs one, or a proof by another key than the refresh token's (§5):
+ * RFC 9449 §5 `invalid_dpop_proof`. Nothing was issued. `reason` is for metrics and tests.
+ */
+export class InvalidDpopProofError extends TokenctlError {
+  readonly code = 'invalid_dpop_proof';
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * RFC 9449 §8: the server hands out nonces and the proof lacks the current one: `use_dpop_nonce`,
+ * answered with `nonce` in the `DPoP-Nonce` header for the client to retry with.
+ */
+export class UseDpopNonceError extends TokenctlError {
+  readonly code = 'use_dpop_nonce';
+  constructor(readonly nonce: string) {
+    super('Authorization server requires nonce in DPoP proof');
+  }
+}
+
 /** The login app named a login request that does not exist or has expired (contract 5). */
 export class LoginRequestNotFoundError extends TokenctlError {
   readonly code = 'login_request_not_found';
@@ -228,6 +254,8 @@ export const ENGINE_ERRORS = {
   InvalidScopeError,
   InvalidGrantError,
   CodeReplayedError,
+  InvalidDpopProofError,
+  UseDpopNonceError,
   LoginRequestNotFoundError,
   LoginRequestAnsweredError,
   AccessDeniedError,

@@ -42,6 +42,7 @@ export function introspectionOf(ctx: EngineContext<Ports>, token: TokenRecord | 
     aud: token.audience,
     iss: ctx.config.issuer,
     jti: token.jti,
+    ...(token.jkt != null && { cnf: { jkt: token.jkt } }),
   };
 }
 

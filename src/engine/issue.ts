@@ -31,6 +31,8 @@ interface MintSpec {
   sub: string;
   scope: string;
   ttlMs: number;
+  /** The DPoP key thumbprint to bind the token to (RFC 9449 §6); none: a bearer token. */
+  jkt?: string | null;
 }
 
 export function accessTtl(ctx: EngineContext<unknown>, client: ClientRecord): number {
@@ -64,6 +66,7 @@ export function mint(ctx: EngineContext<unknown>, spec: MintSpec, now: number): 
       revokedAt: null,
       replacedAt: null,
       replacedBy: null,
+      jkt: spec.jkt ?? null,
     },
   };
 }
@@ -79,7 +82,7 @@ export function tokenResponse(ctx: EngineContext<unknown>, access: Minted, refre
     refresh_token: refreshToken,
     scope: access.record.scope,
     stime: access.record.issuedAt,
-    token_type: 'bearer',
+    token_type: access.record.jkt === null ? 'bearer' : 'DPoP',
   };
 }
 

@@ -1,10 +1,10 @@
-import type { AuditStore, AuthorizationStore, MaintenanceStore, OutboxStore, StoreStats, TokenFilter, TokenReads, TokenStore } from '../store/store.js';
+import type { AuditStore, AuthorizationStore, DpopProofStore, MaintenanceStore, OutboxStore, StoreStats, TokenFilter, TokenReads, TokenStore } from '../store/store.js';
 import { audit, auditLine } from './audit.js';
 import { tokenView, type EngineContext } from './context.js';
 import type { TokenView } from './results.js';
 
 /** The store ports this module uses (store/ports/). */
-type Ports = TokenReads & MaintenanceStore & AuditStore & OutboxStore & Pick<AuthorizationStore, 'purgeAuthorizations'> & Pick<TokenStore, 'location' | 'schemaVersion'>;
+type Ports = TokenReads & MaintenanceStore & AuditStore & OutboxStore & Pick<AuthorizationStore, 'purgeAuthorizations'> & Pick<DpopProofStore, 'purgeDpopProofs'> & Pick<TokenStore, 'location' | 'schemaVersion'>;
 
 export interface PurgeOptions {
   /** Delete tokens that expired or were revoked more than this long ago. */
@@ -101,6 +101,7 @@ export async function purge(ctx: EngineContext<Ports>, options: PurgeOptions, ac
       await audit(ctx, actor, 'purge', target, result.deleted, [`${batches} ${batches === 1 ? 'batch' : 'batches'}`, ...beside].join('; '));
     }
     await purgeEndedAuthorizations(ctx, batchSize, options.signal);
+    await purgeSeenProofs(ctx, batchSize, options.signal);
   }
   return { ...result, elapsed_ms: Date.now() - started };
 }
@@ -123,6 +124,18 @@ export function countAuditOlderThan(ctx: EngineContext<Ports>, olderThanMs: numb
 async function purgeEndedAuthorizations(ctx: EngineContext<Ports>, batchSize: number, signal: AbortSignal | undefined): Promise<void> {
   const now = ctx.clock.now();
   while (!signal?.aborted && (await ctx.store.purgeAuthorizations(now, batchSize)) === batchSize) {
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/**
+ * The DPoP proofs remembered past their window (RFC 9449 §11.1): a proof that old is refused for
+ * its `iat` anyway. Each remember step deletes a few as well (store/ports/dpop-proofs.ts); this
+ * empties what a quiet server left behind.
+ */
+async function purgeSeenProofs(ctx: EngineContext<Ports>, batchSize: number, signal: AbortSignal | undefined): Promise<void> {
+  const now = ctx.clock.now();
+  while (!signal?.aborted && (await ctx.store.purgeDpopProofs(now, batchSize)) === batchSize) {
     await new Promise((resolve) => setImmediate(resolve));
   }
 }

@@ -5,6 +5,7 @@ import { findPresentedToken, type EngineContext, type Located } from './context.
 import { InvalidTokenError, NotFoundError, RefreshLimitError, ReuseDetectedError } from './errors.js';
 import { accessTtl, mint, narrowScope, refreshTtl, tokenResponse, type Minted } from './issue.js';
 import type { TokenResponse } from './results.js';
+import { BEARER, checkBoundRefresh, type TokenBinding } from './dpop/index.js';
 
 /** The store ports this module uses (store/ports/). */
 type Ports = ClientStore & TokenReads & TokenWrites & Located;
@@ -18,6 +19,8 @@ export interface RefreshInput {
   refreshToken: string;
   /** RFC 6749 §6: optional narrower scope for the new access token. */
   scope?: string;
+  /** The key of the request's DPoP proof (RFC 9449 §5); none: {@link BEARER}. */
+  binding?: TokenBinding;
 }
 
 /**
@@ -34,10 +37,16 @@ export interface RefreshInput {
  *   the grace period (the immediately previous token, whose replacement is unused); or reuse,
  *   which revokes the whole grant (RFC 9700 §4.14.2).
  *
+ * - Bound to a DPoP key (RFC 9449 §5): refused with `invalid_dpop_proof` unless the request's
+ *   proof is by that key, before anything else is told of the token. The new access token is
+ *   bound to the proof's key; a rotated refresh token keeps its predecessor's binding, or takes
+ *   the proof's when that had none.
+ *
  * `presentedAt`: when the request arrived (before its token was read); now, when not given.
  */
 export async function refresh(ctx: EngineContext<Ports>, input: RefreshInput, found?: TokenRecord | null, presentedAt?: number): Promise<TokenResponse> {
   const { client, refreshToken } = input;
+  const binding = input.binding ?? BEARER;
   const presented = presentedAt ?? ctx.clock.now();
   // `found`: the presented token's record, read already (with the client, in one store read).
   const token = found !== undefined ? found : await findPresentedToken(ctx, refreshToken);
@@ -45,6 +54,7 @@ export async function refresh(ctx: EngineContext<Ports>, input: RefreshInput, fo
   if (!token || token.type !== 'refresh_token' || token.clientId !== client.id) {
     throw new InvalidTokenError('unknown', refreshToken);
   }
+  checkBoundRefresh(token.jkt ?? null, binding);
   // Superseded by a grace-period re-use: revoked and replaced in one step (the same instant). Any
   // other revoked token is just revoked, replaced before or not.
   const superseded = token.replacedAt !== null && token.revokedAt === token.replacedAt;
@@ -55,7 +65,7 @@ export async function refresh(ctx: EngineContext<Ports>, input: RefreshInput, fo
   if (token.notBefore > now) throw new InvalidTokenError('unknown', refreshToken);
   const scope = narrowScope(input.scope, token.scope, false);
   const revokeJti = token.replacedAt === null ? undefined : await replacedPresented(ctx, client, token, superseded, refreshToken, presented, now);
-  const access = mintAccess(ctx, client, token, scope, now);
+  const access = mintAccess(ctx, client, token, scope, binding, now);
 
   if (!ctx.config.rotateRefreshTokens && revokeJti === undefined) {
     // The refresh token was read before: the store inserts only if it is still current (a
@@ -69,7 +79,7 @@ export async function refresh(ctx: EngineContext<Ports>, input: RefreshInput, fo
 
   const next = mint(
     ctx,
-    { type: 'refresh_token', client, grantId: token.grantId, username: token.username, sub: token.sub, scope: token.scope, ttlMs: refreshTtl(ctx, client) },
+    { type: 'refresh_token', client, grantId: token.grantId, username: token.username, sub: token.sub, scope: token.scope, ttlMs: refreshTtl(ctx, client), jkt: token.jkt ?? binding.jkt },
     now,
   );
   // The grant's lifetime does not grow by rotating: the new refresh token ends when the old one would.
@@ -128,10 +138,10 @@ export async function refreshAsOperator(ctx: EngineContext<Ports>, refreshToken:
   return refresh(ctx, { client, refreshToken, scope });
 }
 
-function mintAccess(ctx: EngineContext<Ports>, client: ClientRecord, token: TokenRecord, scope: string, now: number): Minted {
+function mintAccess(ctx: EngineContext<Ports>, client: ClientRecord, token: TokenRecord, scope: string, binding: TokenBinding, now: number): Minted {
   return mint(
     ctx,
-    { type: 'access_token', client, grantId: token.grantId, username: token.username, sub: token.sub, scope, ttlMs: accessTtl(ctx, client) },
+    { type: 'access_token', client, grantId: token.grantId, username: token.username, sub: token.sub, scope, ttlMs: accessTtl(ctx, client), jkt: binding.jkt },
     now,
   );
 }

@@ -13,7 +13,8 @@ export interface TokenResponse {
   scope: string;
   /** Issue time, milliseconds since the epoch (contract 2). */
   stime: number;
-  token_type: 'bearer';
+  /** The spec's `bearer`; `DPoP` for tokens bound to the key of the request's proof (contract 8, RFC 9449 §5). */
+  token_type: 'bearer' | 'DPoP';
 }
 
 /** RFC 6749 §4.4.3: the client credentials grant's answer, spec 2.1 without a refresh token. */
@@ -84,6 +85,8 @@ export interface ClientOutcome<T> {
   /** The jti of the token produced (refresh) or acted on; null when none is told (an inactive token). */
   jti: string | null;
   done: ClientAction;
+  /** A fresh DPoP nonce to send back (`DPoP-Nonce`, RFC 9449 §8), when the server hands them out. */
+  dpopNonce?: string;
 }
 
 /** Spec 2.3 for an active token: all twelve fields. */
@@ -100,6 +103,8 @@ export interface ActiveIntrospection {
   aud: string;
   iss: string;
   jti: string;
+  /** RFC 9449 §6.2 (RFC 7800 §3.1): the key a bound token is bound to; absent for a bearer token. */
+  cnf?: { jkt: string };
 }
 
 /** Contract 3: a token that is not active reveals nothing else. */
@@ -131,6 +136,8 @@ export interface TokenView {
   expires_at: number;
   revoked_at: number | null;
   replaced_at: number | null;
+  /** The thumbprint of the DPoP key the token is bound to (RFC 9449 §6), null for a bearer token. */
+  jkt: string | null;
 }
 
 /** `tokenctl introspect` locally: the verdict first, then what is known. */
@@ -154,4 +161,6 @@ export interface ClientView {
   redirect_uris: string[];
   grant_types: string[];
   login_provider: boolean;
+  /** Token requests without a DPoP proof are refused (contract 8). */
+  require_dpop: boolean;
 }

@@ -40,6 +40,12 @@ export const ENGINE_SETTINGS = {
     summary: 'Answer logins with the built-in development page, which takes any user name (never in production)',
     default: false,
   },
+  dpopNonceSecret: {
+    kind: 'string',
+    // A secret, not a switch: every node must make and accept the same nonces (nonce.ts), so all are given it.
+    summary: 'DPoP proofs must carry a server nonce (RFC 9449 §8), made with this secret (at least 32 characters, the same on every node; best given as TOKENCTL_DPOP_NONCE_SECRET); empty: no nonces',
+    default: '',
+  },
   rotateRefreshTokens: {
     kind: 'boolean',
     summary: 'Replace the refresh token on every refresh; a replaced one presented again revokes its grant',

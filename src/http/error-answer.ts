@@ -57,6 +57,9 @@ const ENGINE_ERROR_ANSWERS = {
   // RFC 6749 §5.2: a code that cannot be exchanged.
   InvalidGrantError: { status: 400 },
   CodeReplayedError: { status: 400 },
+  // RFC 9449 §5: a token request whose proof does not hold; §8: one without the current nonce, told it.
+  InvalidDpopProofError: { status: 400 },
+  UseDpopNonceError: { status: 400, headers: (err) => ({ 'dpop-nonce': err.nonce }) },
   // The login app's back channel (contract 5): a challenge unknown or expired, or answered already.
   LoginRequestNotFoundError: { status: 404 },
   LoginRequestAnsweredError: { status: 409 },

@@ -47,6 +47,8 @@ const OPERATIONS = {
   ping: true,
   purgeAuthorizations: true,
   purgeBatch: true,
+  purgeDpopProofs: true,
+  rememberDpopProof: true,
   purgeAuditBatch: true,
   purgeGrantsBatch: true,
   purgeDeliveredEvents: true,

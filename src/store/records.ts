@@ -41,10 +41,12 @@ export interface ClientRecord {
   grantTypes: string[];
   /** The operator's login app: may read and answer login requests (contract 5). */
   loginProvider: boolean;
+  /** Token requests without a DPoP proof are refused (contract 8, RFC 9449 §5.2 `dpop_bound_access_tokens`). */
+  requireDpop: boolean;
 }
 
 /** The settings of a client that an operator may change after creation (`client update`). */
-export type ClientSettings = Pick<ClientRecord, 'redirectUris' | 'grantTypes' | 'loginProvider'>;
+export type ClientSettings = Pick<ClientRecord, 'redirectUris' | 'grantTypes' | 'loginProvider' | 'requireDpop'>;
 
 /** One issued token. The token string itself is never stored, only its digest. */
 export interface TokenRecord {
@@ -77,6 +79,11 @@ export interface TokenRecord {
   replacedAt: number | null;
   /** The jti of the refresh token that replaced this one. */
   replacedBy: string | null;
+  /**
+   * The RFC 7638 SHA-256 thumbprint of the DPoP key the token is bound to (RFC 9449 §6), or null
+   * for a bearer token: introspection's `cnf.jkt`.
+   */
+  jkt: string | null;
 }
 
 /** Selects tokens for listing. Every field narrows the selection. */

@@ -20,6 +20,7 @@ import type { OutboxStore } from './ports/outbox.js';
 import type { SigningKeyStore } from './ports/signing-keys.js';
 import type { TokenReads } from './ports/token-reads.js';
 import type { TokenWrites } from './ports/token-writes.js';
+import type { DpopProofStore } from './ports/dpop-proofs.js';
 import type { PoolState } from './records.js';
 
 // The contract's records, errors and ports, so that one import names them all.
@@ -27,7 +28,7 @@ export type * from './records.js';
 export type * from './event-records.js';
 export type * from './audit.js';
 export type * from './authorization-records.js';
-export type { AuditStore, AuthorizationStore, ClientStore, MaintenanceStore, OutboxStore, SigningKeyStore, TokenReads, TokenWrites };
+export type { AuditStore, AuthorizationStore, ClientStore, DpopProofStore, MaintenanceStore, OutboxStore, SigningKeyStore, TokenReads, TokenWrites };
 export { tokenState, TOKEN_TYPES } from './records.js';
 export * from './errors.js';
 export { DuplicateReceiverError } from './event-records.js';
@@ -45,7 +46,7 @@ export type EventStore = OutboxStore & SigningKeyStore;
  * answer reflects what is committed, and nothing is cached. An engine module declares the ports
  * it uses (engine/context.ts `EngineContext<Ports>`), not the whole of this.
  */
-export interface TokenStore extends ClientStore, TokenReads, TokenWrites, AuthorizationStore, MaintenanceStore, AuditStore, OutboxStore, SigningKeyStore {
+export interface TokenStore extends ClientStore, TokenReads, TokenWrites, AuthorizationStore, MaintenanceStore, AuditStore, OutboxStore, SigningKeyStore, DpopProofStore {
   /** A short description for operators: the file path or database URL without password. */
   readonly location: string;
 

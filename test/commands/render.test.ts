@@ -90,6 +90,7 @@ const view = (over: Partial<TokenView>): TokenView => ({
   expires_at: NOW + 50 * MIN,
   revoked_at: null,
   replaced_at: null,
+  jkt: null,
   ...over,
 });
 

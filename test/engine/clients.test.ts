@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidClientError, InvalidInputError, NotFoundError } from '../../src/engine/errors.js';
 import { introspected, issueFor, makeEngine, refreshAs, START } from '../helpers/engine.js';
 
-const VIEW_FIELDS = ['client_id', 'name', 'type', 'scope', 'org_id', 'audience', 'access_ttl_s', 'refresh_ttl_s', 'created_at', 'secret_updated_at', 'redirect_uris', 'grant_types', 'login_provider'];
+const VIEW_FIELDS = ['client_id', 'name', 'type', 'scope', 'org_id', 'audience', 'access_ttl_s', 'refresh_ttl_s', 'created_at', 'secret_updated_at', 'redirect_uris', 'grant_types', 'login_provider', 'require_dpop'];
 
 describe('client create', () => {
   it('a confidential client: the secret is returned once, the view never holds it or its hash', async () => {

@@ -11,6 +11,7 @@ describe('engine settings', () => {
       node: 'tokenctl',
       loginUrl: '',
       devLogin: false,
+      dpopNonceSecret: '',
       rotateRefreshTokens: false,
       refreshGraceMs: 0,
       maxRefreshesPerMinute: 120,

@@ -50,7 +50,7 @@ async function setUp(answers: (set: string, r: ReceiverRecord) => PushResult, st
 
 /** Event `n` into the outbox, the way a revocation writes it (client `c<n>` deleted). */
 async function emit(store: MemoryStore, n: number, now: number): Promise<void> {
-  await store.createClient({ id: `c${n}`, name: 'c', secretHash: null, scope: '', orgId: '', audience: '', accessTtlMs: null, refreshTtlMs: null, createdAt: now, secretUpdatedAt: now, redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false }, {});
+  await store.createClient({ id: `c${n}`, name: 'c', secretHash: null, scope: '', orgId: '', audience: '', accessTtlMs: null, refreshTtlMs: null, createdAt: now, secretUpdatedAt: now, redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false, requireDpop: false }, {});
   expect(await store.deleteClient(`c${n}`, { event: event(n, now) })).toBe(true);
 }
 

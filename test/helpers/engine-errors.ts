@@ -16,6 +16,8 @@ export const ENGINE_ERROR_SAMPLES: { [N in EngineErrorName]: EngineErrorOf<N> } 
   InvalidScopeError: new errors.InvalidScopeError('scope "admin" is not granted'),
   InvalidGrantError: new errors.InvalidGrantError('The authorization code is not recognised'),
   CodeReplayedError: new errors.CodeReplayedError(2),
+  InvalidDpopProofError: new errors.InvalidDpopProofError('htu', "The DPoP proof's htu must be https://auth.example.test/oauth/token"),
+  UseDpopNonceError: new errors.UseDpopNonceError('nonce-1'),
   LoginRequestNotFoundError: new errors.LoginRequestNotFoundError('There is no such login request'),
   LoginRequestAnsweredError: new errors.LoginRequestAnsweredError('This login request was answered already'),
   AccessDeniedError: new errors.AccessDeniedError('not a poll receiver'),

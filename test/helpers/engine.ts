@@ -56,6 +56,7 @@ export async function addClient(store: TokenStore, overrides: Partial<ClientReco
     redirectUris: [],
     grantTypes: ['refresh_token'],
     loginProvider: false,
+    requireDpop: false,
     ...overrides,
   };
   await store.createClient(record, {});

@@ -22,6 +22,7 @@ export function makeClient(overrides: Partial<ClientRecord> = {}): ClientRecord 
     redirectUris: [],
     grantTypes: ['refresh_token'],
     loginProvider: false,
+    requireDpop: false,
     ...overrides,
   };
 }
@@ -51,6 +52,7 @@ export function makeToken(overrides: Partial<TokenRecord> = {}): TokenRecord {
     revokedAt: null,
     replacedAt: null,
     replacedBy: null,
+    jkt: null,
     ...overrides,
   };
 }

@@ -28,7 +28,7 @@ describe.each(DOORS)('POST /oauth/token dispatches on the grant table (%s)', (do
     s = await startTestServer({ door, grants: grantTable(refreshTokenGrant, fake) });
     web = await createClient(s.engine, 'web-app');
     // A client may use the grants it is registered with (RFC 6749 §5.2 unauthorized_client).
-    await s.store.updateClientSettings(web.id, { redirectUris: [], grantTypes: ['refresh_token', 'urn:test:fake'], loginProvider: false }, {});
+    await s.store.updateClientSettings(web.id, { redirectUris: [], grantTypes: ['refresh_token', 'urn:test:fake'], loginProvider: false, requireDpop: false }, {});
   });
   afterAll(() => s.close());
 

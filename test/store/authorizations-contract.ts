@@ -63,7 +63,7 @@ export function describeAuthorizationContract(store: () => TokenStore): void {
   };
 
   describe('client settings', () => {
-    const settings = { redirectUris: ['https://app.example.test/callback', 'http://127.0.0.1/cb'], grantTypes: ['authorization_code', 'refresh_token'], loginProvider: true };
+    const settings = { redirectUris: ['https://app.example.test/callback', 'http://127.0.0.1/cb'], grantTypes: ['authorization_code', 'refresh_token'], loginProvider: true, requireDpop: false };
 
     it('stores redirect URIs, grant types and the login-provider mark, and returns them unchanged everywhere clients are read', async () => {
       const c = makeClient({ id: 'client-3', ...settings });
@@ -71,7 +71,7 @@ export function describeAuthorizationContract(store: () => TokenStore): void {
       expect(await store().getClient('client-3')).toEqual(c);
       expect((await store().listClients()).find((x) => x.id === 'client-3')).toEqual(c);
       expect((await store().findClientAndToken('client-3', null)).client).toEqual(c);
-      expect(await store().getClient('client-1')).toMatchObject({ redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false });
+      expect(await store().getClient('client-1')).toMatchObject({ redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false, requireDpop: false });
     });
 
     it('replaces them with updateClientSettings, its audit line with it, and says false for an unknown client', async () => {
@@ -87,10 +87,10 @@ export function describeAuthorizationContract(store: () => TokenStore): void {
       expect(await store().getClient('nobody')).toBeNull();
       expect((await store().listAudit({})).map((e) => e.target)).toEqual(['client:client-1']);
       // And back to none: empty lists are lists, not one empty word.
-      const none = { redirectUris: [], grantTypes: [], loginProvider: false };
+      const none = { redirectUris: [], grantTypes: [], loginProvider: false, requireDpop: false };
       expect(await store().updateClientSettings('client-1', none, {})).toBe(true);
       expect(await store().getClient('client-1')).toEqual({ ...before, ...none });
-      expect(await store().getClient('client-2')).toMatchObject({ redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false });
+      expect(await store().getClient('client-2')).toMatchObject({ redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false, requireDpop: false });
     });
 
     it('returns copies of the lists: changing a returned client changes nothing stored', async () => {

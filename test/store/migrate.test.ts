@@ -115,7 +115,7 @@ async function seed(store: TokenStore): Promise<Seeded> {
   await engine.createClient({ id: 'web-shop', name: 'Web shop', scope: 'read write', orgId: 'org-web', audience: 'https://shop.example.test', accessTtlMs: 2 * HOUR }, ACTOR);
   await engine.createClient({ id: 'mobile-app', name: 'Mobile', public: true, scope: 'read', refreshTtlMs: 7 * DAY }, ACTOR);
   // The authorization code flow's settings travel with the client (a login provider, two redirect URIs).
-  const settings = { redirectUris: ['https://shop.example.test/callback', 'http://127.0.0.1/cb'], grantTypes: ['authorization_code', 'refresh_token'], loginProvider: true };
+  const settings = { redirectUris: ['https://shop.example.test/callback', 'http://127.0.0.1/cb'], grantTypes: ['authorization_code', 'refresh_token'], loginProvider: true, requireDpop: false };
   await store.updateClientSettings('web-shop', settings, {});
   const old = await engine.issue({ clientId: 'web-shop', username: 'old-user', refreshTtlMs: DAY });
   clock.set(now - HOUR);
@@ -163,7 +163,7 @@ describe.each(TARGETS)('migrating a SQLite store (%#)', (makeTarget) => {
     expect(before.tokens.some((t) => t.revokedAt !== null)).toBe(true);
     expect(before.tokens.some((t) => t.expiresAt <= seeded.now)).toBe(true);
     expect(before.clients.some((c) => c.secretHash === null)).toBe(true);
-    expect(before.clients.find((c) => c.id === 'web-shop')).toMatchObject({ redirectUris: ['https://shop.example.test/callback', 'http://127.0.0.1/cb'], loginProvider: true });
+    expect(before.clients.find((c) => c.id === 'web-shop')).toMatchObject({ redirectUris: ['https://shop.example.test/callback', 'http://127.0.0.1/cb'], loginProvider: true, requireDpop: false });
 
     const plan = await planMigration(source, into, { now: seeded.now });
     expect(plan.source.clients).toBe(2);
@@ -344,7 +344,7 @@ describe('migration safeguards (in-memory stores)', () => {
 
   it('fails verification when the target does not keep a client’s redirect URIs or grant types', async () => {
     const source = await memorySource();
-    await source.updateClientSettings('c1', { redirectUris: ['https://c1.example.test/cb'], grantTypes: ['authorization_code'], loginProvider: false }, {});
+    await source.updateClientSettings('c1', { redirectUris: ['https://c1.example.test/cb'], grantTypes: ['authorization_code'], loginProvider: false, requireDpop: false }, {});
     const target = new MemoryStore();
     const lossy = wrap(target, { createClient: (client, trail) => target.createClient({ ...client, redirectUris: [], grantTypes: [...client.grantTypes, 'x'] }, trail) });
     const failed = migrateStore(source, lossy, { actor: ACTOR });

@@ -103,7 +103,7 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       const schema = freshSchema();
       const a = await node(schema);
       expect(await tablesOf(schema)).toEqual(
-        ['audit', 'authorizations', 'clients', 'event_deliveries', 'grants', 'migrations', 'receiver_leases', 'receivers', 'security_events', 'signing_keys', META_TABLE, 'tokens'].sort(),
+        ['audit', 'authorizations', 'clients', 'dpop_proofs', 'event_deliveries', 'grants', 'migrations', 'receiver_leases', 'receivers', 'security_events', 'signing_keys', META_TABLE, 'tokens'].sort(),
       );
       await a.createClient(makeClient({ id: 'client-1' }), {});
       const { refresh, access } = makeGrant({ clientId: 'client-1' });
@@ -127,7 +127,8 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       await withPg(url, schema, (db) =>
         db.query(`CREATE INDEX audit_target ON audit (target); DROP TABLE grants, receivers, receiver_leases, security_events, event_deliveries, signing_keys;
           DROP FUNCTION find_clients_and_tokens; ALTER TABLE tokens ADD FOREIGN KEY (client_id) REFERENCES clients (id) ON DELETE CASCADE;
-          DROP TABLE authorizations; ALTER TABLE clients DROP COLUMN redirect_uris, DROP COLUMN grant_types, DROP COLUMN login_provider;
+          DROP TABLE authorizations, dpop_proofs; ALTER TABLE clients DROP COLUMN redirect_uris, DROP COLUMN grant_types, DROP COLUMN login_provider, DROP COLUMN require_dpop;
+          ALTER TABLE tokens DROP COLUMN jkt;
           DELETE FROM migrations WHERE version > 1;
           UPDATE ${META_TABLE} SET value = '1' WHERE key = 'schema_version'`),
       );
@@ -161,12 +162,12 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       expect(await store.schemaVersion()).toBe(LATEST_SCHEMA_VERSION);
       const old = {
         id: 'old-client', name: 'Old', secretHash: null, scope: 'read', orgId: 'org-1', audience: 'https://api.example.test',
-        accessTtlMs: null, refreshTtlMs: 60000, createdAt: 5, secretUpdatedAt: 6, redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false,
+        accessTtlMs: null, refreshTtlMs: 60000, createdAt: 5, secretUpdatedAt: 6, redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false, requireDpop: false,
       };
       expect(await store.getClient('old-client')).toEqual(old);
       expect(await store.listClients()).toEqual([old]);
       expect((await store.findClientAndToken('old-client', null)).client).toEqual(old);
-      const settings = { redirectUris: ['https://old.example.test/cb'], grantTypes: ['authorization_code', 'refresh_token'], loginProvider: true };
+      const settings = { redirectUris: ['https://old.example.test/cb'], grantTypes: ['authorization_code', 'refresh_token'], loginProvider: true, requireDpop: false };
       expect(await store.updateClientSettings('old-client', settings, {})).toBe(true);
       expect((await store.findClientAndToken('old-client', null)).client).toEqual({ ...old, ...settings });
       const versions = await withPg(url, schema, async (db) => (await db.query<{ version: number }>('SELECT version FROM migrations ORDER BY version')).rows);

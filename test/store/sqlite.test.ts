@@ -177,8 +177,8 @@ describe('SqliteStore on disk', () => {
     await store.appendAudit({ at: 1, actor: 'a', action: 'x', target: 't', count: 1, detail: '' });
     await store.close();
     const raw = new Database(file);
-    // What versions 2 to 6 added goes, as in a store version 1 wrote.
-    raw.exec(`CREATE INDEX audit_target ON audit (target);
+    // What versions 2 to 7 added goes, as in a store version 1 wrote.
+    raw.exec(`CREATE INDEX audit_target ON audit (target); DROP TABLE dpop_proofs; ALTER TABLE tokens DROP COLUMN jkt; ALTER TABLE clients DROP COLUMN require_dpop;
       DROP TABLE poll_acks; DROP TABLE event_deliveries; DROP TABLE security_events; DROP TABLE signing_keys; DROP TABLE receivers;
       DROP TABLE authorizations; ALTER TABLE clients DROP COLUMN redirect_uris; ALTER TABLE clients DROP COLUMN grant_types;
       ALTER TABLE clients DROP COLUMN login_provider;
@@ -217,11 +217,12 @@ describe('SqliteStore on disk', () => {
       const old = {
         id: 'old-client', name: 'Old', secretHash: null, scope: 'read', orgId: 'org-1', audience: 'https://api.example.test',
         accessTtlMs: null, refreshTtlMs: 60000, createdAt: 5, secretUpdatedAt: 6, redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false,
+        requireDpop: false,
       };
       expect(await store.getClient('old-client')).toEqual(old);
       expect(await store.listClients()).toEqual([old]);
       // Its settings can be changed, and its requests stored, on the migrated schema.
-      const settings = { redirectUris: ['https://old.example.test/cb'], grantTypes: ['authorization_code', 'refresh_token'], loginProvider: false };
+      const settings = { redirectUris: ['https://old.example.test/cb'], grantTypes: ['authorization_code', 'refresh_token'], loginProvider: false, requireDpop: false };
       expect(await store.updateClientSettings('old-client', settings, {})).toBe(true);
       expect(await store.getClient('old-client')).toEqual({ ...old, ...settings });
       readFile(file, (db) => {
@@ -382,7 +383,7 @@ describe('SqliteStore on disk', () => {
       const { SqliteStore } = await import(process.env.STORE_MODULE);
       const store = await SqliteStore.open(process.env.DB);
       await store.createClient({ id: process.env.WHO, name: 'n', secretHash: null, scope: '', orgId: '', audience: '',
-        accessTtlMs: null, refreshTtlMs: null, createdAt: 1, secretUpdatedAt: 1, redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false }, {});
+        accessTtlMs: null, refreshTtlMs: null, createdAt: 1, secretUpdatedAt: 1, redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false, requireDpop: false }, {});
       await store.close();`;
     // Several rounds on fresh files: two processes switching a new file to WAL at once used to
     // deadlock until the busy timeout ("locked by another process"), depending on timing.

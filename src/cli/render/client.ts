@@ -25,6 +25,7 @@ function clientFields(c: ClientView, now: number): [string, string | undefined][
     ['grant types', c.grant_types.join(', ')],
     ['redirect URIs', c.redirect_uris.length === 0 ? undefined : c.redirect_uris.join(' ')],
     ['login provider', c.login_provider ? 'yes: may answer login requests' : undefined],
+    ['requires DPoP', c.require_dpop ? 'yes: token requests without a DPoP proof are refused' : undefined],
     ['created', formatInstant(c.created_at, now)],
   ];
 }

@@ -35,6 +35,8 @@ function viewFields(t: TokenView, iss: string | undefined, now: number): [string
     ['iss', iss],
     ['node', t.node],
     ['grant', color.dim(t.grant_id)],
+    // RFC 9449 §6: introspection's cnf.jkt, the key a bound token must be presented with.
+    ['cnf.jkt', t.jkt === null ? undefined : `${t.jkt} (DPoP-bound: usable only with proofs by that key)`],
     ['issued', formatInstant(t.issued_at, now)],
     ['not before', t.not_before === t.issued_at ? undefined : formatInstant(t.not_before, now)],
     ['expires', formatInstant(t.expires_at, now)],

@@ -54,6 +54,7 @@ export default class ClientCreate extends BaseCommand<typeof ClientCreate> {
         redirectUris: f['redirect-uri'],
         grantTypes: f['grant-type'],
         loginProvider: f['login-provider'],
+        requireDpop: f['require-dpop'],
       },
       this.actor(),
     );

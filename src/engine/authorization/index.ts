@@ -23,6 +23,7 @@ const BUILT_IN_PROVIDER: ClientRecord = {
   redirectUris: [],
   grantTypes: [],
   loginProvider: true,
+  requireDpop: false,
 };
 
 /** How the login app's back channel authenticates (the engine's client authentication). */

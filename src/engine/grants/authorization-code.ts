@@ -28,7 +28,7 @@ export function codeGrant(code: string, verifier: string, redirectUri: string | 
   return {
     type: authorizationCodeGrant.type,
     presented: null,
-    async exchange(ctx: EngineContext<Ports>, client, _found, presentedAt) {
+    async exchange(ctx: EngineContext<Ports>, client, _found, presentedAt, binding) {
       const digest = sha256(code);
       const a = await ctx.store.findAuthorization({ codeDigest: digest });
       // RFC 6749 §4.1.3: issued to the authenticated client; another client's code reads as unknown.
@@ -40,7 +40,7 @@ export function codeGrant(code: string, verifier: string, redirectUri: string | 
         throw new InvalidGrantError('redirect_uri does not match the one the code was issued for');
       }
       if (!verifierMatches(verifier, a.codeChallenge)) throw new InvalidGrantError('code_verifier does not match the code_challenge of the authorization request (RFC 7636 §4.6)');
-      const common = { client, grantId: a.grantId, username: a.username ?? a.subject ?? '', sub: a.subject ?? '', scope: a.grantedScope ?? '' };
+      const common = { client, grantId: a.grantId, username: a.username ?? a.subject ?? '', sub: a.subject ?? '', scope: a.grantedScope ?? '', jkt: binding.jkt };
       const refresh = mint(ctx, { ...common, type: 'refresh_token', ttlMs: refreshTtl(ctx, client) }, presentedAt);
       const access = mint(ctx, { ...common, type: 'access_token', ttlMs: accessTtl(ctx, client) }, presentedAt);
       const line = auditLine(ctx, client.id, 'grant.authorize', `grant:${a.grantId} client:${client.id}`, 2, `user ${common.username}; scope ${common.scope || 'none'}`, presentedAt);

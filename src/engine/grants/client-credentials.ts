@@ -24,13 +24,13 @@ export function clientCredentials(scope: string | undefined): ParsedGrant<Access
   return {
     type: clientCredentialsGrant.type,
     presented: null,
-    async exchange(ctx: EngineContext<Ports>, client, _found, presentedAt) {
+    async exchange(ctx: EngineContext<Ports>, client, _found, presentedAt, binding) {
       // §4.4: "MUST only be used by confidential clients"; a public client proved nothing.
       if (client.secretHash === null) throw new UnauthorizedClientError(clientCredentialsGrant.type);
       // A machine gets what it was registered for and nothing more: a client registered without a
       // scope gets tokens without one (not "any scope", as an operator's `token issue` may).
       const granted = narrowScope(scope, client.scope, false);
-      const access = mint(ctx, { type: 'access_token', client, grantId: newJti(presentedAt), username: client.id, sub: client.id, scope: granted, ttlMs: accessTtl(ctx, client) }, presentedAt);
+      const access = mint(ctx, { type: 'access_token', client, grantId: newJti(presentedAt), username: client.id, sub: client.id, scope: granted, ttlMs: accessTtl(ctx, client), jkt: binding.jkt }, presentedAt);
       await ctx.store.insertTokens([access.record]);
       const { refresh_token: _none, ...response } = tokenResponse(ctx, access, '', client);
       return { result: response, clientId: client.id, jti: response.jti, done: { kind: 'client_credentials' } };

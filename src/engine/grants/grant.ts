@@ -1,5 +1,6 @@
 import type { ClientRecord, TokenRecord } from '../../store/store.js';
 import type { EngineContext } from '../context.js';
+import type { TokenBinding } from '../dpop/index.js';
 import { InvalidRequestError, UnsupportedGrantTypeError } from '../errors.js';
 import type { Parameters } from '../parameters.js';
 import type { ClientOutcome, TokenEndpointResponse } from '../results.js';
@@ -29,10 +30,11 @@ export interface ParsedGrant<R extends TokenEndpointResponse = TokenEndpointResp
   readonly presented: string | null;
   /**
    * The exchange for the authenticated `client`: `found` is the presented token's record (null:
-   * none, or not known), `presentedAt` when the request was taken up, before anything was read.
-   * Throws the engine's errors for a refusal.
+   * none, or not known), `presentedAt` when the request was taken up, before anything was read,
+   * `binding` what the tokens it mints are bound to (RFC 9449 §5: the key of the request's DPoP
+   * proof, checked already; {@link BEARER} without one). Throws the engine's errors for a refusal.
    */
-  exchange(ctx: EngineContext, client: ClientRecord, found: TokenRecord | null, presentedAt: number): Promise<ClientOutcome<R>>;
+  exchange(ctx: EngineContext, client: ClientRecord, found: TokenRecord | null, presentedAt: number, binding: TokenBinding): Promise<ClientOutcome<R>>;
 }
 
 /** The grants the token endpoint serves, by `grant_type`. */

@@ -17,8 +17,8 @@ export function refreshGrant(refreshToken: string, scope: string | undefined): P
   return {
     type: refreshTokenGrant.type,
     presented: refreshToken,
-    async exchange(ctx, client, found, presentedAt) {
-      const response = await refresh(ctx, { client, refreshToken, scope }, found, presentedAt);
+    async exchange(ctx, client, found, presentedAt, binding) {
+      const response = await refresh(ctx, { client, refreshToken, scope, binding }, found, presentedAt);
       return { result: response, clientId: client.id, jti: response.jti, done: { kind: 'refreshed', rotated: response.refresh_token !== refreshToken } };
     },
   };

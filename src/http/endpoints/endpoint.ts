@@ -41,7 +41,10 @@ export interface HandlerDeps {
 export async function handle(deps: HandlerDeps, endpoint: Endpoint, request: EndpointRequest, unexpected: (err: unknown) => void): Promise<Answered> {
   try {
     const o = await withinDeadline(endpoint.run(deps.engine, request), deps.deadlineMs);
-    return { answer: okAnswer(o.result), clientId: o.clientId, jti: o.jti, outcome: o.done };
+    const answer = okAnswer(o.result);
+    // RFC 9449 §8.2: a fresh nonce with the answer, for the client's next proof.
+    if (o.dpopNonce !== undefined) answer.headers = { 'dpop-nonce': o.dpopNonce };
+    return { answer, clientId: o.clientId, jti: o.jti, outcome: o.done };
   } catch (err) {
     const answer = errorAnswer(err, endpoint.path, request.headers.authorization);
     if (answer.unexpected) unexpected(err);

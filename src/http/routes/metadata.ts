@@ -7,9 +7,10 @@ import type { RouteDeps } from '../types.js';
  * RFC 8414 §2 metadata for an issuer: the endpoints, resolved against the issuer URL, the grant
  * types of the token endpoint, and the client authentication methods each accepts (contract 3).
  * With a login (`login`: `--login-url` or the development login), the authorization endpoint
- * and what it takes (contract 5); without one, neither it nor the code grant is offered.
+ * and what it takes (contract 5); without one, neither it nor the code grant is offered. The
+ * DPoP proof algorithms, when given (RFC 9449 §5.1).
  */
-export function authorizationServerMetadata(issuer: string, grantTypes: readonly string[], login: boolean): Record<string, unknown> {
+export function authorizationServerMetadata(issuer: string, grantTypes: readonly string[], login: boolean, dpopAlgorithms: readonly string[] = []): Record<string, unknown> {
   const base = issuer.replace(/\/+$/, '');
   return {
     issuer,
@@ -23,6 +24,8 @@ export function authorizationServerMetadata(issuer: string, grantTypes: readonly
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
     revocation_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic', 'none'],
     introspection_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic', 'none'],
+    // RFC 9449 §5.1: the token endpoint takes DPoP proofs signed with these.
+    ...(dpopAlgorithms.length > 0 && { dpop_signing_alg_values_supported: [...dpopAlgorithms] }),
   };
 }
 
@@ -36,7 +39,7 @@ export function metadataRoute(app: FastifyInstance, { engine }: RouteDeps): void
       // The issuer is read per request: `serve --port 0` learns its URL only once listening.
       const issuer = engine.config.issuer;
       if (cached?.issuer !== issuer) {
-        const payload = JSON.stringify(authorizationServerMetadata(issuer, engine.grantTypes(), engine.authorization.available));
+        const payload = JSON.stringify(authorizationServerMetadata(issuer, engine.grantTypes(), engine.authorization.available, engine.dpopAlgorithms()));
         // Cacheable (RFC 8414 §3), unlike every other answer.
         cached = { issuer, answer: { status: 200, headers: { 'cache-control': 'max-age=300' }, payload, noStore: false, errorCode: null, reason: null } };
       }

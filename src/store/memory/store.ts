@@ -21,6 +21,7 @@ import type { EventStore } from '../store.js';
 import { ForwardsEventStore } from '../forward-events.js';
 import { MemoryEvents } from './outbox-store.js';
 import { MemoryAuthorizations } from './authorizations.js';
+import { MemoryDpopProofs } from './dpop-proofs.js';
 import type { AuthorizationKey, AuthorizationRecord, ClientSettings, IssuedCode, LoginDecision, RedeemOutcome } from '../store.js';
 
 export const MEMORY_SCHEMA_VERSION = 1;
@@ -38,6 +39,7 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
   private nextAuditId = 1;
   private readonly events = new MemoryEvents((entry) => this.appendAuditNow(entry));
   private readonly authorizations = new MemoryAuthorizations();
+  private readonly dpopProofs = new MemoryDpopProofs();
   private closed = false;
 
   private check(): void {
@@ -93,7 +95,7 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     this.check();
     const c = this.clients.get(id);
     if (!c) return false;
-    Object.assign(c, { redirectUris: [...settings.redirectUris], grantTypes: [...settings.grantTypes], loginProvider: settings.loginProvider });
+    Object.assign(c, { redirectUris: [...settings.redirectUris], grantTypes: [...settings.grantTypes], loginProvider: settings.loginProvider, requireDpop: settings.requireDpop });
     if (trail.audit) this.appendAuditNow(trail.audit);
     return true;
   }
@@ -271,6 +273,16 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     for (const t of victims) this.remove(t);
     if (audit && victims.length > 0) this.auditLog.push({ ...audit, count: victims.length, id: this.nextAuditId++ });
     return victims.length;
+  }
+
+  async rememberDpopProof(key: string, until: number, now: number): Promise<boolean> {
+    this.check();
+    return this.dpopProofs.rememberDpopProof(key, until, now);
+  }
+
+  async purgeDpopProofs(before: number, batchSize: number): Promise<number> {
+    this.check();
+    return this.dpopProofs.purgeDpopProofs(before, batchSize);
   }
 
   async countPurgeable(before: number): Promise<number> {

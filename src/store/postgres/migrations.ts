@@ -322,6 +322,45 @@ export const MIGRATIONS: readonly Migration[] = [
       $fn$;
     `,
   },
+  {
+    // DPoP (RFC 9449, contract 8): the thumbprint a token is bound to (null: a bearer token), the
+    // clients that must send proofs, and the proofs seen, shared by every node, so that a proof
+    // replayed to another node is refused too (ports/dpop-proofs.ts). The batched read returns the
+    // two new columns, so its function is replaced (as migration 7 says).
+    version: 9,
+    name: 'DPoP: token binding, clients that require it, proofs seen',
+    sql: `
+      ALTER TABLE tokens ADD COLUMN jkt TEXT;
+      ALTER TABLE clients ADD COLUMN require_dpop BOOLEAN NOT NULL DEFAULT false;
+      CREATE TABLE dpop_proofs (
+        key   TEXT PRIMARY KEY,
+        until BIGINT NOT NULL
+      );
+      CREATE INDEX dpop_proofs_until ON dpop_proofs (until);
+
+      CREATE OR REPLACE FUNCTION find_clients_and_tokens(p_client_ids TEXT[], p_digests TEXT[])
+        RETURNS TABLE (r_clients JSON, r_tokens JSON)
+        LANGUAGE plpgsql STABLE SET search_path FROM CURRENT
+        AS $fn$
+      BEGIN
+        RETURN QUERY
+          WITH q AS (SELECT * FROM unnest(p_client_ids, p_digests) WITH ORDINALITY AS q (client_id, digest, i))
+          SELECT
+            (SELECT json_object_agg(c.id, c) FROM (
+              SELECT id, name, secret_hash AS "secretHash", scope, org_id AS "orgId", audience, access_ttl_ms AS "accessTtlMs",
+                refresh_ttl_ms AS "refreshTtlMs", created_at AS "createdAt", secret_updated_at AS "secretUpdatedAt",
+                redirect_uris AS "redirectUris", grant_types AS "grantTypes", login_provider AS "loginProvider",
+                require_dpop AS "requireDpop"
+              FROM clients WHERE id IN (SELECT q.client_id FROM q)) c),
+            (SELECT json_agg((SELECT row_to_json(t) FROM (
+              SELECT jti, digest, type, grant_id AS "grantId", client_id AS "clientId", username, sub, scope, audience,
+                org_id AS "orgId", node, issued_at AS "issuedAt", not_before AS "notBefore", expires_at AS "expiresAt",
+                revoked_at AS "revokedAt", replaced_at AS "replacedAt", replaced_by AS "replacedBy", jkt
+              FROM tokens WHERE tokens.digest = q.digest) t) ORDER BY q.i) FROM q);
+      END
+      $fn$;
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

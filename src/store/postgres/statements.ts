@@ -10,16 +10,16 @@ import { auditAt, countedAuditAt, countedAuditParams, insertAudit, optionalAudit
 
 export const TOKEN_COLUMNS = `jti, digest, type, grant_id AS "grantId", client_id AS "clientId", username, sub, scope, audience,
   org_id AS "orgId", node, issued_at AS "issuedAt", not_before AS "notBefore", expires_at AS "expiresAt",
-  revoked_at AS "revokedAt", replaced_at AS "replacedAt", replaced_by AS "replacedBy"`;
+  revoked_at AS "revokedAt", replaced_at AS "replacedAt", replaced_by AS "replacedBy", jkt`;
 export const CLIENT_COLUMNS = `id, name, secret_hash AS "secretHash", scope, org_id AS "orgId", audience, access_ttl_ms AS "accessTtlMs",
   refresh_ttl_ms AS "refreshTtlMs", created_at AS "createdAt", secret_updated_at AS "secretUpdatedAt",
-  redirect_uris AS "redirectUris", grant_types AS "grantTypes", login_provider AS "loginProvider"`;
+  redirect_uris AS "redirectUris", grant_types AS "grantTypes", login_provider AS "loginProvider", require_dpop AS "requireDpop"`;
 
 const TOKEN_INSERT_COLUMNS = `jti, digest, type, grant_id, client_id, username, sub, scope, audience, org_id, node,
-    issued_at, not_before, expires_at, revoked_at, replaced_at, replaced_by`;
-/** {@link tokenColumns}' seventeen array parameters, $1 to $17, typed. */
+    issued_at, not_before, expires_at, revoked_at, replaced_at, replaced_by, jkt`;
+/** {@link tokenColumns}' eighteen array parameters, $1 to $18, typed. */
 const TOKEN_ARRAYS = `$1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-    $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::text[]`;
+    $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::text[], $18::text[]`;
 /** Rows of tokens from {@link TOKEN_ARRAYS}. */
 const UNNEST_TOKENS = `unnest(${TOKEN_ARRAYS})`;
 
@@ -39,18 +39,18 @@ export const INSERT_TOKENS = `WITH t (${TOKEN_INSERT_COLUMNS}) AS (SELECT * FROM
  * do wait for (and then see) a revocation of it, which UPDATEs the row first. Under READ COMMITTED
  * a row locked after waiting is checked again in its newest version.
  */
-const LOCK_LIVE_GRANT = 'SELECT 1 FROM grants WHERE grant_id = $18 AND revoked_at IS NULL FOR SHARE';
+const LOCK_LIVE_GRANT = 'SELECT 1 FROM grants WHERE grant_id = $19 AND revoked_at IS NULL FOR SHARE';
 
 /**
  * insertMintedAccess for any number of mints in one statement (one round trip, one plan, one
- * commit): row i of the access tokens ($1–$17) goes in only if its grant is unrevoked, under the
- * grant lock, its refresh token ($18[i]) is current, and the grant has fewer than $20[i] tokens
- * issued after $19[i] (no limit: null), counted from the (grant_id, issued_at) index, plus the
+ * commit): row i of the access tokens ($1–$18) goes in only if its grant is unrevoked, under the
+ * grant lock, its refresh token ($19[i]) is current, and the grant has fewer than $21[i] tokens
+ * issued after $20[i] (no limit: null), counted from the (grant_id, issued_at) index, plus the
  * ones before it in this statement for the same grant. The grant locks are taken in grant_id
  * order, so that two batches never wait for each other in a cycle. One row per mint, in order:
  * whether it was inserted, whether its refresh token exists, and whether the limit alone stopped it.
  */
-export const MINT_ACCESS = `WITH q AS (SELECT * FROM unnest(${TOKEN_ARRAYS}, $18::text[], $19::bigint[], $20::int[])
+export const MINT_ACCESS = `WITH q AS (SELECT * FROM unnest(${TOKEN_ARRAYS}, $19::text[], $20::bigint[], $21::int[])
     WITH ORDINALITY AS q (${TOKEN_INSERT_COLUMNS}, refresh_jti, since, max, i)),
   g AS (SELECT grant_id FROM grants WHERE grant_id IN (SELECT grant_id FROM q) AND revoked_at IS NULL ORDER BY grant_id FOR SHARE),
   r AS (SELECT jti, revoked_at IS NULL AND replaced_at IS NULL AS current FROM tokens WHERE jti IN (SELECT refresh_jti FROM q)),
@@ -65,21 +65,21 @@ export const MINT_ACCESS = `WITH q AS (SELECT * FROM unnest(${TOKEN_ARRAYS}, $18
   SELECT jti IN (SELECT jti FROM ins) AS inserted, known, limited FROM counted ORDER BY i`;
 
 /**
- * rotateRefreshToken without grace, in one statement: under the grant lock ($18), the old token
- * ($21) is marked replaced at $19 by $20, if it is still current, and only then are the new tokens
- * ($1–$17) inserted. A concurrent rotation of the same token waits for the old token's row, then
+ * rotateRefreshToken without grace, in one statement: under the grant lock ($19), the old token
+ * ($22) is marked replaced at $20 by $21, if it is still current, and only then are the new tokens
+ * ($1–$18) inserted. A concurrent rotation of the same token waits for the old token's row, then
  * finds it replaced and writes nothing.
  */
 export const ROTATE = `WITH g AS (${LOCK_LIVE_GRANT}),
-  r AS (UPDATE tokens SET replaced_at = $19::bigint, replaced_by = $20::text
-    WHERE jti = $21::text AND revoked_at IS NULL AND replaced_at IS NULL AND EXISTS (SELECT 1 FROM g) RETURNING 1),
+  r AS (UPDATE tokens SET replaced_at = $20::bigint, replaced_by = $21::text
+    WHERE jti = $22::text AND revoked_at IS NULL AND replaced_at IS NULL AND EXISTS (SELECT 1 FROM g) RETURNING 1),
   ins AS (INSERT INTO tokens (${TOKEN_INSERT_COLUMNS}) SELECT * FROM ${UNNEST_TOKENS} WHERE EXISTS (SELECT 1 FROM r) RETURNING 1)
   SELECT EXISTS (SELECT 1 FROM r) AS rotated`;
 
 /** The grant lock inside a rotation transaction (the grace case): $1 the grant. */
 export const LOCK_LIVE_GRANT_TX = 'SELECT 1 FROM grants WHERE grant_id = $1 AND revoked_at IS NULL FOR SHARE';
 
-/** Tokens of the rotation's transaction ($1–$17), in a grant that exists. */
+/** Tokens of the rotation's transaction ($1–$18), in a grant that exists. */
 export const INSERT_GRANT_TOKENS = `INSERT INTO tokens (${TOKEN_INSERT_COLUMNS}) SELECT * FROM ${UNNEST_TOKENS}`;
 
 /**
@@ -99,7 +99,7 @@ export function tokenColumns(tokens: readonly TokenRecord[]): unknown[][] {
   return [
     column('jti'), column('digest'), column('type'), column('grantId'), column('clientId'), column('username'), column('sub'),
     column('scope'), column('audience'), column('orgId'), column('node'), column('issuedAt'), column('notBefore'),
-    column('expiresAt'), column('revokedAt'), column('replacedAt'), column('replacedBy'),
+    column('expiresAt'), column('revokedAt'), column('replacedAt'), column('replacedBy'), tokens.map((t) => t.jkt ?? null),
   ];
 }
 

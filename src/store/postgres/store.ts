@@ -28,6 +28,7 @@ import { ForwardsAuthorizationStore } from '../forward-authorizations.js';
 import { Batcher, insertMints, MAX_BATCH, MAX_MINT_BATCH, readClientsAndTokens, revokeTokens, type Mint, type Revocation } from './batching.js';
 import { Database, withClient, type Isolation } from './database.js';
 import { PostgresEvents } from './outbox-store.js';
+import { PostgresDpopProofs } from './dpop-proofs.js';
 import { PostgresAuthorizations } from './authorizations.js';
 import { isUniqueViolation, mapPgError, redactUrl } from './errors.js';
 import { identify, META_TABLE, migrate } from './migrations.js';
@@ -110,6 +111,8 @@ export class PostgresStore extends ForwardsAuthorizationStore implements TokenSt
   private readonly events: PostgresEvents;
   /** The authorization code flow's requests (authorizations.ts). */
   private readonly authorizations: PostgresAuthorizations;
+  /** The DPoP proofs seen (dpop-proofs.ts). */
+  private readonly dpopProofs: PostgresDpopProofs;
 
   private constructor(
     private readonly db: Database,
@@ -127,6 +130,7 @@ export class PostgresStore extends ForwardsAuthorizationStore implements TokenSt
     this.mints = new Batcher(insertMints(db), inFlight, MAX_MINT_BATCH, commitBatch);
     this.events = new PostgresEvents(db);
     this.authorizations = new PostgresAuthorizations(db);
+    this.dpopProofs = new PostgresDpopProofs(db);
   }
 
   /**
@@ -175,15 +179,15 @@ export class PostgresStore extends ForwardsAuthorizationStore implements TokenSt
   async createClient(c: ClientRecord, trail: Trail): Promise<void> {
     const { audit } = trail;
     try {
-      // With its audit line ($14–$20, optionalAudit) in the same statement.
+      // With its audit line ($15–$21, optionalAudit) in the same statement.
       await this.db.query(
         `WITH c AS (INSERT INTO clients (id, name, secret_hash, scope, org_id, audience, access_ttl_ms, refresh_ttl_ms, created_at, secret_updated_at,
-              redirect_uris, grant_types, login_provider)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::text[], $12::text[], $13::bool) RETURNING 1)
-          ${insertAudit(auditAt(14), 'FROM c WHERE $20::bool')}`,
+              redirect_uris, grant_types, login_provider, require_dpop)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::text[], $12::text[], $13::bool, $14::bool) RETURNING 1)
+          ${insertAudit(auditAt(15), 'FROM c WHERE $21::bool')}`,
         [
           c.id, c.name, c.secretHash, c.scope, c.orgId, c.audience, c.accessTtlMs, c.refreshTtlMs, c.createdAt, c.secretUpdatedAt,
-          c.redirectUris, c.grantTypes, c.loginProvider, ...optionalAudit(audit),
+          c.redirectUris, c.grantTypes, c.loginProvider, c.requireDpop, ...optionalAudit(audit),
         ],
       );
     } catch (error) {
@@ -234,11 +238,12 @@ export class PostgresStore extends ForwardsAuthorizationStore implements TokenSt
   }
 
   async updateClientSettings(id: string, settings: ClientSettings, trail: Trail): Promise<boolean> {
-    // With its audit line ($5–$11, optionalAudit) when it changed the client, in the same statement.
-    const sql = `WITH u AS (UPDATE clients SET redirect_uris = $1::text[], grant_types = $2::text[], login_provider = $3::bool WHERE id = $4 RETURNING 1),
-        a AS (${insertAudit(auditAt(5), 'FROM u WHERE $11::bool')})
+    // With its audit line ($6–$12, optionalAudit) when it changed the client, in the same statement.
+    const sql = `WITH u AS (UPDATE clients SET redirect_uris = $1::text[], grant_types = $2::text[], login_provider = $3::bool, require_dpop = $5::bool
+          WHERE id = $4 RETURNING 1),
+        a AS (${insertAudit(auditAt(6), 'FROM u WHERE $12::bool')})
       SELECT count(*)::int AS n FROM u`;
-    const params = [settings.redirectUris, settings.grantTypes, settings.loginProvider, id, ...optionalAudit(trail.audit)];
+    const params = [settings.redirectUris, settings.grantTypes, settings.loginProvider, id, settings.requireDpop, ...optionalAudit(trail.audit)];
     return (await this.db.query<{ n: number }>(sql, params)).rows[0]?.n === 1;
   }
 
@@ -320,6 +325,14 @@ export class PostgresStore extends ForwardsAuthorizationStore implements TokenSt
   async purgeBatch(before: number, batchSize: number, trail: Trail): Promise<number> {
     const { audit } = trail;
     return purgeBatch(this.db, this.purgeScan, before, batchSize, audit);
+  }
+
+  async rememberDpopProof(key: string, until: number, now: number): Promise<boolean> {
+    return this.dpopProofs.rememberDpopProof(key, until, now);
+  }
+
+  async purgeDpopProofs(before: number, batchSize: number): Promise<number> {
+    return this.dpopProofs.purgeDpopProofs(before, batchSize);
   }
 
   async countPurgeable(before: number): Promise<number> {

@@ -247,6 +247,23 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX authorizations_ended ON authorizations (max(expires_at, coalesce(code_expires_at, 0)));
     `,
   },
+  {
+    // DPoP (RFC 9449, contract 8): the thumbprint a token is bound to (null: a bearer token), the
+    // clients that must send proofs, and the proofs seen, shared by every process on the file so
+    // that a replay to another worker is refused too. A proof is kept by a fixed-size digest
+    // until its iat window has passed (ports/dpop-proofs.ts); the index serves the deletion.
+    version: 7,
+    name: 'DPoP: token binding, clients that require it, proofs seen',
+    sql: `
+      ALTER TABLE tokens ADD COLUMN jkt TEXT;
+      ALTER TABLE clients ADD COLUMN require_dpop INTEGER NOT NULL DEFAULT 0 CHECK (require_dpop IN (0, 1));
+      CREATE TABLE dpop_proofs (
+        key   TEXT PRIMARY KEY,
+        until INTEGER NOT NULL
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX dpop_proofs_until ON dpop_proofs (until);
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -9,10 +9,10 @@ import type { BulkSelector, ClientRecord, ClientSettings, TokenFilter, TokenReco
 // Rows come back under the record's own names, so no mapping code can drift from the schema.
 const TOKEN_COLUMNS = `jti, digest, type, grant_id AS grantId, client_id AS clientId, username, sub, scope, audience,
   org_id AS orgId, node, issued_at AS issuedAt, not_before AS notBefore, expires_at AS expiresAt,
-  revoked_at AS revokedAt, replaced_at AS replacedAt, replaced_by AS replacedBy`;
+  revoked_at AS revokedAt, replaced_at AS replacedAt, replaced_by AS replacedBy, jkt`;
 const CLIENT_COLUMNS = `id, name, secret_hash AS secretHash, scope, org_id AS orgId, audience, access_ttl_ms AS accessTtlMs,
   refresh_ttl_ms AS refreshTtlMs, created_at AS createdAt, secret_updated_at AS secretUpdatedAt,
-  redirect_uris AS redirectUris, grant_types AS grantTypes, login_provider AS loginProvider`;
+  redirect_uris AS redirectUris, grant_types AS grantTypes, login_provider AS loginProvider, require_dpop AS requireDpop`;
 /** tokenState() of store.ts, in SQL. */
 const STATE_SQL = `CASE WHEN revoked_at IS NOT NULL OR replaced_at IS NOT NULL THEN 'revoked'
   WHEN expires_at <= @now THEN 'expired' ELSE 'active' END`;
@@ -35,18 +35,23 @@ export function selectorKind(selector: BulkSelector): SelectorKind {
 
 export type Statement = Database.Statement<unknown[], unknown>;
 
-/** A client row as the client statements return it: lists as space-separated words, the flag as 0 or 1 (migration 6). */
-export type ClientRow = Omit<ClientRecord, keyof ClientSettings> & { redirectUris: string; grantTypes: string; loginProvider: number };
+/** A client row as the client statements return it: lists as space-separated words, the flags as 0 or 1 (migrations 6, 7). */
+export type ClientRow = Omit<ClientRecord, keyof ClientSettings> & { redirectUris: string; grantTypes: string; loginProvider: number; requireDpop: number };
 
 /** The record of a client row; null for no row. */
 export function clientFromRow(row: ClientRow | undefined): ClientRecord | null {
   if (row === undefined) return null;
-  return { ...row, redirectUris: words(row.redirectUris), grantTypes: words(row.grantTypes), loginProvider: row.loginProvider === 1 };
+  return { ...row, redirectUris: words(row.redirectUris), grantTypes: words(row.grantTypes), loginProvider: row.loginProvider === 1, requireDpop: row.requireDpop === 1 };
 }
 
-/** A client's settings as the client statements bind them (@redirectUris, @grantTypes, @loginProvider). */
-export function settingsParams(settings: ClientSettings): { redirectUris: string; grantTypes: string; loginProvider: number } {
-  return { redirectUris: settings.redirectUris.join(' '), grantTypes: settings.grantTypes.join(' '), loginProvider: settings.loginProvider ? 1 : 0 };
+/** A client's settings as the client statements bind them (@redirectUris, @grantTypes, @loginProvider, @requireDpop). */
+export function settingsParams(settings: ClientSettings): { redirectUris: string; grantTypes: string; loginProvider: number; requireDpop: number } {
+  return {
+    redirectUris: settings.redirectUris.join(' '),
+    grantTypes: settings.grantTypes.join(' '),
+    loginProvider: settings.loginProvider ? 1 : 0,
+    requireDpop: settings.requireDpop ? 1 : 0,
+  };
 }
 
 /** Space-separated words as a list: none for ''. */
@@ -75,12 +80,13 @@ export function tokenFromRow(row: unknown[] | undefined): TokenRecord | null {
     revokedAt: row[14] as number | null,
     replacedAt: row[15] as number | null,
     replacedBy: row[16] as string | null,
+    jkt: (row[17] as string | null) ?? null,
   };
 }
 
 /** Inserts a token record with the positional `insert` statement of {@link prepareStatements}. */
 export function insertToken(insert: Statement, t: TokenRecord): void {
-  insert.run(t.jti, t.digest, t.type, t.grantId, t.clientId, t.username, t.sub, t.scope, t.audience, t.orgId, t.node, t.issuedAt, t.notBefore, t.expiresAt, t.revokedAt, t.replacedAt, t.replacedBy);
+  insert.run(t.jti, t.digest, t.type, t.grantId, t.clientId, t.username, t.sub, t.scope, t.audience, t.orgId, t.node, t.issuedAt, t.notBefore, t.expiresAt, t.revokedAt, t.replacedAt, t.replacedBy, t.jkt ?? null);
 }
 
 /** Every statement, prepared once when the store opens. */
@@ -113,19 +119,19 @@ export function prepareStatements(db: Database.Database) {
       client: bulk(SELECTORS.client),
     },
     insertClient: p(`INSERT INTO clients (id, name, secret_hash, scope, org_id, audience, access_ttl_ms, refresh_ttl_ms, created_at, secret_updated_at,
-        redirect_uris, grant_types, login_provider)
+        redirect_uris, grant_types, login_provider, require_dpop)
       VALUES (@id, @name, @secretHash, @scope, @orgId, @audience, @accessTtlMs, @refreshTtlMs, @createdAt, @secretUpdatedAt,
-        @redirectUris, @grantTypes, @loginProvider)`),
+        @redirectUris, @grantTypes, @loginProvider, @requireDpop)`),
     getClient: p(`SELECT ${CLIENT_COLUMNS} FROM clients WHERE id = ?`),
     listClients: p(`SELECT ${CLIENT_COLUMNS} FROM clients ORDER BY created_at, id`),
     deleteClient: p('DELETE FROM clients WHERE id = ?'), // its tokens go by ON DELETE CASCADE
     updateSecret: p('UPDATE clients SET secret_hash = ?, secret_updated_at = ? WHERE id = ?'),
-    updateSettings: p('UPDATE clients SET redirect_uris = @redirectUris, grant_types = @grantTypes, login_provider = @loginProvider WHERE id = @id'),
-    // Positional parameters (insertToken below): binding 17 named ones looks each name up on the
+    updateSettings: p('UPDATE clients SET redirect_uris = @redirectUris, grant_types = @grantTypes, login_provider = @loginProvider, require_dpop = @requireDpop WHERE id = @id'),
+    // Positional parameters (insertToken below): binding 18 named ones looks each name up on the
     // record, a sixth of a refresh's store work.
     insert: p(`INSERT INTO tokens (jti, digest, type, grant_id, client_id, username, sub, scope, audience, org_id, node,
-        issued_at, not_before, expires_at, revoked_at, replaced_at, replaced_by)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+        issued_at, not_before, expires_at, revoked_at, replaced_at, replaced_by, jkt)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     // Rows as arrays (tokenFromRow): better-sqlite3 makes an array much faster than an object.
     byDigest: p(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE digest = ?`).raw(true),
     byJti: p(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE jti = ?`).raw(true),

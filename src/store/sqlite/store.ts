@@ -31,6 +31,7 @@ import { RowCache } from './row-cache.js';
 import { WalSync } from './wal-sync.js';
 import { clientFromRow, prepareStatements, selectorKind, settingsParams, tokenFromRow, type ClientRow } from './statements.js';
 import { SqliteAuthorizations } from './authorizations.js';
+import { SqliteDpopProofs } from './dpop-proofs.js';
 import { prepareTransactions } from './transactions.js';
 
 interface ClientAndTokenQuery {
@@ -61,6 +62,8 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
   private readonly events: SqliteEvents;
   /** The authorization code flow's requests (authorizations.ts). */
   private readonly authorizations: SqliteAuthorizations;
+  /** The DPoP proofs seen (dpop-proofs.ts). */
+  private readonly dpopProofs: SqliteDpopProofs;
   /** The rows handed out without reading them again while nobody commits. */
   private readonly cache: RowCache;
   /** findClientAndToken calls of one event-loop turn, answered in one read transaction. */
@@ -93,6 +96,8 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
         if (audit) this.st.insertAudit.run(audit);
       },
     });
+    // Remembering a proof changes no token: the kept token rows stay (write() would forget them).
+    this.dpopProofs = new SqliteDpopProofs(db, { write: (step) => this.writeOther(step) });
     this.events = new SqliteEvents(db, (step) => this.write(step), (step) => this.run(step), (entry) => this.st.insertAudit.run(entry));
     // The revocations' events of one transaction are written at its end, as one outbox row (outbox-store.ts tail).
     // A server waits for another process's write lock off the event loop (group-commit.ts LockWait).
@@ -269,6 +274,14 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
     return purged;
   }
 
+  async rememberDpopProof(key: string, until: number, now: number): Promise<boolean> {
+    return this.dpopProofs.rememberDpopProof(key, until, now);
+  }
+
+  async purgeDpopProofs(before: number, batchSize: number): Promise<number> {
+    return this.dpopProofs.purgeDpopProofs(before, batchSize);
+  }
+
   async countPurgeable(before: number): Promise<number> {
     return this.run(() => (this.st.countPurgeable.get({ before }) as { n: number }).n);
   }
@@ -353,6 +366,12 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
       this.cache.forgetTokens();
       return step();
     }, atomic);
+  }
+
+  /** A write step that changes no token or client row: the kept rows stay valid. */
+  private writeOther<T>(step: () => T): Promise<T> {
+    if (this.closed) return Promise.reject(new Error(`the store ${this.location} is closed`));
+    return this.writes.run(step);
   }
 
   /** Runs one synchronous database step, with the store's errors in place of SQLite's. */
