@@ -53,7 +53,7 @@ A public client needs no secret. A confidential one takes it from a profile or -
     try {
       const options = { remote, scope: f.scope, port: f.port, timeoutMs: f.timeout ?? DEFAULT_TIMEOUT_MS, openUrl: await this.opener(), signal: interrupt.signal, dpop };
       const tokens = await login({ ...options, notice: (text) => process.stderr.write(text) });
-      if (dpop) this.logToStderr(dpopNotice(dpop, tokens.token_type));
+      if (dpop) process.stderr.write(dpopNotice(dpop, tokens.token_type) + '\n');
       if (!this.jsonEnabled()) {
         this.log(renderTokenResponse(tokens, Date.now()));
         this.logToStderr(tokenNotice());

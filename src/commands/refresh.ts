@@ -46,7 +46,8 @@ The token is never read from stdin unless you say so: give it as - (stdin; a hid
     const target = await remoteTarget(this.flags, this.config.configDir);
     const { remoteRefresh } = await import('../remote/http-client.js');
     const response = await remoteRefresh(target, token, this.flags.scope, key);
-    if (key) this.logToStderr(dpopNotice(key, String(response.token_type)));
+    // On stderr even with --json (oclif silences logToStderr then): stdout keeps the server's answer.
+    if (key) process.stderr.write(dpopNotice(key, String(response.token_type)) + '\n');
     return response;
   }
 

@@ -77,9 +77,8 @@ export function renderIntrospection(r: IntrospectionResult, now: number): string
   ].join('\n');
 }
 
-/** RFC 9449 §6.2: the thumbprint of the key a DPoP-bound token is bound to, shown as the server sent it. */
-function boundKey(r: IntrospectionResult): string | undefined {
-  const cnf = (r as { cnf?: unknown }).cnf;
-  const jkt = cnf !== null && typeof cnf === 'object' ? (cnf as { jkt?: unknown }).jkt : undefined;
-  return typeof jkt === 'string' ? `${jkt} ${color.dim('(DPoP-bound: useless without its private key)')}` : undefined;
+/** RFC 9449 §6.2: the thumbprint of the key a DPoP-bound token is bound to, as the server sent it. */
+function boundKey(r: IntrospectionResult & { active: true }): string | undefined {
+  const jkt = r.cnf?.jkt;
+  return typeof jkt === 'string' ? `${jkt} ${color.dim('(DPoP-bound: usable only with proofs by that key)')}` : undefined;
 }
