@@ -1,5 +1,6 @@
+import { spawn } from 'node:child_process';
 import { createPrivateKey } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { exportJWK, importJWK, type CryptoKey, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +9,7 @@ import { buildServer, type TokenctlApp } from '../../src/http/server.js';
 import { ResourceServer, type HeadersLike } from '../../src/resource-server/index.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { TokenStore } from '../../src/store/store.js';
-import { createClient, issue, tempStore, type TempStore } from '../helpers/cli.js';
+import { createClient, issue, ROOT, tempStore, type TempStore } from '../helpers/cli.js';
 import { makeProof, proofKey, type ProofKey } from '../helpers/dpop-proof.js';
 import { freePort } from '../resource-server/serve-process.js';
 
@@ -138,4 +139,38 @@ describe('refresh --url --dpop-key against tokenctl', () => {
       await plain.close();
     }
   });
+});
+
+describe('the NGINX example sidecar with RS_DPOP_ORIGIN (without NGINX: the headers its template sets)', () => {
+  it('accepts a bound token with a proof for the original method and URI, and refuses it stolen', async () => {
+    const r = await store.run(['refresh', (await issue(store, web.id, 'dave')).refresh_token, ...remote(), '--dpop-key', keyFile, '--json']);
+    const token = (r.json() as { access_token: string }).access_token;
+    const secretFile = join(store.dir, 'sidecar.secret');
+    writeFileSync(secretFile, rsClient.secret!, { mode: 0o600 });
+    const port = await freePort();
+    const env = { ...process.env, TOKENCTL_URL: url, RS_CLIENT_ID: rsClient.id, RS_CLIENT_SECRET_FILE: secretFile, SIDECAR_PORT: String(port), RS_DPOP_ORIGIN: API };
+    const sidecar = spawn(process.execPath, [join(ROOT, 'examples/nginx/auth-sidecar.mjs')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let out = '';
+        const timer = setTimeout(() => reject(new Error(`the sidecar did not start:\n${out}`)), 15_000);
+        const on = (d: Buffer) => ((out += d.toString()), /listening on/.test(out) && (clearTimeout(timer), resolve()));
+        sidecar.stdout.on('data', on);
+        sidecar.stderr.on('data', on);
+      });
+      // What NGINX sends to /check: the client's headers, and the two it sets itself.
+      const check = (headers: Record<string, string>) => fetch(`http://127.0.0.1:${port}/check`, { headers: { 'x-original-method': 'DELETE', 'x-original-uri': '/orders/7?force=1', ...headers } });
+      const proof = (k: ProofKey, extra: Partial<Parameters<typeof makeProof>[1]> = {}) => makeProof(k, { htm: 'DELETE', htu: `${API}/orders/7`, token, ...extra });
+      const ok = await check({ authorization: `DPoP ${token}`, dpop: await proof(key) });
+      expect([ok.status, ok.headers.get('x-user')]).toEqual([204, 'dave']);
+      const bearer = await check({ authorization: `Bearer ${token}` });
+      expect(bearer.status).toBe(401);
+      const otherUri = await check({ authorization: `DPoP ${token}`, dpop: await proof(key, { htu: `${API}/orders/8` }) });
+      expect([otherUri.status, otherUri.headers.get('www-authenticate')]).toEqual([401, expect.stringMatching(/^DPoP realm="api", error="invalid_dpop_proof"/)]);
+      const otherKey = await check({ authorization: `DPoP ${token}`, dpop: await proof(await proofKey()) });
+      expect(otherKey.status).toBe(401);
+    } finally {
+      sidecar.kill('SIGTERM');
+    }
+  }, 30_000);
 });
