@@ -7,7 +7,9 @@
  * the bench's refresh request, a warm-up, then the measured run (bench/lib).
  *
  * Usage: node bench/refresh-ab.js --db POOL.db --tokens REFRESH.txt --a DIR --b DIR
- *          [--rounds 4] [--warmup 2] [--seconds 5] [--kind refresh|revoke|introspect|authorization_code]
+ *          [--rounds 4] [--warmup 2] [--seconds 5] [--kind refresh|refresh_dpop|revoke|introspect|authorization_code]
+ *          [--b-kind KIND] (B runs another load: `--kind refresh --b-kind refresh_dpop --a . --b .`
+ *          is the bench's dpop_refresh_ratio, refresh with a DPoP proof ÷ without, on one build)
  *          [--a-node-args '…'] [--b-node-args '…'] (Node/V8 options of each side's server)
  *          [--a-pg] [--b-pg] [--pg URL] (that side's store: a PostgreSQL copy of POOL.db, made by
  *          `tokenctl migrate` into a schema of its own in the database of --pg, default
@@ -41,6 +43,7 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '2' },
     seconds: { type: 'string', default: '5' },
     kind: { type: 'string', default: 'refresh' },
+    'b-kind': { type: 'string' },
     'a-node-args': { type: 'string', default: '' },
     'b-node-args': { type: 'string', default: '' },
     'a-pg': { type: 'boolean', default: false },
@@ -49,8 +52,14 @@ const { values } = parseArgs({
   },
 });
 /** `--kind revoke` (with --tokens: access tokens), `introspect` or `authorization_code`: the same A/B of the other loads. */
-const kind = /** @type {'refresh'|'revoke'|'introspect'|'authorizationCode'} */ (values.kind === 'authorization_code' ? 'authorizationCode' : values.kind);
-if (!['refresh', 'revoke', 'introspect', 'authorizationCode'].includes(kind)) throw new Error(`--kind must be refresh, revoke, introspect or authorization_code, not ${values.kind}`);
+/** @param {string} name */
+function kindOf(name) {
+  const k = /** @type {'refresh'|'refreshDpop'|'revoke'|'introspect'|'authorizationCode'} */ ({ authorization_code: 'authorizationCode', refresh_dpop: 'refreshDpop' }[name] ?? name);
+  if (!['refresh', 'refreshDpop', 'revoke', 'introspect', 'authorizationCode'].includes(k)) throw new Error(`--kind must be refresh, refresh_dpop, revoke, introspect or authorization_code, not ${name}`);
+  return k;
+}
+const kind = kindOf(String(values.kind));
+const kinds = { a: kind, b: kindOf(String(values['b-kind'] ?? values.kind)) };
 /** Loads whose every request spends its token or code: each run starts from the top of --tokens on its fresh copy. */
 const fresh = kind === 'revoke' || kind === 'authorizationCode';
 if (!values.db || !values.tokens || !values.a || !values.b) {
@@ -89,7 +98,7 @@ try {
       const pg = values[`${which}-pg`] ? await copyToPg({ base: String(values.pg), sqlite: db, log: () => {}, what: 'the pool store', root: builds[which] }) : null;
       const server = await startBuild(builds[which], `${which}-${round}`, pg?.url ?? db, nodeArgs[which]);
       try {
-        const r = await runLoad({ label: `${which}-${round}`, server, ...REQUESTS.tokenctl[kind], tokenFile: values.tokens, fresh, ...load });
+        const r = await runLoad({ label: `${which}-${round}`, server, ...REQUESTS.tokenctl[kinds[which]], tokenFile: values.tokens, fresh, ...load });
         if (r.non2xx > 0 || r.errors > 0) throw new Error(`${which}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
         rps[which] = r.rps;
         seen[which].push(r.rps);
@@ -108,7 +117,7 @@ try {
   }
   const m = (/** @type {number[]} */ xs) => +median(xs).toFixed(4);
   console.log(JSON.stringify({
-    summary: true, kind, a: builds.a, b: builds.b,
+    summary: true, kind, b_kind: kinds.b, a: builds.a, b: builds.b,
     ceiling_rps: m(seen.ceiling), a_rps: m(seen.a), b_rps: m(seen.b),
     a_ratio_to_ceiling: +(median(seen.a) / median(seen.ceiling)).toFixed(4), b_ratio_to_ceiling: +(median(seen.b) / median(seen.ceiling)).toFixed(4),
     a_p99_ms: m(seen.p99.a), b_p99_ms: m(seen.p99.b), b_over_a_pairwise_median: m(seen.ratio), b_over_a_pairwise: seen.ratio.map((x) => +x.toFixed(3)),

@@ -304,6 +304,8 @@ async function main() {
           // The two grants on the same file, one after the other, their order flipped each repetition.
           const grants = flip([
             () => measure(rep, 'tokenctl.refresh', () => startTokenctl(workDir, `tkrefresh-${n}`, db), REQUESTS.tokenctl.refresh, s.pool.refreshFile),
+            // The same refresh with a DPoP proof on every request: dpop_refresh_ratio (a build without DPoP is skipped).
+            ...(serveKnows('--dpop-nonce-secret') ? [() => measure(rep, 'tokenctl.refresh_dpop', () => startTokenctl(workDir, `tkrefreshdpop-${n}`, db), REQUESTS.tokenctl.refreshDpop, s.pool.refreshFile)] : []),
             () => measure(rep, 'tokenctl.authorization_code', () => startTokenctl(workDir, `tkcode-${n}`, db), REQUESTS.tokenctl.authorizationCode, s.pool.codesFile, { fresh: true, check: checkCodes }),
           ]);
           for (const grant of grants) await attempt('a grant run', grant);

@@ -34,6 +34,14 @@ export const REQUESTS = {
       suffix: '',
       headers: { authorization: basic(CLIENT) },
     },
+    // The same refresh with a DPoP proof of its own on every request (RFC 9449; load-worker.js).
+    refreshDpop: {
+      path: '/oauth/token',
+      prefix: 'grant_type=refresh_token&refresh_token=',
+      suffix: '',
+      headers: { authorization: basic(CLIENT) },
+      dpop: true,
+    },
     // The code file's lines are `code=…&code_verifier=…`; the redirect URI is repeated because
     // the authorization request sent it (RFC 6749 §4.1.3). Authenticated as refresh is.
     authorizationCode: {

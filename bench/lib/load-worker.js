@@ -9,16 +9,19 @@
  * the server's CPU and memory between them), then `result <JSON>`.
  *
  * Config: { url, path, connections, warmupS, durationS, headers, prefix, suffix, tokenFile,
- *           start, fresh }  — each request's body is prefix + token + suffix; with `fresh` the
+ *           start, fresh, dpop }  — each request's body is prefix + token + suffix; with `fresh` the
  *           tokens from `start` on are used once each and the run stops early if they run out.
+ *           With `dpop`, every request carries a DPoP proof of its own (RFC 9449: a new jti and
+ *           the current iat, signed ES256 by one key of the generator), built as it is sent.
  */
 // @ts-expect-error: autocannon ships no type declarations
 import autocannon from 'autocannon';
+import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 
 /** @type {{ url: string, path: string, connections: number, warmupS: number, durationS: number,
  *   headers: Record<string,string>, prefix: string, suffix: string, tokenFile: string,
- *   start?: number, fresh?: boolean }} */
+ *   start?: number, fresh?: boolean, dpop?: boolean }} */
 const cfg = JSON.parse(readFileSync(/** @type {string} */ (process.argv[2]), 'utf8'));
 const target = new URL(cfg.url);
 if (target.hostname !== '127.0.0.1') throw new Error(`refusing to load ${target.hostname}: only 127.0.0.1 is ever targeted`);
@@ -44,8 +47,30 @@ const pool = tokens.map((token) => {
   return Buffer.concat([Buffer.from(head, 'latin1'), body]);
 });
 
+/** A DPoP proof (RFC 9449 §4.2) for the request path, signed now: ES256 by node:crypto, synchronously. */
+const dpopKey = cfg.dpop ? generateKeyPairSync('ec', { namedCurve: 'P-256' }) : null;
+const dpopHeader = dpopKey && Buffer.from(JSON.stringify({ typ: 'dpop+jwt', alg: 'ES256', jwk: dpopKey.publicKey.export({ format: 'jwk' }) })).toString('base64url');
+const htu = target.origin + cfg.path;
+function proof() {
+  const claims = Buffer.from(JSON.stringify({ jti: randomUUID(), htm: 'POST', htu, iat: Math.floor(Date.now() / 1000) })).toString('base64url');
+  const input = `${dpopHeader}.${claims}`;
+  const signature = sign('sha256', Buffer.from(input), { key: /** @type {any} */ (dpopKey).privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url');
+  return `${input}.${signature}`;
+}
+
+/** The next request with a proof of its own: the prebuilt one, its head rebuilt with the header. */
+function withProof(/** @type {Buffer} */ prebuilt) {
+  const split = prebuilt.indexOf('\r\n\r\n');
+  return Buffer.concat([prebuilt.subarray(0, split), Buffer.from(`\r\nDPoP: ${proof()}`, 'latin1'), prebuilt.subarray(split)]);
+}
+
 /** The buffer for the next request: a shared counter, so that no two connections repeat a token. */
 function nextBuffer() {
+  if (cfg.dpop) return withProof(pickBuffer());
+  return pickBuffer();
+}
+
+function pickBuffer() {
   if (!cfg.fresh) return /** @type {Buffer} */ (pool[next++ % pool.length]);
   if (next < pool.length) return /** @type {Buffer} */ (pool[next++]);
   if (!exhausted) {

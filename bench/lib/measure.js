@@ -23,7 +23,7 @@ const WORKER = fileURLToPath(new URL('./load-worker.js', import.meta.url));
 
 /**
  * @param {{ label: string, server: { pid: number, url: string }, path: string, prefix: string,
- *   suffix?: string, headers?: Record<string,string>, tokenFile: string, fresh?: boolean,
+ *   suffix?: string, headers?: Record<string,string>, tokenFile: string, fresh?: boolean, dpop?: boolean,
  *   connections: number, warmupS: number, durationS: number, workDir: string, onMeasure?: () => void }} o
  *   onMeasure: called at the start and at the end of the measured part.
  * @returns {Promise<LoadResult>}
@@ -32,7 +32,7 @@ export async function runLoad(o) {
   const cfgFile = join(o.workDir, `load-${o.label}.json`);
   writeFileSync(cfgFile, JSON.stringify({
     url: o.server.url, path: o.path, connections: o.connections, warmupS: o.warmupS, durationS: o.durationS,
-    headers: o.headers ?? {}, prefix: o.prefix, suffix: o.suffix ?? '', tokenFile: o.tokenFile, fresh: o.fresh ?? false,
+    headers: o.headers ?? {}, prefix: o.prefix, suffix: o.suffix ?? '', tokenFile: o.tokenFile, fresh: o.fresh ?? false, dpop: o.dpop ?? false,
   }));
   const child = startChild(process.execPath, [WORKER, cfgFile], { core: LOAD_CORE, log: join(o.workDir, `load-${o.label}.log`) });
   const timeout = setTimeout(() => killGroup(child), (o.warmupS + o.durationS) * 1000 + 120_000);
@@ -88,7 +88,7 @@ export async function runLoadAcross(o) {
     const connections = Math.floor(o.connections / n) + (i < o.connections % n ? 1 : 0);
     writeFileSync(cfgFile, JSON.stringify({
       url: server.url, path: o.path, connections, warmupS: o.warmupS, durationS: o.durationS,
-      headers: o.headers ?? {}, prefix: o.prefix, suffix: o.suffix ?? '', tokenFile: o.tokenFile, fresh: o.fresh ?? false,
+      headers: o.headers ?? {}, prefix: o.prefix, suffix: o.suffix ?? '', tokenFile: o.tokenFile, fresh: o.fresh ?? false, dpop: o.dpop ?? false,
     }));
     return startChild(process.execPath, [WORKER, cfgFile], { core: LOAD_CORE, log: join(o.workDir, `load-${o.label}-${i}.log`) });
   });

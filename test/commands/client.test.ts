@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, issue, tempStore, type TempStore } from '../helpers/cli.js';
 
-const CLIENT_VIEW_KEYS = ['access_ttl_s', 'audience', 'client_id', 'created_at', 'grant_types', 'login_provider', 'name', 'org_id', 'redirect_uris', 'refresh_ttl_s', 'scope', 'secret_updated_at', 'type'];
+const CLIENT_VIEW_KEYS = ['access_ttl_s', 'audience', 'client_id', 'created_at', 'grant_types', 'login_provider', 'name', 'org_id', 'redirect_uris', 'refresh_ttl_s', 'require_dpop', 'scope', 'secret_updated_at', 'type'];
 
 describe('client commands', () => {
   let store: TempStore;
@@ -26,6 +26,16 @@ describe('client commands', () => {
     expect(r.stdout).toMatch(/client_secret:\s+\S{32,}/);
     expect(r.stderr).toMatch(/shown once/);
     expect(r.stdout).not.toMatch(/shown once/); // hints go to stderr, stdout keeps the data
+  });
+
+  it('--require-dpop is stored, shown by client show, and undone by client update --no-require-dpop', async () => {
+    const made = await store.json(['client', 'create', '--name', 'dpop-app', '--public', '--require-dpop']);
+    expect(made).toMatchObject({ require_dpop: true });
+    const shown = await store.run(['client', 'show', made.client_id]);
+    expect(shown.stdout).toMatch(/requires DPoP:\s+yes/);
+    expect(await store.json(['client', 'update', made.client_id, '--no-require-dpop'])).toMatchObject({ require_dpop: false });
+    expect((await store.run(['client', 'show', made.client_id])).stdout).not.toMatch(/requires DPoP/);
+    expect(await store.json(['client', 'update', made.client_id, '--require-dpop'])).toMatchObject({ require_dpop: true });
   });
 
   it('a public client has no secret, and --public with --secret is refused', async () => {
