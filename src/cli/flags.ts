@@ -131,6 +131,24 @@ export function remoteFlags(options: { clientIdNeedsUrl: boolean }) {
   };
 }
 
+/** `--dpop-key` and `--dpop-key-out` of `refresh --url` and `login` (RFC 9449): the key the token request proves. */
+export function dpopFlags() {
+  return {
+    'dpop-key': Flags.string({
+      description:
+        'Send a DPoP proof (RFC 9449) signed with this private key (a JWK or PEM file), so that the server binds the tokens to it; "generate" makes a new P-256 key. Its thumbprint (cnf.jkt) is shown, never the key',
+      helpGroup: 'DPOP',
+      helpValue: '<file>|generate',
+    }),
+    'dpop-key-out': Flags.string({
+      description: 'With --dpop-key generate: write the new private key there as a JWK (mode 0600, never overwriting a file), to refresh the bound tokens later; else it is kept in memory only',
+      helpGroup: 'DPOP',
+      helpValue: '<file>',
+      dependsOn: ['dpop-key'],
+    }),
+  };
+}
+
 /**
  * Refuses, before any store is opened, a string that cannot be a tokenctl token (a pasted
  * JWT, a truncated token, a jti given where a token is expected).

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { buildSpecAuthorization } from '../engine/client-auth.js';
 import type { IntrospectionResult, RevocationResult, TokenResponse } from '../engine/results.js';
@@ -32,21 +32,56 @@ export class RemoteError extends Error {
     message: string,
     readonly status: number,
     readonly body: unknown,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; headers?: IncomingHttpHeaders },
   ) {
     super(message, options);
     this.name = 'RemoteError';
+    this.headers = options?.headers;
   }
+
+  /** The answer's headers, when there was an answer (a `DPoP-Nonce` to retry with). */
+  readonly headers: IncomingHttpHeaders | undefined;
+}
+
+/** What signs DPoP proofs for the token endpoint (RFC 9449 §4): a {@link import('./dpop-key.js').DpopKey}. */
+export interface DpopProver {
+  proof(htm: string, htu: URL, nonce?: string): Promise<string>;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 const MAX_RESPONSE_BYTES = 1024 * 1024;
 
 /** Spec 4.1: exchanges a refresh token; returns the 2.1 token response. */
-export async function remoteRefresh(opts: RemoteOptions, refreshToken: string, scope?: string): Promise<TokenResponse> {
+export async function remoteRefresh(opts: RemoteOptions, refreshToken: string, scope?: string, dpop?: DpopProver): Promise<TokenResponse> {
   const form: Record<string, string> = { grant_type: 'refresh_token', refresh_token: refreshToken };
   if (scope !== undefined) form.scope = scope;
-  return (await post(opts, 'oauth/token', form, buildSpecAuthorization(opts.clientId, opts.clientSecret))) as TokenResponse;
+  return (await tokenRequest(opts, endpointUrl(opts.url, 'oauth/token'), form, buildSpecAuthorization(opts.clientId, opts.clientSecret), dpop)) as TokenResponse;
+}
+
+/**
+ * A token request, with a DPoP proof when `dpop` is given: a server that answers
+ * `use_dpop_nonce` with a `DPoP-Nonce` header (RFC 9449 §8) is asked once more, with a new
+ * proof carrying that nonce.
+ */
+async function tokenRequest(opts: RemoteOptions, url: URL, form: Record<string, string>, authorization: string | undefined, dpop: DpopProver | undefined): Promise<unknown> {
+  if (dpop === undefined) return send(opts, 'POST', url, form, authorization);
+  let nonce: string | undefined;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await send(opts, 'POST', url, form, authorization, { dpop: await dpop.proof('POST', url, nonce) });
+    } catch (err) {
+      const asked = err instanceof RemoteError ? nonceAskedFor(err) : undefined;
+      if (attempt > 0 || asked === undefined) throw err;
+      nonce = asked;
+    }
+  }
+}
+
+/** §8: the nonce of a `use_dpop_nonce` error (400 from a token endpoint), or undefined. */
+function nonceAskedFor(err: RemoteError): string | undefined {
+  const body = err.body as { error?: unknown } | null;
+  const nonce = err.headers?.['dpop-nonce'];
+  return body?.error === 'use_dpop_nonce' && typeof nonce === 'string' && nonce !== '' ? nonce : undefined;
 }
 
 /** Spec 4.2: revokes a token; returns the 2.2 revocation result. */
@@ -95,11 +130,12 @@ export async function remoteAuthorizationCode(
   opts: RemoteOptions,
   tokenEndpoint: string,
   grant: { code: string; codeVerifier: string; redirectUri: string },
+  dpop?: DpopProver,
 ): Promise<TokenResponse> {
   const form: Record<string, string> = { grant_type: 'authorization_code', code: grant.code, code_verifier: grant.codeVerifier, redirect_uri: grant.redirectUri };
   if (!opts.clientSecret) form.client_id = opts.clientId;
   const authorization = opts.clientSecret ? buildSpecAuthorization(opts.clientId, opts.clientSecret) : undefined;
-  return (await send(opts, 'POST', absoluteUrl(tokenEndpoint, 'token_endpoint'), form, authorization)) as TokenResponse;
+  return (await tokenRequest(opts, absoluteUrl(tokenEndpoint, 'token_endpoint'), form, authorization, dpop)) as TokenResponse;
 }
 
 /** RFC 8414 §3: GETs a metadata document (any JSON object) from `url`. */
@@ -127,9 +163,9 @@ function post(opts: RemoteOptions, endpoint: string, form: Record<string, string
   return send(opts, 'POST', endpointUrl(opts.url, endpoint), form, authorization);
 }
 
-function send(opts: RemoteOptions, method: 'GET' | 'POST', url: URL, form?: Record<string, string>, authorization?: string): Promise<unknown> {
+function send(opts: RemoteOptions, method: 'GET' | 'POST', url: URL, form?: Record<string, string>, authorization?: string, extra: Record<string, string> = {}): Promise<unknown> {
   const body = form === undefined ? undefined : new URLSearchParams(form).toString();
-  const headers: Record<string, string> = { accept: 'application/json' };
+  const headers: Record<string, string> = { accept: 'application/json', ...extra };
   if (body !== undefined) {
     headers['content-type'] = 'application/x-www-form-urlencoded';
     headers['content-length'] = String(Buffer.byteLength(body));
@@ -156,7 +192,7 @@ function send(opts: RemoteOptions, method: 'GET' | 'POST', url: URL, form?: Reco
         const parsed = sanitize(parseJson(text));
         const printable = sanitize(text) as string;
         if (status === 200 && parsed !== undefined) return resolve(parsed);
-        reject(new RemoteError(summarise(method, url, status, parsed ?? printable), status, parsed ?? (printable || null)));
+        reject(new RemoteError(summarise(method, url, status, parsed ?? printable), status, parsed ?? (printable || null), { headers: res.headers }));
       }, reject);
     });
     req.on('socket', (socket) => socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => (phase = 'waiting for an answer')));

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { TokenResponse } from '../engine/results.js';
 import { discover, type ServerMetadata } from './discovery.js';
-import { remoteAuthorizationCode, sanitize, type RemoteOptions } from './http-client.js';
+import { remoteAuthorizationCode, sanitize, type DpopProver, type RemoteOptions } from './http-client.js';
 import { LoginError } from './login-error.js';
 import { listenForRedirect, LoopbackListenError, type Callback } from './loopback-redirect.js';
 import type { OpenUrl } from './open-browser.js';
@@ -28,6 +28,8 @@ export interface LoginOptions {
   notice: (text: string) => void;
   /** Aborting it (Ctrl-C) stops the flow and closes the listener. */
   signal?: AbortSignal;
+  /** Proves a key with the code exchange (RFC 9449 §5): the tokens are bound to it. */
+  dpop?: DpopProver;
 }
 
 /** Runs the flow; returns the token endpoint's 2.1 response as the server sent it. */
@@ -47,7 +49,7 @@ export async function login(o: LoginOptions): Promise<TokenResponse> {
     const cb = await awaitCallback(loopback.callback, o.timeoutMs, o.signal);
     try {
       const code = checkResponse(cb.params, state, meta);
-      const tokens = await remoteAuthorizationCode(o.remote, meta.tokenEndpoint.href, { code, codeVerifier: verifier, redirectUri: loopback.redirectUri });
+      const tokens = await remoteAuthorizationCode(o.remote, meta.tokenEndpoint.href, { code, codeVerifier: verifier, redirectUri: loopback.redirectUri }, o.dpop);
       // RFC 6749 §5.1: a success carries at least these two.
       if (typeof tokens?.access_token !== 'string' || typeof tokens.token_type !== 'string') throw new LoginError('the token endpoint answered 200 without an access_token and token_type', 'bad_response');
       await cb.answer({ ok: true, title: 'You are logged in', text: 'tokenctl login has the tokens. You can close this tab.' });

@@ -19,6 +19,8 @@ export interface Principal {
   /** When it expires (seconds since the epoch). */
   exp: number | undefined;
   jti: string | undefined;
+  /** The thumbprint of the key the token is bound to (RFC 9449 §6: its `cnf.jkt`), whose proof came with this request. */
+  jkt?: string;
   /** The whole introspection answer (spec 2.3). */
   answer: IntrospectionAnswer;
 }
@@ -35,40 +37,93 @@ export interface Refusal {
 
 export interface HeadersLike {
   headers: Record<string, string | string[] | undefined>;
+  /** What a DPoP proof's `htm` and `htu` are checked against (Node's http, fastify and express have them). */
+  method?: string;
+  url?: string;
+  /** express: the URL before a mount point stripped its prefix from `url`. */
+  originalUrl?: string;
+}
+
+/** The scheme and token of an `Authorization` header: `Bearer` (RFC 6750 §2.1) or `DPoP` (RFC 9449 §7.1). */
+export interface PresentedToken {
+  scheme: 'Bearer' | 'DPoP';
+  token: string;
+}
+
+/**
+ * The token of an `Authorization: Bearer` or (when `dpop`) `Authorization: DPoP` header; null when
+ * there is none of these schemes, false when the header is malformed.
+ */
+export function presentedToken(req: HeadersLike, dpop: boolean): PresentedToken | null | false {
+  const header = req.headers['authorization'];
+  if (header === undefined) return null;
+  if (typeof header !== 'string') return false;
+  // Auth schemes are case-insensitive (RFC 9110 §11.1).
+  const named = /^(Bearer|DPoP)(\s|$)/i.exec(header);
+  if (!named) return null;
+  const scheme = named[1]!.toLowerCase() === 'bearer' ? 'Bearer' : 'DPoP';
+  if (scheme === 'DPoP' && !dpop) return null;
+  const match = /^(?:Bearer|DPoP) +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header);
+  return match ? { scheme, token: match[1]! } : false;
 }
 
 /** The b64token of an `Authorization: Bearer` header (RFC 6750 §2.1); null when absent, false when malformed. */
 export function bearerToken(req: HeadersLike): string | null | false {
-  const header = req.headers['authorization'];
-  if (header === undefined) return null;
-  if (typeof header !== 'string') return false;
-  const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header);
-  if (!match) return /^Bearer(\s|$)/i.test(header) ? false : null;
-  return match[1]!;
+  const presented = presentedToken(req, false);
+  return presented ? presented.token : presented;
 }
 
-/** RFC 6750 §3: the answer for a request without a valid token, or whose token lacks `scopes`. */
-export function refusal(kind: 'missing' | 'malformed' | 'invalid' | 'insufficient_scope' | 'unavailable', realm: string | undefined, scopes: readonly string[] = []): Refusal {
-  const params = realm !== undefined ? [`realm="${realm}"`] : [];
-  const challenge = (error?: string, description?: string, scope?: string) =>
-    'Bearer' +
-    (params.length + (error ? 1 : 0) > 0 ? ' ' : '') +
-    [...params, ...(error ? [`error="${error}"`, `error_description="${description}"`] : []), ...(scope ? [`scope="${scope}"`] : [])].join(', ');
+/** Why a request is refused: RFC 6750 §3's reasons, RFC 9449 §7.1's `invalid_dpop_proof`, or no answer from tokenctl. */
+export type RefusalKind = 'missing' | 'malformed' | 'invalid' | 'invalid_dpop_proof' | 'insufficient_scope' | 'unavailable';
+
+/** How the challenges are written: the scheme the request used (its challenge carries the error), and DPoP's algorithms when the API takes DPoP. */
+export interface ChallengeOptions {
+  scheme?: 'Bearer' | 'DPoP';
+  /** DPoP is accepted with these algorithms (RFC 9449 §7.1 `algs`): a DPoP challenge is added. */
+  dpopAlgorithms?: readonly string[];
+  /** Replaces the default `error_description`. */
+  description?: string;
+}
+
+const DESCRIPTIONS: Record<Exclude<RefusalKind, 'missing'>, string> = {
+  malformed: 'malformed Authorization header',
+  invalid: 'the access token is not active',
+  invalid_dpop_proof: 'the DPoP proof is not valid',
+  insufficient_scope: 'the access token lacks a required scope',
+  unavailable: 'the token could not be checked',
+};
+
+/**
+ * RFC 6750 §3 (and RFC 9449 §7.1 for DPoP): the answer for a request without a valid token, or
+ * whose token lacks `scopes`. With DPoP accepted, a `Bearer` and a `DPoP` challenge, the scheme
+ * the request used first and carrying the error.
+ */
+export function refusal(kind: RefusalKind, realm: string | undefined, scopes: readonly string[] = [], options: ChallengeOptions = {}): Refusal {
+  const scheme = options.scheme ?? 'Bearer';
+  const description = kind === 'missing' ? undefined : (options.description ?? DESCRIPTIONS[kind]);
+  const error = kind === 'missing' || kind === 'unavailable' ? undefined : kind === 'malformed' ? 'invalid_request' : kind === 'invalid' ? 'invalid_token' : kind;
+  const one = (name: 'Bearer' | 'DPoP'): string => {
+    const params = realm !== undefined ? [`realm="${realm}"`] : [];
+    if (name === scheme && error) params.push(`error="${error}"`, `error_description="${description}"`);
+    if (name === scheme && kind === 'insufficient_scope' && scopes.length > 0) params.push(`scope="${scopes.join(' ')}"`);
+    if (name === 'DPoP') params.push(`algs="${options.dpopAlgorithms!.join(' ')}"`);
+    return params.length > 0 ? `${name} ${params.join(', ')}` : name;
+  };
+  const names: ('Bearer' | 'DPoP')[] = options.dpopAlgorithms === undefined ? ['Bearer'] : scheme === 'DPoP' ? ['DPoP', 'Bearer'] : ['Bearer', 'DPoP'];
+  const challenge = names.map(one).join(', ');
+  const body = error ? { error, error_description: description! } : undefined;
   switch (kind) {
     case 'missing':
-      return { status: 401, challenge: challenge(), body: undefined };
+      return { status: 401, challenge, body: undefined };
     case 'malformed':
-      return { status: 400, challenge: challenge('invalid_request', 'malformed Authorization header'), body: { error: 'invalid_request', error_description: 'malformed Authorization header' } };
+      return { status: 400, challenge, body };
     case 'invalid':
-      return { status: 401, challenge: challenge('invalid_token', 'the access token is not active'), body: { error: 'invalid_token', error_description: 'the access token is not active' } };
+    case 'invalid_dpop_proof':
+      return { status: 401, challenge, body };
     case 'insufficient_scope':
-      return {
-        status: 403,
-        challenge: challenge('insufficient_scope', 'the access token lacks a required scope', scopes.join(' ')),
-        body: { error: 'insufficient_scope', error_description: 'the access token lacks a required scope' },
-      };
+      return { status: 403, challenge, body };
     case 'unavailable':
-      return { status: 503, challenge: undefined, body: { error: 'temporarily_unavailable', error_description: 'the token could not be checked' } };
+      return { status: 503, challenge: undefined, body: { error: 'temporarily_unavailable', error_description: description! } };
   }
 }
 

@@ -20,6 +20,8 @@ export interface IntrospectionAnswer {
   aud?: string | string[];
   iss?: string;
   jti?: string;
+  /** RFC 7800 §3.1, RFC 9449 §6.2: the key a DPoP-bound token is bound to, by its RFC 7638 thumbprint. */
+  cnf?: { jkt?: string };
 }
 
 /** One revocation of a `tokens-revoked` SET (its `revocations`), as the SET carries it: what it covers (docs/events.md). */

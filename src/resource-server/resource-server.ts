@@ -1,91 +1,16 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { bearerToken, expressMiddleware, fastifyHook, refusal, writeRefusal, type Check, type HeadersLike, type Principal } from './adapters.js';
+import { expressMiddleware, fastifyHook, presentedToken, writeRefusal, type Check, type HeadersLike, type Principal, type Refusal } from './adapters.js';
 import { AnswerCache, covers, type IntrospectionAnswer, type RevokedTokens } from './cache.js';
+import { DpopGuard } from './dpop-guard.js';
+import type { ResourceServerOptions, ResourceServerStats } from './options.js';
 import { createPushHandler } from './push-handler.js';
+import { RequestChecker } from './request-check.js';
 import { SeenSets } from './seen-sets.js';
 import { EventPoller, SetVerifier, type VerifiedSet } from './set-receiver.js';
 import { basicAuthorization, replyJson, Transport } from './transport.js';
 
-export interface ResourceServerOptions {
-  /** tokenctl's base URL, e.g. `https://127.0.0.1:8443`. */
-  url: string;
-  /** The resource server's client: it introspects (RFC 7662) and polls events as this client. */
-  clientId: string;
-  clientSecret: string;
-  /** A CA (PEM) to trust besides the system's: serve's development certificate. */
-  ca?: string | Buffer;
-  /**
-   * How revocations reach the cache: `poll` (the default: RFC 8936 long polling, the client must be
-   * registered with `tokenctl receiver add ID --poll --client CLIENT_ID`), `push` (RFC 8935: mount
-   * {@link ResourceServer.pushHandler}), or `false` (none: every answer is kept at most
-   * `fallbackMaxAgeMs`).
-   */
-  events?: 'poll' | 'push' | false;
-  /**
-   * The `aud` of the receiver's SETs (`tokenctl receiver add` prints it; by default the receiver's
-   * id): a SET for another receiver is refused. Required with `events: 'push'`, where anyone can
-   * post a SET tokenctl signed for someone else. By default also the `aud` every access token must
-   * carry (see `accept`).
-   */
-  audience?: string;
-  /**
-   * Which active access tokens this API accepts (RFC 7662 §4, RFC 9068 §4: a resource server
-   * checks that a token was meant for it). `audience`: the `aud` a token must carry (one of these);
-   * default the `audience` above when it is given, `false` for any. `clientIds`: the clients whose
-   * tokens are accepted; default any. A token that fails either is refused as not active (401).
-   */
-  accept?: { audience?: string | readonly string[] | false; clientIds?: readonly string[] };
-  /** The `iss` of the SETs; read from the server's RFC 8414 metadata when not given. */
-  issuer?: string;
-  /** Default `<url>/.well-known/jwks.json`. */
-  jwksUrl?: string;
-  cache?: {
-    /** Default 10000. */
-    maxEntries?: number;
-    /** An active answer is kept at most this long, and never past the token's `exp`. Default 5 minutes. */
-    maxAgeMs?: number;
-    /** An inactive answer is kept this long. Default 10 seconds. */
-    inactiveTtlMs?: number;
-  };
-  /**
-   * While the event stream is down (not yet up, a poll failed, a SET failed verification), a
-   * cached answer is served only when it is younger than this, and new answers are kept no
-   * longer. Default 2000 ms.
-   */
-  fallbackMaxAgeMs?: number;
-  /** Default 5000 ms; a server that does not answer in time is a 503, never an accepted token. */
-  introspectionTimeoutMs?: number;
-  /** The realm of the `WWW-Authenticate` challenges. */
-  realm?: string;
-  /** push: the `Authorization` value tokenctl sends with each SET (the receiver's `--authorization-…`). */
-  pushAuthorization?: string;
-  /** push: the largest body accepted (413 past it, the rest never read). Default 1 MiB. */
-  maxPushBytes?: number;
-  /** Errors of the event stream and of introspection (never with a token or secret in them). Default: none. */
-  onError?: (error: Error) => void;
-}
-
-export interface ResourceServerStats {
-  /** Requests answered from the cache. */
-  hits: number;
-  /** Requests that asked the server (or joined a request already asking for the same token). */
-  misses: number;
-  /** Introspection requests sent. */
-  introspections: number;
-  /** Verified SETs applied (tokens-revoked SETs: one may carry several revocations). */
-  events: number;
-  /** Revocations applied: those of every SET counted in `events`. */
-  revocations: number;
-  /** Cached answers dropped by events. */
-  dropped: number;
-  /** SETs received again (same `jti`) and not applied a second time. */
-  replays: number;
-  /** Active access tokens refused because they were meant for another audience or client (`accept`). */
-  foreign: number;
-  entries: number;
-  streamUp: boolean;
-}
+export type { ResourceServerOptions, ResourceServerStats } from './options.js';
 
 /** The token could not be checked (the server did not answer, or answered an error): a 503, never a pass. */
 export class IntrospectionUnavailable extends Error {
@@ -115,7 +40,11 @@ export class ResourceServer {
   private seq = 0;
   private streamUp: boolean;
   private issuer: Promise<string> | undefined;
-  private readonly counters = { hits: 0, misses: 0, introspections: 0, events: 0, revocations: 0, dropped: 0, replays: 0, foreign: 0 };
+  private readonly counters = { hits: 0, misses: 0, introspections: 0, events: 0, revocations: 0, dropped: 0, replays: 0, foreign: 0, dpopRefused: 0 };
+  private readonly dpop: DpopGuard | undefined;
+  private readonly checker: RequestChecker;
+  /** The refusal {@link authenticate} decided, for {@link sendUnauthorized} to send. */
+  private readonly refusals = new WeakMap<object, Refusal>();
   private readonly seen: SeenSets;
   private readonly audiences: readonly string[] | undefined;
   private readonly upWaiters: (() => void)[] = [];
@@ -131,6 +60,8 @@ export class ResourceServer {
       inactiveTtlMs: options.cache?.inactiveTtlMs ?? 10_000,
     });
     this.fallbackMaxAgeMs = options.fallbackMaxAgeMs ?? 2000;
+    this.dpop = options.dpop ? new DpopGuard(options.dpop) : undefined;
+    this.checker = new RequestChecker({ dpop: this.dpop, realm: options.realm, principalOf: (token) => this.principalOf(token), onDpopRefused: () => this.counters.dpopRefused++ });
     this.timeoutMs = options.introspectionTimeoutMs ?? 5000;
     const events = options.events ?? 'poll';
     if (events === 'push' && options.audience === undefined) {
@@ -182,56 +113,43 @@ export class ResourceServer {
     return pending;
   }
 
-  /** The principal of an active access token, or null (inactive, unknown, or not an access token). */
+  /**
+   * The principal of an active access token, or null (inactive, unknown, not an access token, or
+   * bound to a DPoP key: such a token needs its proof, which only {@link check} and
+   * {@link authenticate} see).
+   */
   async verify(token: string): Promise<Principal | null> {
-    const answer = await this.introspect(token);
-    if (!answer.active || (answer.token_type !== undefined && answer.token_type !== 'access_token')) return null;
-    if (!this.meantForUs(answer)) {
-      this.counters.foreign++;
-      return null;
-    }
-    return {
-      clientId: answer.client_id,
-      username: answer.username,
-      sub: answer.sub,
-      scopes: answer.scope ? answer.scope.split(' ').filter(Boolean) : [],
-      exp: answer.exp,
-      jti: answer.jti,
-      answer,
-    };
+    const principal = await this.principalOf(token);
+    return principal?.jkt === undefined ? principal : null;
   }
 
   /**
-   * Node's http: the principal of the request's bearer token, or null (no token, or not an
-   * active access token: answer with {@link sendUnauthorized}). Rejects with
+   * Node's http: the principal of the request's token, or null (no token, not an active access
+   * token, a DPoP proof refused: answer with {@link sendUnauthorized}). Rejects with
    * {@link IntrospectionUnavailable} when the token cannot be checked (answer 503).
    */
   async authenticate(req: HeadersLike): Promise<Principal | null> {
-    const token = bearerToken(req);
-    return token ? this.verify(token) : null;
+    const result = await this.check(req);
+    if (result.ok) return result.principal;
+    if (result.refusal.status === 503) throw new IntrospectionUnavailable('the token could not be checked');
+    this.refusals.set(req, result.refusal);
+    return null;
   }
 
-  /** Writes the RFC 6750 401 for `req` (no token, a malformed header, or an invalid token). */
+  /** Writes the 401 (or 400, 403) for `req`: what {@link authenticate} decided, else RFC 6750's for its header. */
   sendUnauthorized(res: ServerResponse, req?: HeadersLike): void {
-    const token = req ? bearerToken(req) : false;
-    writeRefusal(res, refusal(token === null ? 'missing' : token === false && req ? 'malformed' : 'invalid', this.options.realm));
+    const decided = req ? this.refusals.get(req) : undefined;
+    if (decided) return writeRefusal(res, decided);
+    const token = req ? presentedToken(req, this.dpop !== undefined) : false;
+    writeRefusal(res, this.checker.refuse(token === null ? 'missing' : token === false && req ? 'malformed' : 'invalid', token ? token.scheme : undefined));
   }
 
-  /** One request, checked: a principal with every scope in `scopes`, or the answer to send. */
-  readonly check = async (req: HeadersLike, scopes: readonly string[] = []): Promise<Check> => {
-    const token = bearerToken(req);
-    if (token === null) return { ok: false, refusal: refusal('missing', this.options.realm) };
-    if (token === false) return { ok: false, refusal: refusal('malformed', this.options.realm) };
-    let principal: Principal | null;
-    try {
-      principal = await this.verify(token);
-    } catch {
-      return { ok: false, refusal: refusal('unavailable', this.options.realm) };
-    }
-    if (!principal) return { ok: false, refusal: refusal('invalid', this.options.realm) };
-    if (!scopes.every((s) => principal.scopes.includes(s))) return { ok: false, refusal: refusal('insufficient_scope', this.options.realm, scopes) };
-    return { ok: true, principal };
-  };
+  /**
+   * One request, checked: a principal with every scope in `scopes`, or the answer to send. With
+   * `dpop`, a `DPoP` token needs a valid proof of the key its `cnf.jkt` names (RFC 9449 §7.1); a
+   * bound token presented as `Bearer` is refused (§7.2).
+   */
+  readonly check = (req: HeadersLike, scopes: readonly string[] = []): Promise<Check> => this.checker.check(req, scopes);
 
   /** A fastify hook (`onRequest` or `preHandler`) setting `request.principal`. */
   fastify(options: { scopes?: readonly string[] } = {}) {
@@ -273,6 +191,27 @@ export class ResourceServer {
   async close(): Promise<void> {
     await this.poller?.stop();
     this.transport.close();
+  }
+
+  /** The principal of an active access token meant for this API, bound or not. */
+  private async principalOf(token: string): Promise<Principal | null> {
+    const answer = await this.introspect(token);
+    if (!answer.active || (answer.token_type !== undefined && answer.token_type !== 'access_token')) return null;
+    if (!this.meantForUs(answer)) {
+      this.counters.foreign++;
+      return null;
+    }
+    const jkt = answer.cnf?.jkt;
+    return {
+      clientId: answer.client_id,
+      username: answer.username,
+      sub: answer.sub,
+      scopes: answer.scope ? answer.scope.split(' ').filter(Boolean) : [],
+      exp: answer.exp,
+      jti: answer.jti,
+      ...(typeof jkt === 'string' && { jkt }),
+      answer,
+    };
   }
 
   private async ask(token: string, key: string): Promise<IntrospectionAnswer> {

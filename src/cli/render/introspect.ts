@@ -72,6 +72,13 @@ export function renderIntrospection(r: IntrospectionResult, now: number): string
       ['iat', `${r.iat} ${color.dim(`(${formatDate(r.iat * 1000)})`)}`],
       ['nbf', r.nbf === r.iat ? undefined : s(r.nbf)],
       ['exp', `${r.exp} ${color.dim(`(${s(r.exp)})`)}`],
+      ['cnf.jkt', boundKey(r)],
     ]),
   ].join('\n');
+}
+
+/** RFC 9449 §6.2: the thumbprint of the key a DPoP-bound token is bound to, as the server sent it. */
+function boundKey(r: IntrospectionResult & { active: true }): string | undefined {
+  const jkt = r.cnf?.jkt;
+  return typeof jkt === 'string' ? `${jkt} ${color.dim('(DPoP-bound: usable only with proofs by that key)')}` : undefined;
 }
