@@ -71,10 +71,13 @@ Without --from, applies the schema migrations of this build to --db (or --to) an
     }
   }
 
-  /** Opening a store applies its pending migrations (a newer release's expand steps are left as they are). */
+  /**
+   * Opening a store applies its pending migrations (a newer release's expand steps are left as
+   * they are). Never a new store: only a copy (--from) creates one here (contract 4).
+   */
   private async migrateSchema(location: string): Promise<SchemaMigrateResult> {
     const { openStore } = await import('../store/open-store.js');
-    const store = await openStore(location);
+    const store = await openStore(location, { create: false });
     try {
       const result = { store: store.location, schema_version: await store.schemaVersion() };
       if (!this.jsonEnabled()) this.log(`${result.store}: schema version ${result.schema_version}`);

@@ -109,7 +109,9 @@ describe.skipIf(!PG_URL || previous === undefined)('the previous release on a sc
 
   beforeAll(async () => {
     const dir = buildRelease(previous!);
-    // This build's migrate first, as an operator would before replacing any node.
+    // A store of the release before (its nodes made it), then this build's migrate, as an
+    // operator would run it before replacing any node.
+    execFileSync(process.execPath, [join(dir, 'bin/run.js'), 'client', 'create', '--name', 'before', '--db', db, '--json'], { stdio: 'pipe', timeout: 30_000, env: { ...process.env, NO_COLOR: '1' } });
     expect(await cli<{ schema_version: number }>(['migrate'])).toMatchObject({ schema_version: LATEST_SCHEMA_VERSION });
     old = await serveRelease(dir, db);
   }, 600_000);
