@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, tokenctl } from '../helpers/cli.js';
 import { killAllChildren, startServe, stopServe, type ServeProcess } from '../helpers/load.js';
+import { PostgresStore } from '../../src/store/postgres/store.js';
 import { dropSchema, testSchemaName } from '../helpers/pg.js';
 
 /**
@@ -113,6 +114,25 @@ describe.skipIf(!FAILOVER)('failover of the primary under three nodes', () => {
     if (standbyUrl) await dropSchema(standbyUrl, schema).catch(() => undefined);
   }, 60_000);
 
+  it('writes to the writable host whichever is listed first', async () => {
+    // The standby first: the store must pass it over for the primary (in this file, so that no
+    // other file's test sees the primary killed below).
+    const [primary, standby] = [primaryUrl, standbyUrl].map((u) => new URL(u!));
+    const other = testSchemaName();
+    const url = `postgres://${primary!.username}@${standby!.host},${primary!.host}${primary!.pathname}?target_session_attrs=read-write&schema=${other}`;
+    const store = await PostgresStore.open(url);
+    try {
+      await store.createClient(
+        { id: 'c1', name: 'c1', secretHash: null, scope: '', orgId: 'o', audience: 'a', accessTtlMs: null, refreshTtlMs: null, createdAt: 1, secretUpdatedAt: 1, redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false },
+        {},
+      );
+      expect((await store.getClient('c1'))?.name).toBe('c1');
+    } finally {
+      await store.close();
+      await dropSchema(primaryUrl!, other);
+    }
+  }, 30_000);
+
   it('loses no acknowledged revocation, answers 503 promptly meanwhile, and serves again within 5 s of the promotion', async () => {
     const answers: { token: string; node: number; answer: Answer }[] = [];
     const pending = [...tokens];
@@ -136,8 +156,9 @@ describe.skipIf(!FAILOVER)('failover of the primary under three nodes', () => {
       killedAt = Date.now();
       // A second without a primary: every node must say 503, and quickly.
       while (Date.now() - killedAt < 1_000) await new Promise((r) => setTimeout(r, 50));
-      pgctl('fo-standby', 'promote');
+      // From the moment it is asked: pg_ctl returns some time after the standby took writes.
       promotedAt = Date.now();
+      pgctl('fo-standby', 'promote');
     };
     await Promise.all([failover(), ...Array.from({ length: REVOKERS }, (_, r) => revoker(r))]);
 
