@@ -46,15 +46,24 @@ export class NoStoreError extends Error {
   }
 }
 
-/** The store was written by a newer tokenctl. */
+/**
+ * The store was written by a newer tokenctl: `found` is the oldest schema version whose nodes run
+ * on it. A PostgreSQL store also says how far its schema went (`applied`): past `found` are only
+ * steps older nodes run on, and `found` itself was raised by a step they do not (a contract).
+ */
 export class SchemaTooNewError extends Error {
   constructor(
     readonly location: string,
     readonly found: number,
     readonly supported: number,
+    readonly applied?: number,
   ) {
     super(
-      `${location} has schema version ${found}, but this tokenctl knows only up to ${supported}: upgrade tokenctl`,
+      applied === undefined
+        ? `${location} has schema version ${found}, but this tokenctl knows only up to ${supported}: upgrade tokenctl`
+        : `${location} has schema version ${applied} and needs a tokenctl that knows schema version ${found} or later; this one knows up to ${supported}. ` +
+            `Run this node from a release with schema version ${found} or later (tokenctl status --db … shows a build's and the store's); ` +
+            'a store never goes back a version (see "Rolling upgrades" in docs/scale-out.md)',
     );
     this.name = 'SchemaTooNewError';
   }

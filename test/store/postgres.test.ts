@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { APPLICATION, LATEST_SCHEMA_VERSION, META_TABLE, MIGRATIONS } from '../../src/store/postgres/migrations.js';
+
+/** The oldest schema version whose nodes run on a store this build migrated: its newest contract step's. */
+const NODES_FROM = Math.max(...MIGRATIONS.map((m) => (m.change === 'expand' ? 0 : m.change.contract.nodesFrom)));
 import { mapPgError, redactUrl } from '../../src/store/postgres/errors.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { revocableQuery } from '../../src/store/postgres/statements.js';
@@ -129,7 +132,8 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
           DROP FUNCTION find_clients_and_tokens; ALTER TABLE tokens ADD FOREIGN KEY (client_id) REFERENCES clients (id) ON DELETE CASCADE;
           DROP TABLE authorizations, dpop_proofs; ALTER TABLE clients DROP COLUMN redirect_uris, DROP COLUMN grant_types, DROP COLUMN login_provider, DROP COLUMN require_dpop;
           ALTER TABLE tokens DROP COLUMN jkt;
-          DELETE FROM migrations WHERE version > 1;
+          DELETE FROM migrations WHERE version > 1; ALTER TABLE migrations DROP COLUMN change;
+          DELETE FROM ${META_TABLE} WHERE key = 'applied_version';
           UPDATE ${META_TABLE} SET value = '1' WHERE key = 'schema_version'`),
       );
       const b = await node(schema);
@@ -225,17 +229,49 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       const meta = await withPg(url, schema, async (db) => (await db.query(`SELECT key, value FROM ${META_TABLE} ORDER BY key`)).rows);
       expect(meta).toEqual([
         { key: 'application', value: APPLICATION },
-        { key: 'schema_version', value: String(LATEST_SCHEMA_VERSION) },
+        { key: 'applied_version', value: String(LATEST_SCHEMA_VERSION) },
+        { key: 'schema_version', value: String(NODES_FROM) },
       ]);
+    });
+
+    it('records which steps were expand, and keeps schema_version at the oldest version whose nodes run on the store', async () => {
+      const schema = freshSchema();
+      await (await node(schema)).close();
+      const rows = await withPg(url, schema, async (db) => (await db.query("SELECT version FROM migrations WHERE change = 'expand' ORDER BY 1")).rows);
+      expect(rows).toEqual(MIGRATIONS.filter((m) => m.change === 'expand').map((m) => ({ version: m.version })));
+      // Migration 9 (which records the kinds) is expand; the SSF streams' step 10 is a contract step
+      // (an older node would sign with either current key), so schema_version is 10.
+      expect(MIGRATIONS.find((m) => m.version === 9)?.change).toBe('expand');
+      expect(NODES_FROM).toBe(10);
+    });
+
+    it('runs on a store a newer release expanded, and applies nothing to it', async () => {
+      const schema = freshSchema();
+      await (await node(schema)).close();
+      await withPg(url, schema, (db) =>
+        db.query(`UPDATE ${META_TABLE} SET value = $1 WHERE key = 'applied_version'; CREATE TABLE newer_release_table (id int)`.replace('$1', `'${LATEST_SCHEMA_VERSION + 2}'`)),
+      );
+      const store = await node(schema);
+      await store.createClient(makeClient({ id: 'after-expand' }), {});
+      expect((await store.getClient('after-expand'))?.id).toBe('after-expand');
+      expect(await store.schemaVersion()).toBe(LATEST_SCHEMA_VERSION + 2);
+      await store.close();
     });
 
     it('refuses a schema written by a newer tokenctl with SchemaTooNewError', async () => {
       const schema = freshSchema();
       await (await node(schema)).close();
-      await withPg(url, schema, (db) => db.query(`UPDATE ${META_TABLE} SET value = $1 WHERE key = 'schema_version'`, [String(LATEST_SCHEMA_VERSION + 1)]));
+      // A contract step of a newer release: its nodes, and no older ones, run on the store.
+      await withPg(url, schema, (db) =>
+        db.query(`UPDATE ${META_TABLE} SET value = (CASE key WHEN 'schema_version' THEN $1 ELSE $2 END) WHERE key IN ('schema_version', 'applied_version')`, [
+          String(LATEST_SCHEMA_VERSION + 1),
+          String(LATEST_SCHEMA_VERSION + 2),
+        ]),
+      );
       const opening = PostgresStore.open(url, { schema });
       await expect(opening).rejects.toBeInstanceOf(SchemaTooNewError);
-      await expect(opening).rejects.toMatchObject({ found: LATEST_SCHEMA_VERSION + 1, supported: LATEST_SCHEMA_VERSION });
+      await expect(opening).rejects.toMatchObject({ found: LATEST_SCHEMA_VERSION + 1, supported: LATEST_SCHEMA_VERSION, applied: LATEST_SCHEMA_VERSION + 2 });
+      await expect(opening).rejects.toThrow(/needs a tokenctl that knows schema version \d+ or later.*Rolling upgrades/);
     });
 
     it('refuses tables named like its own that tokenctl did not create, and leaves them untouched', async () => {

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { redactUrl } from './errors.js';
+import { hostListOf, writableHostClient } from './hosts.js';
 
 /**
  * The server's connection budget, as `serve` checks it at start: PostgreSQL refuses connections
@@ -24,7 +25,10 @@ export interface ConnectionBudget {
 
 /** Reads the budget over one short-lived connection (no startup options, so a pooler lets it through). */
 export async function readConnectionBudget(url: string, timeoutMs = 3_000): Promise<ConnectionBudget> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs, application_name: 'tokenctl' });
+  const hosts = hostListOf(url);
+  const config = { connectionString: hosts?.firstUrl ?? url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs, application_name: 'tokenctl' };
+  // With several hosts, the one the store writes to (hosts.ts).
+  const client = hosts === undefined ? new pg.Client(config) : new (writableHostClient(hosts, config))(config);
   client.on('error', () => undefined);
   await client.connect();
   try {
@@ -41,7 +45,7 @@ export async function readConnectionBudget(url: string, timeoutMs = 3_000): Prom
       reserved: Number(row.reserved),
       inUse: Number(row.in_use),
       tokenctl: Number(row.tokenctl),
-      behindPooler: row.port !== null && Number(row.port) !== portOf(url),
+      behindPooler: row.port !== null && Number(row.port) !== (hosts === undefined ? portOf(url) : client.port),
     };
   } finally {
     await client.end().catch(() => undefined);

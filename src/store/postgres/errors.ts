@@ -36,6 +36,8 @@ const UNAVAILABLE_SQLSTATES: Record<string, string> = {
   '28000': 'the server refused the connection',
   '28P01': 'authentication failed',
   '3D000': 'the database does not exist',
+  // A host that was the primary and is now read-only (fenced, or a standby since a failover).
+  '25006': 'the server is read-only (a standby, or a primary being failed over)',
 };
 
 /** pg's own messages, which carry no code, for a connection that broke or never came. */

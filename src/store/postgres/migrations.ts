@@ -1,12 +1,27 @@
-import type { ClientBase } from 'pg';
-import { NotAStoreError, SchemaTooNewError } from '../store.js';
-
-/** One numbered schema change. Applied once, in order, and recorded in the `migrations` table. */
+/**
+ * One numbered schema change. Applied once, in order, and recorded in the `migrations` table.
+ *
+ * Every change says whether a node of an older release still runs on the schema it leaves
+ * (rolling upgrades, docs/scale-out.md): `'expand'` adds only what older nodes do not see (a
+ * table, a nullable column or one with a default, an index, a function they do not call), so
+ * `tokenctl migrate` may apply it while they serve; a contract step removes or changes what
+ * older nodes use, and names the oldest schema version whose nodes run on it (`{ contract:
+ * { nodesFrom: N } }`: N is the release that stopped using what it removes). A node refuses a
+ * store whose contract steps need a newer node than itself (schema.ts).
+ */
 export interface Migration {
   readonly version: number;
   readonly name: string;
   readonly sql: string;
+  readonly change: 'expand' | { readonly contract: { readonly nodesFrom: number } };
 }
+
+/**
+ * The steps made before nodes read the `change` of a step: a node of those releases runs only on
+ * a store whose `schema_version` is exactly its own newest version, so each of them counts as a
+ * contract step that needs its own version.
+ */
+const BEFORE_ROLLING_UPGRADES = (version: number) => ({ contract: { nodesFrom: version } }) as const;
 
 /**
  * The table whose presence marks a schema as a tokenctl store (the SQLite store's
@@ -16,7 +31,7 @@ export const META_TABLE = 'tokenctl_meta';
 export const APPLICATION = 'tokenctl';
 
 /** Tables tokenctl creates: finding one of them without {@link META_TABLE} means another application's. */
-const OWN_TABLES = ['migrations', 'clients', 'tokens', 'audit', 'grants', 'receivers', 'receiver_leases', 'security_events', 'event_deliveries', 'signing_keys', 'authorizations'];
+export const OWN_TABLES = ['migrations', 'clients', 'tokens', 'audit', 'grants', 'receivers', 'receiver_leases', 'security_events', 'event_deliveries', 'signing_keys', 'authorizations'];
 
 /**
  * The schema history, the same shape as the SQLite store's. Never edit a migration that has
@@ -27,6 +42,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'clients, tokens, audit',
+    change: BEFORE_ROLLING_UPGRADES(1),
     sql: `
       CREATE TABLE ${META_TABLE} (
         key   TEXT PRIMARY KEY,
@@ -98,6 +114,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // revocation paid for it: one more scattered page in its commit (~35% of its store work).
     version: 2,
     name: 'drop the unused audit_target index',
+    change: BEFORE_ROLLING_UPGRADES(2),
     sql: 'DROP INDEX IF EXISTS audit_target;',
   },
   {
@@ -108,6 +125,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // the grant revoked. Existing grants start unrevoked: their tokens keep their own states.
     version: 3,
     name: 'grants: the lock of minting and revoking',
+    change: BEFORE_ROLLING_UPGRADES(3),
     sql: `
       CREATE TABLE grants (
         grant_id   TEXT PRIMARY KEY,
@@ -137,6 +155,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // and resumed, never sorted. Existing rows keep their pages until rewritten (VACUUM FULL).
     version: 4,
     name: 'revocations as HOT updates: no revoked_at index, room on each page, ordered grant indexes',
+    change: BEFORE_ROLLING_UPGRADES(4),
     sql: `
       DROP INDEX IF EXISTS tokens_revoked;
       ALTER TABLE tokens SET (fillfactor = 50);
@@ -155,6 +174,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // each other by a table lock instead (event-writes.ts), so no delivery is left without its receiver.
     version: 5,
     name: 'security events: receivers and their leases, the outbox and its deliveries, signing keys',
+    change: BEFORE_ROLLING_UPGRADES(5),
     sql: `
       -- What the operator registered: written only by receiver add and delete. Every revocation
       -- reads it, so nothing that changes often lives here (at SERIALIZABLE, a write to a table a
@@ -223,6 +243,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // and rotation of those grants holds while it inserts (docs/scale-out.md).
     version: 6,
     name: "tokens without a foreign key to clients: no lock on the client's row per token inserted",
+    change: BEFORE_ROLLING_UPGRADES(6),
     sql: `ALTER TABLE tokens DROP CONSTRAINT IF EXISTS tokens_client_id_fkey;`,
   },
   {
@@ -235,6 +256,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // of the records (statements.ts): a change to them needs a new version of this function.
     version: 7,
     name: 'find_clients_and_tokens: the batched read as a function, planned once per connection',
+    change: BEFORE_ROLLING_UPGRADES(7),
     sql: `
       CREATE FUNCTION find_clients_and_tokens(p_client_ids TEXT[], p_digests TEXT[])
         RETURNS TABLE (r_clients JSON, r_tokens JSON)
@@ -266,6 +288,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // (authorization-statements.ts ENDED_AT).
     version: 8,
     name: 'authorization code flow: client grant settings, authorization requests',
+    change: BEFORE_ROLLING_UPGRADES(8),
     sql: `
       ALTER TABLE clients
         ADD COLUMN redirect_uris  TEXT[] NOT NULL DEFAULT '{}',
@@ -323,23 +346,37 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    // Which steps were expand and which contract, kept beside each (rolling upgrades,
+    // docs/scale-out.md): the code that wrote a store may be gone when an operator reads it. Older
+    // nodes never write this table on a store they are up to date with; its default covers them.
+    version: 9,
+    name: 'migrations.change: whether each step was expand or contract',
+    change: 'expand',
+    sql: `ALTER TABLE migrations ADD COLUMN change TEXT NOT NULL DEFAULT 'contract';`,
+  },
+  {
     // SSF streams (engine/streams.ts): a receiver's stream settings as JSON (null: an operator's
     // receiver with the defaults); and one current signing key per algorithm (ES256, RS256), not one in all.
-    version: 9,
+    version: 10,
     name: 'ssf streams: receiver stream settings, a current signing key per algorithm',
+    // An older node reads "the" current key and retires every current one on rotation: with two
+    // (ES256 and RS256) it could sign with the wrong one, so it must not run on this schema.
+    change: { contract: { nodesFrom: 10 } },
     sql: `
       ALTER TABLE receivers ADD COLUMN stream TEXT;
       DROP INDEX IF EXISTS signing_keys_current;
       CREATE UNIQUE INDEX signing_keys_current ON signing_keys (alg) WHERE retired_at IS NULL;
-      `,
-    },
-    {
+    `,
+  },
+  {
     // DPoP (RFC 9449, contract 8): the thumbprint a token is bound to (null: a bearer token), the
     // clients that must send proofs, and the proofs seen, shared by every node, so that a proof
     // replayed to another node is refused too (ports/dpop-proofs.ts). The batched read returns the
     // two new columns, so its function is replaced (as migration 7 says).
-    version: 10,
+    version: 11,
     name: 'DPoP: token binding, clients that require it, proofs seen',
+    // Older nodes ignore the binding (they issue bearer tokens and do not check proofs): docs/dpop.md.
+    change: 'expand',
     sql: `
       ALTER TABLE tokens ADD COLUMN jkt TEXT;
       ALTER TABLE clients ADD COLUMN require_dpop BOOLEAN NOT NULL DEFAULT false;
@@ -379,77 +416,4 @@ export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version
 /** A double-quoted SQL identifier. */
 export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
-}
-
-/**
- * Tells what the schema holds, reading only, so that another application's tables stay
- * untouched. Returns the schema version of a tokenctl store, or 0 for a schema without any of
- * tokenctl's tables (or one that does not exist yet). Throws {@link NotAStoreError} when tables
- * named like tokenctl's belong to something else, {@link SchemaTooNewError} for a store written
- * by a newer tokenctl.
- */
-export async function identify(db: ClientBase, schema: string, location: string): Promise<number> {
-  const { rows } = await db.query<{ name: string }>(
-    `SELECT c.relname AS name FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = $1 AND c.relname = ANY($2::text[])`,
-    [schema, [META_TABLE, ...OWN_TABLES]],
-  );
-  const found = rows.map((r) => r.name);
-  if (!found.includes(META_TABLE)) {
-    const foreign = OWN_TABLES.find((t) => found.includes(t));
-    if (foreign !== undefined) {
-      throw new NotAStoreError(location, `schema "${schema}" has a table "${foreign}" that tokenctl did not create (no ${META_TABLE} table)`);
-    }
-    return 0;
-  }
-  const meta = await db.query<{ key: string; value: string }>(`SELECT key, value FROM ${quoteIdent(schema)}.${META_TABLE}`);
-  const value = (key: string) => meta.rows.find((r) => r.key === key)?.value;
-  if (value('application') !== APPLICATION) {
-    throw new NotAStoreError(location, `schema "${schema}" has a ${META_TABLE} table that does not name tokenctl`);
-  }
-  const version = Number(value('schema_version') ?? 0);
-  if (!Number.isInteger(version) || version < 0) throw new NotAStoreError(location, `schema "${schema}" has an invalid schema version`);
-  if (version > LATEST_SCHEMA_VERSION) throw new SchemaTooNewError(location, version, LATEST_SCHEMA_VERSION);
-  return version;
-}
-
-/**
- * Brings `schema` up to {@link LATEST_SCHEMA_VERSION}. An up-to-date store is recognised with
- * reads only (no lock, no CREATE privilege needed), which is every start but the first.
- * Otherwise one transaction takes a transaction-scoped advisory lock named after the schema,
- * creates the schema if missing, reads the version again under the lock and applies what is
- * pending: when several nodes start at once, the others wait for the lock, then find the work
- * done and apply nothing. Either every pending migration is applied and recorded, or none is.
- */
-export async function migrate(db: ClientBase, schema: string, location: string, now: number = Date.now()): Promise<void> {
-  if ((await identify(db, schema, location)) === LATEST_SCHEMA_VERSION) return;
-  // READ COMMITTED whatever the database's default: the version read again under the lock must
-  // see what a node that held the lock before committed (a REPEATABLE READ snapshot would not).
-  await db.query('BEGIN ISOLATION LEVEL READ COMMITTED');
-  try {
-    await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`tokenctl migrate ${schema}`]);
-    const exists = await db.query('SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1', [schema]);
-    if (exists.rowCount === 0) await db.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
-    // The migrations' bare names land in the store's schema; SET LOCAL ends with this transaction,
-    // so the connection goes back to its pool (or to PgBouncer's) as it came.
-    await db.query(`SET LOCAL search_path TO ${quoteIdent(schema)}`);
-    const current = await identify(db, schema, location);
-    if (current === LATEST_SCHEMA_VERSION) {
-      await db.query('COMMIT'); // another node was first
-      return;
-    }
-    for (const m of MIGRATIONS) {
-      if (m.version <= current) continue;
-      await db.query(m.sql);
-      await db.query('INSERT INTO migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, now]);
-    }
-    await db.query(
-      `INSERT INTO ${META_TABLE} (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-      [String(LATEST_SCHEMA_VERSION)],
-    );
-    await db.query('COMMIT');
-  } catch (error) {
-    await db.query('ROLLBACK').catch(() => undefined); // a lost connection rolls back by itself
-    throw error;
-  }
 }

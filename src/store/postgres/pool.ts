@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { hostListOf, writableHostClient } from './hosts.js';
 
 export interface PoolSettings {
   /** Connections in the pool. */
@@ -75,8 +76,9 @@ export function checkSchemaName(schema: string): void {
  * session setting to whichever client next borrows the server connection.
  */
 export function createPool(url: string, settings: PoolSettings): pg.Pool {
-  const pool = new pg.Pool({
-    connectionString: url,
+  const hosts = hostListOf(url);
+  const config = {
+    connectionString: hosts?.firstUrl ?? url,
     max: settings.poolSize,
     connectionTimeoutMillis: settings.connectionTimeoutMs,
     idleTimeoutMillis: 30_000,
@@ -87,7 +89,9 @@ export function createPool(url: string, settings: PoolSettings): pg.Pool {
     keepAlive: true,
     application_name: 'tokenctl', // the URL's application_name, if any, wins
     types: TYPES,
-  });
+  };
+  // Several hosts (or target_session_attrs): each connection finds the writable one (hosts.ts).
+  const pool = new pg.Pool(hosts === undefined ? config : { ...config, Client: writableHostClient(hosts, config) });
   // Idle connections that break (server restart, admin shutdown, network) land here; the pool
   // has already discarded them. Errors of connections in use reach their query instead.
   pool.on('error', () => undefined);

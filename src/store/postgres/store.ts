@@ -31,7 +31,8 @@ import { PostgresEvents } from './outbox-store.js';
 import { PostgresDpopProofs } from './dpop-proofs.js';
 import { PostgresAuthorizations } from './authorizations.js';
 import { isUniqueViolation, mapPgError, redactUrl } from './errors.js';
-import { identify, META_TABLE, migrate } from './migrations.js';
+import { META_TABLE } from './migrations.js';
+import { identify, migrate } from './schema.js';
 import { eventParams, oneEventCtes, OUTBOX_LOCK } from './event-writes.js';
 import { DEFAULT_POOL_SIZE, checkSchemaName, createPool, isolationFromUrl, schemaFromUrl } from './pool.js';
 import {
@@ -156,7 +157,7 @@ export class PostgresStore extends ForwardsAuthorizationStore implements TokenSt
     try {
       await withClient(pool, async (db) => {
         const target = schema ?? (await currentSchema(db, location));
-        if (options.create === false && (await identify(db, target, location)) === 0) {
+        if (options.create === false && (await identify(db, target, location)).applied === 0) {
           throw new NoStoreError(location, `schema "${target}" holds no tokenctl tables (check the database name and ?schema= in the URL)`);
         }
         await migrate(db, target, location);
@@ -170,8 +171,10 @@ export class PostgresStore extends ForwardsAuthorizationStore implements TokenSt
   }
 
   async schemaVersion(): Promise<number> {
-    const { rows } = await this.db.query<{ value: string }>(`SELECT value FROM ${META_TABLE} WHERE key = 'schema_version'`);
-    return Number(rows[0]?.value ?? 0);
+    // The last migration applied; `schema_version` alone on a store written before rolling upgrades (schema.ts).
+    const { rows } = await this.db.query<{ key: string; value: string }>(`SELECT key, value FROM ${META_TABLE} WHERE key IN ('schema_version', 'applied_version')`);
+    const value = (key: string) => rows.find((r) => r.key === key)?.value;
+    return Number(value('applied_version') ?? value('schema_version') ?? 0);
   }
 
   // ---- clients --------------------------------------------------------------------------

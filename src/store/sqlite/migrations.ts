@@ -256,9 +256,9 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE receivers ADD COLUMN stream TEXT;
       DROP INDEX IF EXISTS signing_keys_current;
       CREATE UNIQUE INDEX signing_keys_current ON signing_keys (alg) WHERE retired_at IS NULL;
-      `,
-    },
-    {
+    `,
+  },
+  {
     // DPoP (RFC 9449, contract 8): the thumbprint a token is bound to (null: a bearer token), the
     // clients that must send proofs, and the proofs seen, shared by every process on the file so
     // that a replay to another worker is refused too. A proof is kept by a fixed-size digest
