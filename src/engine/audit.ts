@@ -29,6 +29,7 @@ export const AUDIT_ACTIONS = {
   'purge.audit': 'a batch of audit lines older than the retention deleted',
   'receiver.add': 'a receiver of security events registered',
   'receiver.remove': 'a receiver and its deliveries removed',
+  'receiver.update': "a receiver's settings changed (its retention)",
   'receiver.retry': "a receiver's dead letters requeued",
   'signing_key.rotate': 'a new key to sign security events with; the old one retired',
 } as const satisfies Record<string, string>;

@@ -27,6 +27,7 @@ const OPERATIONS = {
   deleteClient: true,
   deleteReceiver: true,
   deleteRetiredKeys: true,
+  expireDeliveries: true,
   findAuthorization: true,
   findClientAndToken: true,
   findPollReceiver: true,
@@ -45,11 +46,11 @@ const OPERATIONS = {
   listTokens: true,
   pendingDeliveries: true,
   ping: true,
+  purgeAuditBatch: true,
   purgeAuthorizations: true,
   purgeBatch: true,
-  purgeAuditBatch: true,
-  purgeGrantsBatch: true,
   purgeDeliveredEvents: true,
+  purgeGrantsBatch: true,
   redeemAuthorizationCode: true,
   releaseReceiver: true,
   retryDead: true,
@@ -63,6 +64,7 @@ const OPERATIONS = {
   stats: true,
   updateClientSecret: true,
   updateClientSettings: true,
+  updateReceiverRetention: true,
 } as const satisfies Record<Operation, true>;
 
 /**

@@ -31,6 +31,12 @@ export abstract class ForwardsEventStore implements EventStore {
   async listReceivers(): Promise<ReceiverStatus[]> {
     return this._eventStore().listReceivers();
   }
+  async updateReceiverRetention(id: string, retentionMs: number, trail: Trail): Promise<boolean> {
+    return this._eventStore().updateReceiverRetention(id, retentionMs, trail);
+  }
+  async expireDeliveries(now: number, limit: number): Promise<number> {
+    return this._eventStore().expireDeliveries(now, limit);
+  }
   async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
     return this._eventStore().deleteReceiver(id, trail);
   }

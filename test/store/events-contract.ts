@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   DuplicateReceiverError,
+  RETENTION_ERROR,
   type BulkSelector,
   type Delivery,
   type ReceiverRecord,
@@ -28,13 +29,14 @@ export function makePushReceiver(id: string, overrides: Partial<ReceiverRecord> 
     clientId: null,
     audience: `https://${id}.example.test`,
     createdAt: T0,
+    retentionMs: 24 * HOUR,
     ...overrides,
   };
 }
 
 /** A poll receiver that polls as client `clientId`. */
 export function makePollReceiver(id: string, clientId: string, overrides: Partial<ReceiverRecord> = {}): ReceiverRecord {
-  return { id, delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId, audience: `https://${id}.example.test`, createdAt: T0, ...overrides };
+  return { id, delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId, audience: `https://${id}.example.test`, createdAt: T0, retentionMs: 24 * HOUR, ...overrides };
 }
 
 /** An event of scope `token` (access token `jti`), at `at`. */
@@ -543,6 +545,63 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         const events = [await emit(), await emit(), await emit()];
         const page = await store.pendingDeliveries('poll-2', 2);
         expect(page).toEqual(events.slice(0, 2).map((event) => delivery('poll-2', event, 0)));
+      });
+    });
+
+    describe('retention: the bounded outbox', () => {
+      it('updateReceiverRetention sets a receiver\'s retention; false for an unknown receiver', async () => {
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
+        expect((await store.getReceiver('poll-1'))!.retentionMs).toBe(24 * HOUR);
+        expect(await store.updateReceiverRetention('poll-1', HOUR, {})).toBe(true);
+        expect((await store.getReceiver('poll-1'))!.retentionMs).toBe(HOUR);
+        expect((await store.listReceivers())[0]!.retentionMs).toBe(HOUR);
+        expect(await store.updateReceiverRetention('nobody', HOUR, {})).toBe(false);
+      });
+
+      it('expireDeliveries makes dead letters of what is pending longer than the retention, poll and push, oldest first, up to the limit', async () => {
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1', { retentionMs: HOUR }), {});
+        await store.createReceiver(makePushReceiver('push-1', { retentionMs: 3 * HOUR }), {});
+        const old = [await emit(makeEvent({}, AT)), await emit(makeEvent({}, AT + 1))];
+        const recent = await emit(makeEvent({}, AT + 2 * HOUR));
+        // Nothing is older than a retention yet.
+        expect(await store.expireDeliveries(AT + HOUR, 100)).toBe(0);
+        // An hour and a half later: poll-1's two old ones, one a call; push-1 (3 h) keeps them.
+        expect(await store.expireDeliveries(AT + 90 * MINUTE, 1)).toBe(1);
+        expect(await pendingIds('poll-1')).toEqual([old[1]!.id, recent.id]);
+        expect(await store.expireDeliveries(AT + 90 * MINUTE, 100)).toBe(1);
+        expect(await store.expireDeliveries(AT + 90 * MINUTE, 100)).toBe(0);
+        expect(await pendingIds('poll-1')).toEqual([recent.id]);
+        expect(await pendingIds('push-1')).toEqual([...old, recent].map((e) => e.id));
+        expect(await status('poll-1')).toMatchObject({ pending: 1, dead: 2, oldestPendingAt: recent.at, lastError: RETENTION_ERROR });
+        // Four hours on: push-1's old ones (3 h), and poll-1's recent one (1 h) too.
+        expect(await store.expireDeliveries(AT + 4 * HOUR, 100)).toBe(3);
+        expect(await status('push-1')).toMatchObject({ pending: 1, dead: 2, oldestPendingAt: recent.at, lastError: RETENTION_ERROR });
+        expect(await status('poll-1')).toMatchObject({ pending: 0, dead: 3, oldestPendingAt: null });
+        // Dead letters keep their events, and come back, in order, with receiver retry.
+        await store.purgeDeliveredEvents(100);
+        expect(await store.retryDead('poll-1', AT + 4 * HOUR, {})).toBe(3);
+        expect(await store.retryDead('push-1', AT + 4 * HOUR, {})).toBe(2);
+        expect(await pendingEvents('poll-1')).toEqual([...old, recent]);
+        expect(await pendingEvents('push-1')).toEqual([...old, recent]);
+        expect(await status('poll-1')).toMatchObject({ pending: 3, dead: 0 });
+        // Acknowledged after the retry, they are gone for good.
+        expect(await store.ackDeliveries('poll-1', [...old, recent].map((e) => e.id), AT + 4 * HOUR)).toBe(3);
+        expect(await status('poll-1')).toMatchObject({ pending: 0, dead: 0 });
+      });
+
+      it('a poll receiver\'s later events still arrive and are acknowledged once its old ones are dead letters', async () => {
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1', { retentionMs: HOUR }), {});
+        const old = await emit(makeEvent({}, AT));
+        const mid = await emit(makeEvent({}, AT + 2 * HOUR));
+        expect(await store.ackDeliveries('poll-1', [mid.id], AT + 2 * HOUR)).toBe(1); // out of order
+        expect(await store.expireDeliveries(AT + 2 * HOUR, 100)).toBe(1);
+        expect(await pendingIds('poll-1')).toEqual([]);
+        const late = await emit(makeEvent({}, AT + 3 * HOUR));
+        expect(await pendingIds('poll-1')).toEqual([late.id]);
+        expect(await store.retryDead('poll-1', AT + 3 * HOUR, {})).toBe(1);
+        // The retried one again, before the later one; the one acknowledged out of order stays acknowledged.
+        expect(await pendingIds('poll-1')).toEqual([old.id, late.id]);
+        expect(await status('poll-1')).toMatchObject({ pending: 2, dead: 0 });
       });
     });
 

@@ -247,6 +247,16 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX authorizations_ended ON authorizations (max(expires_at, coalesce(code_expires_at, 0)));
     `,
   },
+  {
+    // The bounded outbox (docs/events.md): a receiver's pending deliveries become dead letters
+    // once their event is older than its retention, applied by serve's housekeeping. A receiver
+    // of before gets the default, 24 hours.
+    version: 7,
+    name: 'security events: a retention per receiver',
+    sql: `
+      ALTER TABLE receivers ADD COLUMN retention_ms INTEGER NOT NULL DEFAULT 86400000;
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -14,6 +14,7 @@ import {
 import type { AuditEntry } from '../audit.js';
 import { insertUnique } from './errors.js';
 import type { TransactionTail } from './group-commit.js';
+import { prepareRetention } from './outbox-retention.js';
 import { prepareEventStatements } from './outbox-statements.js';
 import { contentOf, countOf, deliveryOf, MERGE_READ_ROWS, outboxPayload, RANGE, rangeOf, type PendingRow, type RowContent } from './outbox-rows.js';
 
@@ -31,6 +32,7 @@ export type ReadStep = <T>(step: () => T) => T;
  */
 export class SqliteEvents implements EventStore {
   private readonly st: ReturnType<typeof prepareEventStatements>;
+  private readonly retention: ReturnType<typeof prepareRetention>;
   /** The events of the current transaction's revocations so far (see {@link tail}). */
   private collected: RevocationEvent[] = [];
 
@@ -42,6 +44,7 @@ export class SqliteEvents implements EventStore {
     private readonly appendAudit: (entry: AuditEntry) => void,
   ) {
     this.st = prepareEventStatements(db);
+    this.retention = prepareRetention(db);
   }
 
   /**
@@ -100,6 +103,18 @@ export class SqliteEvents implements EventStore {
     return this.read(() => this.st.listReceivers.all() as ReceiverStatus[]);
   }
 
+  async updateReceiverRetention(id: string, retentionMs: number, trail: Trail): Promise<boolean> {
+    return this.write(() => {
+      const changed = this.retention.setRetention(id, retentionMs);
+      if (changed && trail.audit) this.appendAudit(trail.audit);
+      return changed;
+    });
+  }
+
+  async expireDeliveries(now: number, limit: number): Promise<number> {
+    return limit <= 0 ? 0 : this.write(() => this.retention.expire(now, limit));
+  }
+
   async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
     const { audit } = trail;
     return this.write(() => {
@@ -144,7 +159,8 @@ export class SqliteEvents implements EventStore {
   async retryDead(receiverId: string, now: number, trail: Trail): Promise<number> {
     const { audit } = trail;
     return this.write(() => {
-      const n = this.st.retryDead.run(now, receiverId).changes;
+      // A poll receiver's dead letters are marks past its cursor (outbox-retention.ts).
+      const n = this.st.deliveryOf.get(receiverId) === 'poll' ? this.retention.retryPoll(receiverId, this.st.cursor.get(receiverId) as number) : this.st.retryDead.run(now, receiverId).changes;
       if (audit) this.appendAudit({ ...audit, count: n });
       return n;
     });
