@@ -17,6 +17,7 @@ describe('engine settings', () => {
       accessTtlMs: 3_600_000,
       refreshTtlMs: 30 * 86_400_000,
       rotationRaceWindowMs: 2000,
+      eventLagWarningMs: 60_000,
     });
     expect(makeEngine({ refreshGraceMs: 5000, rotateRefreshTokens: true }).engine.config).toMatchObject({ refreshGraceMs: 5000, rotateRefreshTokens: true, maxRefreshesPerMinute: 120 });
   });
