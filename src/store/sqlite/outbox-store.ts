@@ -16,7 +16,7 @@ import { insertUnique } from './errors.js';
 import type { TransactionTail } from './group-commit.js';
 import { prepareRetention } from './outbox-retention.js';
 import { prepareEventStatements } from './outbox-statements.js';
-import { contentOf, countOf, deliveryOf, MERGE_READ_ROWS, outboxPayload, RANGE, rangeOf, type PendingRow, type RowContent } from './outbox-rows.js';
+import { contentOf, deliveryOf, MERGE_READ_ROWS, mergeRows, outboxPayload, rangeOf, type PendingRow } from './outbox-rows.js';
 
 /** Queues a synchronous write step for the store's next group commit (store.ts `write`). */
 export type WriteStep = <T>(step: () => T) => Promise<T>;
@@ -304,30 +304,7 @@ export class SqliteEvents implements EventStore {
     // Stepped, not fetched whole: the read stops at the row past what the answer takes.
     const statement = this.pendingStatement(receiverId);
     if (statement === undefined) return [];
-    const rows = statement.iterate({ receiverId, limit: MERGE_READ_ROWS }) as IterableIterator<PendingRow>;
-    const out: Delivery[] = [];
-    let current: { first: string; last: string; contents: RowContent[]; count: number; attempts: number } | undefined;
-    const close = () => {
-      if (!current) return;
-      out.push(deliveryOf(receiverId, current.first === current.last ? current.first : `${current.first}${RANGE}${current.last}`, current.attempts, current.contents));
-      current = undefined;
-    };
-    for (const [attempts, id, payload] of rows) {
-      const content = contentOf(payload);
-      const count = countOf(content);
-      if (current && current.count + count > mergeUpTo) close();
-      if (!current) {
-        if (out.length === limit) break;
-        current = { first: id, last: id, contents: [content], count, attempts };
-      } else {
-        current.last = id;
-        current.contents.push(content);
-        current.count += count;
-        current.attempts = Math.max(current.attempts, attempts);
-      }
-    }
-    close();
-    return out;
+    return mergeRows(receiverId, statement.iterate({ receiverId, limit: MERGE_READ_ROWS }) as IterableIterator<PendingRow>, limit, mergeUpTo);
   }
 }
 
