@@ -25,7 +25,7 @@ export function settingFlags<const N extends EngineSettingName>(...names: N[]): 
 
 function settingFlag(setting: Setting) {
   const dependsOn = setting.with === undefined ? undefined : [flagName(setting.with as EngineSettingName)];
-  const common = { helpGroup: 'TOKENS', ...(dependsOn && { dependsOn }) };
+  const common = { helpGroup: setting.group ?? 'TOKENS', ...(dependsOn && { dependsOn }) };
   switch (setting.kind) {
     case 'boolean':
       return Flags.boolean({ description: setting.summary, ...common });

@@ -8,6 +8,13 @@ import { describeBadToken } from './token-input.js';
  * Shared flag definitions, so that every command spells and describes them the same way.
  */
 
+/** `receiver add/update --retention`: how long a delivery may stay pending (engine/receivers.ts checks the range). */
+export const receiverRetentionFlag = Flags.custom<number>({
+  helpValue: '<duration>',
+  parse: async (input: string) => parseDuration(input),
+  description: 'Deliveries pending longer than this (from their event) become dead letters, poll and push alike; 1m to 90d [default: 24h]',
+});
+
 /** A duration (`90s`, `15m`, `1h`, `30d`, `1h30m`), parsed to milliseconds. */
 export const durationFlag = Flags.custom<number>({
   helpValue: '<duration>',

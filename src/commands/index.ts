@@ -18,6 +18,8 @@ import ReceiverAdd from './receiver/add.js';
 import ReceiverList from './receiver/list.js';
 import ReceiverRemove from './receiver/remove.js';
 import ReceiverRetry from './receiver/retry.js';
+import ReceiverShow from './receiver/show.js';
+import ReceiverUpdate from './receiver/update.js';
 import Refresh from './refresh.js';
 import Revoke from './revoke.js';
 import Serve from './serve.js';
@@ -50,6 +52,8 @@ export const COMMANDS = {
   'receiver:list': ReceiverList,
   'receiver:remove': ReceiverRemove,
   'receiver:retry': ReceiverRetry,
+  'receiver:show': ReceiverShow,
+  'receiver:update': ReceiverUpdate,
   refresh: Refresh,
   revoke: Revoke,
   serve: Serve,

@@ -16,7 +16,7 @@ import type { OpenStoreOptions } from '../store/open-store.js';
 import type { TokenStore } from '../store/store.js';
 
 /** The engine's settings `serve` offers as flags, described by the engine (`engine/settings.ts`). */
-const ENGINE_FLAGS = ['rotateRefreshTokens', 'refreshGraceMs', 'maxRefreshesPerMinute', 'accessTtlMs', 'refreshTtlMs', 'ssfPrivateNetwork', 'dpopNonceSecret'] as const;
+const ENGINE_FLAGS = ['rotateRefreshTokens', 'refreshGraceMs', 'maxRefreshesPerMinute', 'accessTtlMs', 'refreshTtlMs', 'ssfPrivateNetwork', 'dpopNonceSecret', 'eventLagWarningMs'] as const;
 
 export default class Serve extends BaseCommand<typeof Serve> {
   static override storeUse = 'create' as const;

@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
 import { parseDuration } from '../cli/duration.js';
+import { settingFlags } from '../cli/engine-flags.js';
 import { CliError, EXIT } from '../cli/errors.js';
 import type { StatusReport } from '../cli/render/results.js';
 import { renderStatus } from '../cli/render/status.js';
@@ -9,7 +10,7 @@ import type { MetricsStatus } from '../metrics/status-view.js';
 export default class Status extends BaseCommand<typeof Status> {
   static override storeUse = 'read' as const;
   static override summary = 'Show the store: where it is, its schema version, and what it holds; or, with --url, a running server\'s metrics';
-  static override description = `Counts clients, and tokens by type and state, and shows the oldest expired token not yet purged and the receivers of security events with what waits for them (a receiver that is behind by an hour or has dead letters is pointed out; tokenctl receiver list shows which). Never shows a token or a secret.
+  static override description = `Counts clients, and tokens by type and state, and shows the oldest expired token not yet purged and the receivers of security events with what waits for them (a receiver whose oldest pending event is older than --event-lag-warning, serve's setting of the same name, or that has dead letters is pointed out; tokenctl receiver list shows why). Never shows a token or a secret.
 
 With --url (the metrics listener of serve --metrics-port) it reads the server's Prometheus metrics instead of the store: requests a second and latency per endpoint, 401s by reason, 503s, tokens refreshed and revoked, reuse detections, store latency, errors, row-cache hits and pool. On a terminal it refreshes every --interval (a duration, 2s by default) until Ctrl-C; with --json, or when stdout is not a terminal, it prints the totals since the server started once.`;
 
@@ -20,6 +21,7 @@ With --url (the metrics listener of serve --metrics-port) it reads the server's 
   ];
 
   static override flags = {
+    ...settingFlags('eventLagWarningMs'),
     url: Flags.string({ description: "A running server's metrics URL (serve --metrics-port): show its metrics, not the store", helpGroup: 'METRICS' }),
     // A duration like every other one (2s, 1m): a bare number is refused rather than read as seconds.
     interval: Flags.custom<number>({ helpValue: '<duration>', parse: async (input: string) => parseInterval(input) })({
@@ -32,7 +34,8 @@ With --url (the metrics listener of serve --metrics-port) it reads the server's 
 
   async run(): Promise<StatusReport | MetricsStatus> {
     if (this.flags.url !== undefined) return this.metrics(this.flags.url);
-    const report = await (await this.engine()).status();
+    const lag = this.flags['event-lag-warning'];
+    const report = await (await this.engine(lag === undefined ? {} : { eventLagWarningMs: lag })).status();
     if (!this.jsonEnabled()) this.log(renderStatus(report, Date.now()));
     return report;
   }

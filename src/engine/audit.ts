@@ -29,8 +29,8 @@ export const AUDIT_ACTIONS = {
   'purge.audit': 'a batch of audit lines older than the retention deleted',
   'receiver.add': 'a receiver of security events registered',
   'receiver.remove': 'a receiver and its deliveries removed',
+  'receiver.update': "a receiver's settings changed: its retention by an operator, or its SSF stream (events, endpoint, status) by its client",
   'receiver.retry': "a receiver's dead letters requeued",
-  'receiver.update': "a receiver's SSF stream changed by its client (events, endpoint, status)",
   'signing_key.rotate': 'a new key to sign security events with; the old one retired',
 } as const satisfies Record<string, string>;
 

@@ -228,6 +228,9 @@ export class Engine {
   receiverStatus(id: string): Promise<receivers.ReceiverStatusView> {
     return receivers.receiverStatus(this.ctx, id);
   }
+  updateReceiver(id: string, change: { retentionMs: number }, actor: string): Promise<receivers.ReceiverStatusView> {
+    return receivers.updateReceiver(this.ctx, id, change, actor);
+  }
   removeReceiver(id: string, actor: string): Promise<void> {
     return receivers.removeReceiver(this.ctx, id, actor);
   }

@@ -192,12 +192,19 @@ export interface EventsStatus {
   dead: number;
   /** When the oldest pending delivery's event happened (ms), or null. */
   oldest_pending_at: number | null;
+  /** The lag past which a receiver is behind (ms; the `--event-lag-warning` setting). */
+  lag_warning_ms: number;
+  /** The receivers behind: their oldest pending delivery older than the lag, or dead letters. */
+  behind: string[];
 }
 
 export async function status(ctx: EngineContext<Ports>): Promise<StatusReport> {
   const [stats, version, receivers] = await Promise.all([ctx.store.stats(ctx.clock.now()), ctx.store.schemaVersion(), ctx.store.listReceivers()]);
-  const events: EventsStatus = { receivers: receivers.length, pending: 0, dead: 0, oldest_pending_at: null };
+  const now = ctx.clock.now();
+  const lag = ctx.config.eventLagWarningMs;
+  const events: EventsStatus = { receivers: receivers.length, pending: 0, dead: 0, oldest_pending_at: null, lag_warning_ms: lag, behind: [] };
   for (const r of receivers) {
+    if (r.dead > 0 || (r.oldestPendingAt !== null && now - r.oldestPendingAt > lag)) events.behind.push(r.id);
     events.pending += r.pending;
     events.dead += r.dead;
     if (r.oldestPendingAt !== null && (events.oldest_pending_at === null || r.oldestPendingAt < events.oldest_pending_at)) events.oldest_pending_at = r.oldestPendingAt;

@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { DuplicateReceiverError, type ClientRecord, type ReceiverRecord, type ReceiverStatus } from '../store/store.js';
+import { DEFAULT_RETENTION_MS, DuplicateReceiverError, type ClientRecord, type ReceiverRecord, type ReceiverStatus } from '../store/store.js';
 import { auditLine } from './audit.js';
 import type { EngineContext } from './context.js';
 import { AccessDeniedError, InvalidInputError, NotFoundError } from './errors.js';
@@ -34,8 +34,13 @@ export type AddReceiverInput =
       allowPrivateNetwork?: boolean;
       /** SSF stream settings (engine/streams.ts), JSON; none for an operator's receiver. */
       stream?: string;
+      retentionMs?: number;
     }
-  | { id: string; delivery: 'poll'; clientId: string; audience?: string; stream?: string };
+  | { id: string; delivery: 'poll'; clientId: string; audience?: string; stream?: string; retentionMs?: number };
+
+/** A receiver's retention: from a minute (a test bed) to 90 days; default {@link DEFAULT_RETENTION_MS}. */
+export const MIN_RETENTION_MS = 60_000;
+export const MAX_RETENTION_MS = 90 * 86_400_000;
 
 /** A receiver as the CLI shows it: never its Authorization value, nor its CA's PEM. */
 export interface ReceiverView {
@@ -50,6 +55,8 @@ export interface ReceiverView {
   ca: boolean;
   /** push: whether the endpoint may be on a private network (`--allow-private-network`). */
   allow_private_network: boolean;
+  /** How long a delivery may stay pending before it becomes a dead letter (ms). */
+  retention_ms: number;
   created_at: number;
 }
 
@@ -73,6 +80,7 @@ export function receiverView(r: ReceiverRecord): ReceiverView {
     authorization: r.authorization !== null,
     ca: r.caPem !== null,
     allow_private_network: destination?.allowPrivateNetwork ?? false,
+    retention_ms: r.retentionMs,
     created_at: r.createdAt,
   };
 }
@@ -128,6 +136,12 @@ function checkCa(pem: string): string {
   return pem;
 }
 
+function checkRetention(value: number | undefined): number {
+  if (value === undefined) return DEFAULT_RETENTION_MS;
+  if (!Number.isInteger(value) || value < MIN_RETENTION_MS || value > MAX_RETENTION_MS) throw new InvalidInputError('the retention must be from 1m to 90d');
+  return value;
+}
+
 function checkAudience(value: string | undefined, fallback: string): string {
   if (value === undefined) return fallback;
   if (value.trim() === '' || value.length > 512) throw new InvalidInputError('the audience must be 1 to 512 characters');
@@ -153,6 +167,7 @@ export async function addReceiver(ctx: EngineContext<Ports>, input: AddReceiverI
       audience: checkAudience(input.audience, url.origin),
       createdAt: ctx.clock.now(),
       stream: input.stream ?? null,
+      retentionMs: checkRetention(input.retentionMs),
     };
   } else {
     const client = await ctx.store.getClient(input.clientId);
@@ -160,7 +175,7 @@ export async function addReceiver(ctx: EngineContext<Ports>, input: AddReceiverI
     if (client.secretHash === null) throw new InvalidInputError(`client "${input.clientId}" is public: a poll receiver must authenticate with a secret (a confidential client)`);
     const other = await ctx.store.findPollReceiver(client.id);
     if (other) throw new InvalidInputError(`client "${client.id}" already polls as receiver "${other.id}": one poll receiver per client`);
-    record = { id: input.id, delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId: client.id, audience: checkAudience(input.audience, input.id), createdAt: ctx.clock.now(), stream: input.stream ?? null };
+    record = { id: input.id, delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId: client.id, audience: checkAudience(input.audience, input.id), createdAt: ctx.clock.now(), stream: input.stream ?? null, retentionMs: checkRetention(input.retentionMs) };
   }
   try {
     await ctx.store.createReceiver(record, { audit: auditLine(ctx, actor, 'receiver.add', `receiver:${record.id}`, 1, record.delivery) });
@@ -180,6 +195,14 @@ export async function receiverStatus(ctx: EngineContext<Ports>, id: string): Pro
   const found = (await ctx.store.listReceivers()).find((r) => r.id === id);
   if (!found) throw new NotFoundError(`no receiver with id "${id}"`);
   return statusView(found);
+}
+
+/** Changes a receiver's retention (`receiver update`): applied from the next housekeeping on. */
+export async function updateReceiver(ctx: EngineContext<Ports>, id: string, change: { retentionMs: number }, actor: string): Promise<ReceiverStatusView> {
+  const retentionMs = checkRetention(change.retentionMs);
+  const line = auditLine(ctx, actor, 'receiver.update', `receiver:${id}`, 1, `retention ${retentionMs} ms`);
+  if (!(await ctx.store.updateReceiverRetention(id, retentionMs, { audit: line }))) throw new NotFoundError(`no receiver with id "${id}"`);
+  return receiverStatus(ctx, id);
 }
 
 /** Removes a receiver with its pending and dead deliveries. */

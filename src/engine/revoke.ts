@@ -138,8 +138,6 @@ export interface BulkRevocation {
 export async function revokeBulk(ctx: EngineContext<Ports>, selector: BulkSelector, actor: string, options: BulkOptions = {}): Promise<BulkRevocation> {
   const named = await checkSelector(ctx, selector);
   const started = Date.now();
-  // One security event for the whole revocation: the store writes it with the last batch.
-  const event = bulkEvent(selector, ctx.clock.now(), named);
   const target = selectorTarget(selector);
   let revoked = 0;
   let interrupted = false;
@@ -154,6 +152,11 @@ export async function revokeBulk(ctx: EngineContext<Ports>, selector: BulkSelect
     try {
       const detail = `batch ${batches + 1} of the revocation of ${describeSelector(selector)} started ${new Date(started).toISOString()}`;
       const line = auditLine(ctx, actor, 'token.revoke_bulk.batch', target, 0, detail, at);
+      // Each batch carries its own event, which the store writes only when the batch revoked a
+      // token (docs/events.md): the first one tells the receivers before the rest is done, so
+      // that an interruption, a crash or a store error part way still tells them, and each later
+      // one drops again what a receiver cached meanwhile of tokens that batch revoked.
+      const event = bulkEvent(selector, at, named);
       const batch = await ctx.store.revokeBulk(selector, at, options.batchSize ?? BULK_BATCH, resume, { audit: line, event });
       if (batch.revoked > 0) batches++;
       revoked += batch.revoked;

@@ -19,6 +19,8 @@ export type Setting = (
 ) & {
   /** A setting that means something only with this one on. */
   with?: string;
+  /** The help group of its flag (default TOKENS). */
+  group?: string;
 };
 
 /**
@@ -87,6 +89,17 @@ export const ENGINE_SETTINGS = {
     // server-side request forgery unless the operator says they are where receivers live.
     summary: 'Let SSF stream management (POST /ssf/stream) make push streams to endpoints on a private network (loopback, RFC 1918, unique local); link-local and metadata addresses never',
     default: false,
+  },
+  eventLagWarningMs: {
+    kind: 'duration',
+    // A cache that hears of a revocation this late serves the revoked token meanwhile: a minute
+    // is long past what a receiver keeping up takes (well under a second), short of an outage.
+    summary: "Security events: warn (serve's log, tokenctl status) when a receiver's oldest pending delivery is older than this",
+    label: 'event lag warning',
+    group: 'EVENTS',
+    default: MINUTE_MS,
+    min: SECOND_MS,
+    max: 7 * DAY_MS,
   },
 } as const satisfies Record<string, Setting>;
 

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { systemClock, type Clock } from '../engine/clock.js';
 import type { ClaimedReceiver, Delivery, DeliveryOutcome, OutboxStore } from '../store/store.js';
 import { KEY_ROTATION_REFUSED, KeyRotationError, type SigningKey, type SigningKeys } from './keys.js';
+import { expireDeliveries, warnLagging } from './outbox-housekeeping.js';
 import { pushSet, PUSH_TIMEOUT_MS, type PushResult } from './push.js';
 import { eventSelection, streamSettingsOf, type EventSelection } from '../engine/stream-settings.js';
 import { hasEventsFor, signSet } from './set.js';
@@ -93,6 +94,8 @@ export interface DelivererOptions {
   inFlightPerReceiver?: number;
   /** Receivers claimed at once. */
   receivers?: number;
+  /** Housekeeping warns of a receiver whose oldest pending delivery is older than this (ms; default a minute). */
+  lagWarningMs?: number;
   /** Told of every settled push (metrics). */
   onOutcome?: (kind: DeliveryOutcome['kind']) => void;
   /** The push itself (tests). */
@@ -308,8 +311,14 @@ export class PushDeliverer {
     }
   }
 
-  /** Housekeeping, outbox: the events every receiver has, in batches while they come full. */
+  /**
+   * Housekeeping, outbox: the receivers' retention first (its dead letters keep their events),
+   * the lag warning, then the events every receiver has, in batches while they come full.
+   */
   private async purge(): Promise<void> {
+    const now = this.now();
+    await expireDeliveries(this.options.store, now, () => this.stopping, this.options.log);
+    await warnLagging(this.options.store, now, this.options.lagWarningMs ?? 60_000, this.options.log);
     try {
       for (let batch = 0; batch < PURGE_MAX_BATCHES && !this.stopping; batch++) {
         if ((await this.options.store.purgeDeliveredEvents(PURGE_BATCH)) < PURGE_BATCH) break;

@@ -6,6 +6,7 @@ import type { StoreObserver, TokenStore } from '../store/store.js';
 import { httpObserver } from './http-observer.js';
 import { startMetricsListener, type MetricsListener, type MetricsSource } from './listener.js';
 import { createMetrics, type TokenctlMetrics } from './metrics.js';
+import { registerOutboxGauges } from './outbox-gauges.js';
 import { instrumentStore, storeObserver } from './store-metrics.js';
 import { traceAnswers, traceStore } from './tracing.js';
 
@@ -45,6 +46,7 @@ export function processObservability(settings: ObservabilitySettings): ProcessOb
   let readiness: Readiness | undefined;
   const ready = async (): Promise<boolean | undefined> => (readiness === undefined ? undefined : (await readiness.check()) === null);
   const metrics = settings.metrics ? createMetrics(() => store?.poolState?.(), ready) : undefined;
+  if (metrics) registerOutboxGauges(metrics.registry, () => store?.listReceivers());
   const observers: AnswerObserver[] = [];
   if (metrics) observers.push(httpObserver(metrics, { clientLabel: settings.metrics!.clientLabel, maxClients: settings.metrics!.maxClients }));
   if (settings.trace) observers.push(traceAnswers());

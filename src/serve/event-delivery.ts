@@ -32,6 +32,7 @@ export async function startEventDelivery(engine: Engine, log: FastifyBaseLogger,
     issuer: () => engine.config.issuer,
     owner: `${engine.config.node}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`,
     log: (level, fields, message) => log[level](fields, message),
+    lagWarningMs: engine.config.eventLagWarningMs,
     ...(metrics ? { onOutcome: outcomeCounter(metrics) } : {}),
   });
   // The keys were just seen to: its first housekeeping does not try (and log) the same again at once.

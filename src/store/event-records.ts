@@ -83,10 +83,22 @@ export interface ReceiverRecord {
    * client that manages it), JSON kept as the engine wrote it; null or absent: the defaults.
    */
   stream?: string | null;
+  /**
+   * How long a delivery may stay pending (ms, from its event's time): older ones become dead
+   * letters in housekeeping ({@link OutboxStore.expireDeliveries}), poll and push alike, so that
+   * a receiver that stopped taking its events cannot grow the outbox without bound.
+   */
+  retentionMs: number;
 }
 
 /** What an update of a receiver (SSF stream update, engine/streams.ts) may change. */
 export type ReceiverChange = Pick<ReceiverRecord, 'endpointUrl' | 'authorization'> & { stream: string | null };
+
+/** A receiver's retention unless the operator sets one (`receiver add --retention`): 24 hours. */
+export const DEFAULT_RETENTION_MS = 24 * 3_600_000;
+
+/** The last error of a delivery dead-lettered by its receiver's retention. */
+export const RETENTION_ERROR = 'pending longer than the receiver\'s retention: dead letter';
 
 /** A receiver and how its deliveries stand, for `tokenctl receiver list`. */
 export interface ReceiverStatus extends ReceiverRecord {

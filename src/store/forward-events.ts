@@ -36,6 +36,12 @@ export abstract class ForwardsEventStore implements EventStore {
   async updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean> {
     return this._eventStore().updateReceiver(id, change, trail);
   }
+  async updateReceiverRetention(id: string, retentionMs: number, trail: Trail): Promise<boolean> {
+    return this._eventStore().updateReceiverRetention(id, retentionMs, trail);
+  }
+  async expireDeliveries(now: number, limit: number): Promise<number> {
+    return this._eventStore().expireDeliveries(now, limit);
+  }
   async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
     return this._eventStore().deleteReceiver(id, trail);
   }

@@ -22,7 +22,7 @@ describe('purge, status, audit', () => {
   it('status --json counts clients and tokens by type and state, and the oldest expired token', async () => {
     const s = await store.json(['status']);
     expect(Object.keys(s).sort()).toEqual(['clients', 'events', 'oldest_expired_at', 'schema_version', 'store', 'tokens']);
-    expect(s.events).toEqual({ receivers: 0, pending: 0, dead: 0, oldest_pending_at: null });
+    expect(s.events).toEqual({ receivers: 0, pending: 0, dead: 0, oldest_pending_at: null, lag_warning_ms: 60_000, behind: [] });
     expect(s.store).toBe(store.db);
     expect(s.schema_version).toBeGreaterThanOrEqual(1);
     expect(s.clients).toBe(1);
@@ -168,7 +168,7 @@ describe('status, with event receivers', () => {
     const [a, b] = await Promise.all([issue(store, client.id, 'dora'), issue(store, client.id, 'erik')]);
     await store.json(['receiver', 'add', 'rs', '--poll', '--client', client.id]);
     await store.json(['receiver', 'add', 'gw', '--push', 'https://rs.example.test:8443/events']);
-    expect((await store.json(['status'])).events).toEqual({ receivers: 2, pending: 0, dead: 0, oldest_pending_at: null });
+    expect((await store.json(['status'])).events).toEqual({ receivers: 2, pending: 0, dead: 0, oldest_pending_at: null, lag_warning_ms: 60_000, behind: [] });
     expect((await store.run(['status'])).stdout).toMatch(/^security events:\s+2 receivers, nothing pending$/m);
 
     const before = Date.now();
@@ -180,9 +180,13 @@ describe('status, with event receivers', () => {
     expect(s.events.oldest_pending_at).toBeGreaterThanOrEqual(before);
     expect(s.events.oldest_pending_at).toBeLessThanOrEqual(Date.now());
     expect((await store.run(['status'])).stdout).toMatch(/^security events:\s+2 receivers, 4 pending since \d{4}-\d\d-\d\d .* UTC \((now|\d+ s ago)\)$/m);
+    // Behind once the oldest pending event is older than the lag warning (1s here, as serve's flag).
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(await store.json(['status', '--event-lag-warning', '1s'])).toMatchObject({ events: { lag_warning_ms: 1000, behind: ['gw', 'rs'] } });
+    expect((await store.run(['status', '--event-lag-warning', '1s'])).stdout).toMatch(/pending since .*; behind: gw, rs — tokenctl receiver list shows why$/m);
 
     await store.json(['receiver', 'remove', 'gw', '--yes']);
     await store.json(['receiver', 'remove', 'rs', '--yes']);
-    expect((await store.json(['status'])).events).toEqual({ receivers: 0, pending: 0, dead: 0, oldest_pending_at: null });
+    expect((await store.json(['status'])).events).toEqual({ receivers: 0, pending: 0, dead: 0, oldest_pending_at: null, lag_warning_ms: 60_000, behind: [] });
   });
 });

@@ -32,6 +32,25 @@ describe('receiver commands', () => {
     expect((await store.run(['receiver', 'add', 'rs-poll-2', '--poll', '--client', client.id])).code).toBe(2);
   });
 
+  it('a retention set with add, changed with update (audited), shown by show and list; out of range refused', async () => {
+    const client = await createClient(store);
+    expect(await store.json(['receiver', 'add', 'rs-kept', '--poll', '--client', client.id, '--retention', '2h'])).toMatchObject({ id: 'rs-kept', retention_ms: 7_200_000 });
+    expect(await store.json(['receiver', 'show', 'rs-kept'])).toMatchObject({ id: 'rs-kept', retention_ms: 7_200_000, pending: 0, dead: 0 });
+    expect(await store.json(['receiver', 'update', 'rs-kept', '--retention', '7d'])).toMatchObject({ id: 'rs-kept', retention_ms: 7 * 86_400_000 });
+    const listed = (await store.json<ReceiverStatusView[]>(['receiver', 'list'])).find((r) => r.id === 'rs-kept');
+    expect(listed?.retention_ms).toBe(7 * 86_400_000);
+    expect((await store.run(['receiver', 'list'])).stdout).toMatch(/RETENTION[\s\S]*rs-kept.*7 d/);
+    expect((await store.run(['receiver', 'show', 'rs-kept'])).stdout).toMatch(/retention:?\s+7 d \(then a dead letter\)/);
+    const audit = await store.json<{ entries: { action: string; target: string }[] } | { action: string; target: string }[]>(['audit']);
+    const entries = Array.isArray(audit) ? audit : audit.entries;
+    expect(entries.filter((a) => a.action === 'receiver.update').map((a) => a.target)).toEqual(['receiver:rs-kept']);
+    for (const bad of ['30s', '91d']) expect((await store.run(['receiver', 'update', 'rs-kept', '--retention', bad])).stderr).toMatch(/retention must be from 1m to 90d/);
+    expect((await store.run(['receiver', 'update', 'nobody', '--retention', '1h'])).code).not.toBe(0);
+    // The default, for a receiver added without it: 24 hours.
+    const other = await createClient(store);
+    expect(await store.json(['receiver', 'add', 'rs-default', '--poll', '--client', other.id])).toMatchObject({ retention_ms: 86_400_000 });
+  });
+
   it('refuses what cannot be a receiver, with clear errors', async () => {
     const pub = await createClient(store, ['--public']);
     const cases: [string[], RegExp][] = [

@@ -161,26 +161,27 @@ describe('bulk revocation text', () => {
 
 describe('status text: security events', () => {
   const at = Date.UTC(2025, 2, 1, 12, 0, 0);
-  const report = (events: { receivers: number; pending: number; dead: number; oldest_pending_at: number | null }) => ({
+  type Events = { receivers: number; pending: number; dead: number; oldest_pending_at: number | null; behind?: string[] };
+  const report = (events: Events) => ({
     store: '/tmp/t.db',
     schema_version: 5,
     clients: 1,
     tokens: { access_token: { active: 0, expired: 0, revoked: 0 }, refresh_token: { active: 0, expired: 0, revoked: 0 } },
     oldest_expired_at: null,
-    events,
+    events: { lag_warning_ms: 60_000, behind: [], ...events },
   });
-  const line = async (events: Parameters<typeof report>[0], now: number) => {
+  const line = async (events: Events, now: number) => {
     const { renderStatus } = await import('../../src/cli/render/status.js');
     return plain(renderStatus(report(events), now)).split('\n').find((l) => l.startsWith('security events:'));
   };
 
-  it('says what waits, and points to receiver list only when a receiver is behind (an hour, or a dead letter)', async () => {
+  it('says what waits, and names the receivers behind (past the lag warning, or with dead letters) with a pointer to receiver list', async () => {
     expect(await line({ receivers: 0, pending: 0, dead: 0, oldest_pending_at: null }, at)).toMatch(/:\s+no receiver \(none are written\)$/);
     expect(await line({ receivers: 1, pending: 0, dead: 0, oldest_pending_at: null }, at)).toMatch(/:\s+1 receiver, nothing pending$/);
     expect(await line({ receivers: 2, pending: 1234, dead: 0, oldest_pending_at: at - 10_000 }, at)).toMatch(
       /:\s+2 receivers, 1,234 pending since 2025-03-01 11:59:50 UTC \(10 s ago\)$/,
     );
-    expect(await line({ receivers: 2, pending: 3, dead: 0, oldest_pending_at: at - 2 * 3_600_000 }, at)).toMatch(/pending since .* \(2 h ago\) — tokenctl receiver list shows which$/);
-    expect(await line({ receivers: 1, pending: 0, dead: 1, oldest_pending_at: null }, at)).toMatch(/:\s+1 receiver, nothing pending, 1 dead letter — tokenctl receiver list shows which$/);
+    expect(await line({ receivers: 2, pending: 3, dead: 0, oldest_pending_at: at - 2 * 60_000, behind: ['rs-1'] }, at)).toMatch(/pending since .* \(2 min ago\); behind: rs-1 — tokenctl receiver list shows why$/);
+    expect(await line({ receivers: 1, pending: 0, dead: 1, oldest_pending_at: null, behind: ['gw'] }, at)).toMatch(/:\s+1 receiver, nothing pending, 1 dead letter; behind: gw — tokenctl receiver list shows why$/);
   });
 });

@@ -215,7 +215,7 @@ describe('grant_type=authorization_code', () => {
 
   it('the replay’s revocation is told to receivers: one grant-wide event', async () => {
     const s = await setup();
-    await s.store.createReceiver({ id: 'gw', delivery: 'push', endpointUrl: 'https://gw.example.test/events', authorization: null, caPem: null, clientId: null, audience: 'gw', createdAt: 0 }, {});
+    await s.store.createReceiver({ id: 'gw', delivery: 'push', endpointUrl: 'https://gw.example.test/events', authorization: null, caPem: null, clientId: null, audience: 'gw', createdAt: 0, retentionMs: 86_400_000 }, {});
     const { code, v } = await codeFor(s);
     const first = await exchange(s.engine, code, v);
     await expect(exchange(s.engine, code, v)).rejects.toThrow(CodeReplayedError);

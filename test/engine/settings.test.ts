@@ -19,6 +19,7 @@ describe('engine settings', () => {
       refreshTtlMs: 30 * 86_400_000,
       rotationRaceWindowMs: 2000,
       ssfPrivateNetwork: false,
+      eventLagWarningMs: 60_000,
     });
     expect(makeEngine({ refreshGraceMs: 5000, rotateRefreshTokens: true }).engine.config).toMatchObject({ refreshGraceMs: 5000, rotateRefreshTokens: true, maxRefreshesPerMinute: 120 });
   });

@@ -21,7 +21,7 @@ import { recordedEndpoint } from '../../src/engine/push-destination.js';
 const T0 = Date.UTC(2026, 0, 1);
 
 function receiver(id: string): ReceiverRecord {
-  return { id, delivery: 'push', endpointUrl: `https://${id}.example.test/events`, authorization: null, caPem: null, clientId: null, audience: id, createdAt: T0 };
+  return { id, delivery: 'push', endpointUrl: `https://${id}.example.test/events`, authorization: null, caPem: null, clientId: null, audience: id, createdAt: T0, retentionMs: 86_400_000 };
 }
 
 function event(n: number, at = T0): RevocationEvent {

@@ -84,7 +84,7 @@ describe('the deliverer re-checks where it connects', () => {
   afterEach(() => {
     for (const s of servers.splice(0)) s.close();
   });
-  const record = (endpointUrl: string): ReceiverRecord => ({ id: 'gw', delivery: 'push', endpointUrl, authorization: null, caPem: null, clientId: null, audience: 'gw', createdAt: 0 });
+  const record = (endpointUrl: string): ReceiverRecord => ({ id: 'gw', delivery: 'push', endpointUrl, authorization: null, caPem: null, clientId: null, audience: 'gw', createdAt: 0, retentionMs: 86_400_000 });
 
   async function receiver(): Promise<{ port: number; arrived: () => number }> {
     let arrived = 0;

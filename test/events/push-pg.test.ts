@@ -8,6 +8,7 @@ import { recordedEndpoint } from '../../src/engine/push-destination.js';
 import { CLAIM_INTERVAL_MS, PushDeliverer, SET_MAX_REVOCATIONS } from '../../src/events/deliverer.js';
 import { SigningKeys } from '../../src/events/keys.js';
 import { TOKENS_REVOKED } from '../../src/events/set.js';
+import { DEFAULT_RETENTION_MS } from '../../src/store/event-records.js';
 import type { PostgresStore } from '../../src/store/postgres/store.js';
 import type { ReceiverRecord, RevocationEvent } from '../../src/store/store.js';
 import { PG_SKIP_MESSAGE, PG_URL, openTestStore, withPg } from '../helpers/pg.js';
@@ -76,7 +77,7 @@ class HttpReceiver {
 }
 
 function pushReceiver(id: string, url: string): ReceiverRecord {
-  return { id, delivery: 'push', endpointUrl: recordedEndpoint(new URL(url), true), authorization: null, caPem: null, clientId: null, audience: id, createdAt: T0 };
+  return { id, delivery: 'push', endpointUrl: recordedEndpoint(new URL(url), true), authorization: null, caPem: null, clientId: null, audience: id, createdAt: T0, retentionMs: DEFAULT_RETENTION_MS };
 }
 
 describe.runIf(PG_URL)('push on PostgreSQL', () => {

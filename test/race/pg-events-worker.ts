@@ -73,7 +73,11 @@ async function revokeLoop(store: PostgresStore): Promise<unknown> {
         let revoked = 0;
         let resume: string | undefined;
         for (let more = true; more; ) {
-          const batch = await store.revokeBulk({ username: t.username }, at, 1, resume, { event });
+          // Each batch its own event (ports/token-writes.ts); the op is logged with the last
+          // one written, which commits with the op's last revoking batch.
+          const own: RevocationEvent = { ...event, id: randomUUID() };
+          const batch = await store.revokeBulk({ username: t.username }, at, 1, resume, { event: own });
+          if (batch.revoked > 0) entry.eventId = own.id;
           revoked += batch.revoked;
           more = batch.more;
           resume = batch.resume;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   DuplicateReceiverError,
+  RETENTION_ERROR,
   type BulkSelector,
   type Delivery,
   type ReceiverRecord,
@@ -29,13 +30,14 @@ export function makePushReceiver(id: string, overrides: Partial<ReceiverRecord> 
     audience: `https://${id}.example.test`,
     createdAt: T0,
     stream: null,
+    retentionMs: 24 * HOUR,
     ...overrides,
   };
 }
 
 /** A poll receiver that polls as client `clientId`. */
 export function makePollReceiver(id: string, clientId: string, overrides: Partial<ReceiverRecord> = {}): ReceiverRecord {
-  return { id, delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId, audience: `https://${id}.example.test`, createdAt: T0, stream: null, ...overrides };
+  return { id, delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId, audience: `https://${id}.example.test`, createdAt: T0, stream: null, retentionMs: 24 * HOUR, ...overrides };
 }
 
 /** An event of scope `token` (access token `jti`), at `at`. */
@@ -282,22 +284,37 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         expect(await pendingIds('poll-1')).toEqual([first.id]);
       });
 
-      it('revokeBulk writes one event for a revocation of many batches, with its last batch only', async () => {
+      it('revokeBulk writes the event of each batch that revoked a token, with that batch: the first one first', async () => {
         await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
         for (let i = 0; i < 4; i++) {
           const g = makeGrant({ clientId: i % 2 === 0 ? 'client-1' : 'client-2', username: 'bob' });
           await insert(g.refresh, g.access);
         }
-        const event = makeEvent({ scope: 'user', username: 'bob', jti: undefined, tokenType: undefined, grantId: undefined, clientId: undefined });
-        const batches = await revokeAll({ username: 'bob' }, AT, 1, event);
-        expect(batches.length).toBeGreaterThan(1);
-        expect(batches.reduce((n, b) => n + b.revoked, 0)).toBe(8);
-        // Nothing out before the last batch; the event with it, once.
-        expect(batches.map((b) => b.pendingAfter)).toEqual([...Array<number>(batches.length - 1).fill(0), 1]);
-        expect(await pendingEvents('poll-1')).toEqual([event]);
+        const userEvent = () => makeEvent({ scope: 'user', username: 'bob', jti: undefined, tokenType: undefined, grantId: undefined, clientId: undefined });
+        const first = userEvent();
+        const one = await store.revokeBulk({ username: 'bob' }, AT, 1, undefined, { event: first });
+        expect(one.revoked).toBeGreaterThan(0);
+        expect(one.more).toBe(true);
+        // Out with the first batch, before the rest is revoked: a revocation stopped here has told.
+        expect(await pendingEvents('poll-1')).toEqual([first]);
+        const events = [first];
+        let resume = one.resume;
+        let revoked = one.revoked;
+        for (let more = true, calls = 0; more; calls++) {
+          if (calls > 20) throw new Error('revokeBulk never said it was done');
+          const event = userEvent();
+          const batch = await store.revokeBulk({ username: 'bob' }, AT, 1, resume, { event });
+          if (batch.revoked > 0) events.push(event);
+          revoked += batch.revoked;
+          more = batch.more;
+          resume = batch.resume;
+        }
+        expect(revoked).toBe(8);
+        // One event a batch that revoked, none for one that did not.
+        expect(await pendingEvents('poll-1')).toEqual(events);
       });
 
-      it('revokeBulk writes its event when its last batch revoked nothing but earlier ones did', async () => {
+      it('revokeBulk writes no event for a batch that revoked nothing, also after earlier batches did', async () => {
         await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
         const grants = [makeGrant({ clientId: 'client-1', username: 'carol' }), makeGrant({ clientId: 'client-1', username: 'carol' })];
         for (const g of grants) await insert(g.refresh, g.access);
@@ -305,13 +322,13 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         const first = await store.revokeBulk({ username: 'carol' }, AT, 1, undefined, { event });
         expect(first.revoked).toBeGreaterThan(0);
         expect(first.more).toBe(true);
-        expect(await store.pendingDeliveries('poll-1', 10)).toEqual([]);
+        expect(await pendingIds('poll-1')).toEqual([event.id]);
         // Whatever is left is revoked by someone else (no event) before the next batches run.
         for (const g of grants) await store.revokeGrant(g.refresh.grantId, AT, {});
         let resume = first.resume;
         for (let more = true, calls = 0; more; calls++) {
           if (calls > 10) throw new Error('revokeBulk never said it was done');
-          const batch = await store.revokeBulk({ username: 'carol' }, AT, 1, resume, { event });
+          const batch = await store.revokeBulk({ username: 'carol' }, AT, 1, resume, { event: makeEvent({ scope: 'user', username: 'carol' }) });
           expect(batch.revoked).toBe(0);
           more = batch.more;
           resume = batch.resume;
@@ -539,6 +556,63 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         const events = [await emit(), await emit(), await emit()];
         const page = await store.pendingDeliveries('poll-2', 2);
         expect(page).toEqual(events.slice(0, 2).map((event) => delivery('poll-2', event, 0)));
+      });
+    });
+
+    describe('retention: the bounded outbox', () => {
+      it('updateReceiverRetention sets a receiver\'s retention; false for an unknown receiver', async () => {
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
+        expect((await store.getReceiver('poll-1'))!.retentionMs).toBe(24 * HOUR);
+        expect(await store.updateReceiverRetention('poll-1', HOUR, {})).toBe(true);
+        expect((await store.getReceiver('poll-1'))!.retentionMs).toBe(HOUR);
+        expect((await store.listReceivers())[0]!.retentionMs).toBe(HOUR);
+        expect(await store.updateReceiverRetention('nobody', HOUR, {})).toBe(false);
+      });
+
+      it('expireDeliveries makes dead letters of what is pending longer than the retention, poll and push, oldest first, up to the limit', async () => {
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1', { retentionMs: HOUR }), {});
+        await store.createReceiver(makePushReceiver('push-1', { retentionMs: 3 * HOUR }), {});
+        const old = [await emit(makeEvent({}, AT)), await emit(makeEvent({}, AT + 1))];
+        const recent = await emit(makeEvent({}, AT + 2 * HOUR));
+        // Nothing is older than a retention yet.
+        expect(await store.expireDeliveries(AT + HOUR, 100)).toBe(0);
+        // An hour and a half later: poll-1's two old ones, one a call; push-1 (3 h) keeps them.
+        expect(await store.expireDeliveries(AT + 90 * MINUTE, 1)).toBe(1);
+        expect(await pendingIds('poll-1')).toEqual([old[1]!.id, recent.id]);
+        expect(await store.expireDeliveries(AT + 90 * MINUTE, 100)).toBe(1);
+        expect(await store.expireDeliveries(AT + 90 * MINUTE, 100)).toBe(0);
+        expect(await pendingIds('poll-1')).toEqual([recent.id]);
+        expect(await pendingIds('push-1')).toEqual([...old, recent].map((e) => e.id));
+        expect(await status('poll-1')).toMatchObject({ pending: 1, dead: 2, oldestPendingAt: recent.at, lastError: RETENTION_ERROR });
+        // Four hours on: push-1's old ones (3 h), and poll-1's recent one (1 h) too.
+        expect(await store.expireDeliveries(AT + 4 * HOUR, 100)).toBe(3);
+        expect(await status('push-1')).toMatchObject({ pending: 1, dead: 2, oldestPendingAt: recent.at, lastError: RETENTION_ERROR });
+        expect(await status('poll-1')).toMatchObject({ pending: 0, dead: 3, oldestPendingAt: null });
+        // Dead letters keep their events, and come back, in order, with receiver retry.
+        await store.purgeDeliveredEvents(100);
+        expect(await store.retryDead('poll-1', AT + 4 * HOUR, {})).toBe(3);
+        expect(await store.retryDead('push-1', AT + 4 * HOUR, {})).toBe(2);
+        expect(await pendingEvents('poll-1')).toEqual([...old, recent]);
+        expect(await pendingEvents('push-1')).toEqual([...old, recent]);
+        expect(await status('poll-1')).toMatchObject({ pending: 3, dead: 0 });
+        // Acknowledged after the retry, they are gone for good.
+        expect(await store.ackDeliveries('poll-1', [...old, recent].map((e) => e.id), AT + 4 * HOUR)).toBe(3);
+        expect(await status('poll-1')).toMatchObject({ pending: 0, dead: 0 });
+      });
+
+      it('a poll receiver\'s later events still arrive and are acknowledged once its old ones are dead letters', async () => {
+        await store.createReceiver(makePollReceiver('poll-1', 'client-1', { retentionMs: HOUR }), {});
+        const old = await emit(makeEvent({}, AT));
+        const mid = await emit(makeEvent({}, AT + 2 * HOUR));
+        expect(await store.ackDeliveries('poll-1', [mid.id], AT + 2 * HOUR)).toBe(1); // out of order
+        expect(await store.expireDeliveries(AT + 2 * HOUR, 100)).toBe(1);
+        expect(await pendingIds('poll-1')).toEqual([]);
+        const late = await emit(makeEvent({}, AT + 3 * HOUR));
+        expect(await pendingIds('poll-1')).toEqual([late.id]);
+        expect(await store.retryDead('poll-1', AT + 3 * HOUR, {})).toBe(1);
+        // The retried one again, before the later one; the one acknowledged out of order stays acknowledged.
+        expect(await pendingIds('poll-1')).toEqual([old.id, late.id]);
+        expect(await status('poll-1')).toMatchObject({ pending: 2, dead: 0 });
       });
     });
 

@@ -21,6 +21,7 @@ export function renderReceiverAdded(r: ReceiverView): string {
       ['authorization', r.delivery === 'push' ? (r.authorization ? 'sent (not shown)' : 'none') : undefined],
       ['ca', r.ca ? 'own CA trusted' : undefined],
       ['network', r.allow_private_network ? 'private addresses allowed' : undefined],
+      ['retention', `${formatSpan(r.retention_ms)} (then a dead letter)`],
     ]),
     '',
     color.dim('Every revocation from now on is delivered to it.'),
@@ -38,10 +39,27 @@ export function renderReceiverList(receivers: ReceiverStatusView[], now: number)
     String(r.pending),
     r.dead > 0 ? color.red(String(r.dead)) : '0',
     r.oldest_pending_at === null ? '-' : formatSpan(Math.max(0, now - r.oldest_pending_at)),
+    formatSpan(r.retention_ms),
     r.last_delivered_at === null ? '-' : formatInstant(r.last_delivered_at, now),
     r.last_error === null ? '' : color.yellow(printable(r.last_error)),
   ]);
-  return table(['ID', 'DELIVERY', 'WHERE', 'PENDING', 'DEAD', 'OLDEST', 'LAST DELIVERED', 'LAST ERROR'], rows);
+  return table(['ID', 'DELIVERY', 'WHERE', 'PENDING', 'DEAD', 'OLDEST', 'RETENTION', 'LAST DELIVERED', 'LAST ERROR'], rows);
+}
+
+/** `receiver show` and `receiver update`: one receiver, with how its deliveries stand. */
+export function renderReceiverStatus(r: ReceiverStatusView, now: number): string {
+  return fields([
+    ['id', printable(r.id)],
+    ['delivery', r.delivery === 'push' ? 'push (RFC 8935)' : 'poll (RFC 8936): POST /events/poll'],
+    [r.delivery === 'push' ? 'endpoint' : 'client', where(r).replace(/^poll as client /, '')],
+    ['audience', printable(r.audience)],
+    ['authorization', r.delivery === 'push' ? (r.authorization ? 'sent (not shown)' : 'none') : undefined],
+    ['retention', `${formatSpan(r.retention_ms)} (then a dead letter)`],
+    ['pending', r.oldest_pending_at === null ? String(r.pending) : `${r.pending}, the oldest ${formatSpan(Math.max(0, now - r.oldest_pending_at))} old`],
+    ['dead letters', r.dead > 0 ? color.red(String(r.dead)) : '0'],
+    ['last delivered', r.last_delivered_at === null ? '-' : formatInstant(r.last_delivered_at, now)],
+    ['last error', r.last_error === null ? undefined : color.yellow(printable(r.last_error))],
+  ]);
 }
 
 export function renderReceiverRemoved(r: { id: string; dropped: number; store: string }): string {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { CliError, EXIT } from '../../cli/errors.js';
+import { receiverRetentionFlag } from '../../cli/flags.js';
 import { renderReceiverAdded } from '../../cli/render/receiver.js';
 import type { ReceiverView } from '../../engine/receivers.js';
 
@@ -13,7 +14,9 @@ Push (RFC 8935): every serve process POSTs each SET to the URL, which must be ht
 
 Poll (RFC 8936): the receiver POSTs to /events/poll, authenticated with HTTP Basic as the confidential client given with --client.
 
-The SETs' "aud" is --audience, by default the push URL's origin (https://rs.example:8443) or the poll receiver's id.`;
+The SETs' "aud" is --audience, by default the push URL's origin (https://rs.example:8443) or the poll receiver's id.
+
+A delivery still pending after --retention (24 hours by default; change it later with receiver update) becomes a dead letter, so that a receiver that stopped taking its events cannot grow the store without bound; receiver retry requeues dead letters.`;
 
   static override examples = [
     { description: 'Push to a resource server, with a bearer token it checks', command: 'RS_TOKEN="Bearer …" <%= config.bin %> <%= command.id %> api-gw --push https://api.example.com/events --authorization-env RS_TOKEN' },
@@ -31,12 +34,13 @@ The SETs' "aud" is --audience, by default the push URL's origin (https://rs.exam
     ca: Flags.string({ description: 'Push: PEM file of a CA to trust for the endpoint, besides the system\'s', helpValue: '<file>', exclusive: ['poll'] }),
     'allow-private-network': Flags.boolean({ description: 'Push: the endpoint may be on a private network (loopback, RFC 1918, unique local addresses); link-local and metadata addresses stay refused', exclusive: ['poll'] }),
     audience: Flags.string({ description: 'The SETs\' aud [default: the push URL\'s origin, or the receiver id]', helpValue: '<aud>' }),
+    retention: receiverRetentionFlag(),
   };
 
   async run(): Promise<ReceiverView> {
     const f = this.flags;
     const engine = await this.engine();
-    const common = { id: this.args.id, ...(f.audience !== undefined ? { audience: f.audience } : {}) };
+    const common = { id: this.args.id, ...(f.audience !== undefined ? { audience: f.audience } : {}), ...(f.retention !== undefined ? { retentionMs: f.retention } : {}) };
     const receiver = f.push
       ? await engine.addReceiver({ ...common, delivery: 'push', endpointUrl: f.push, allowPrivateNetwork: f['allow-private-network'], ...this.authorization(), ...(f.ca ? { caPem: readFile(f.ca, '--ca') } : {}) }, this.actor())
       : await engine.addReceiver({ ...common, delivery: 'poll', clientId: f.client! }, this.actor());

@@ -8,9 +8,9 @@ export interface ReceiverRetryResult {
 }
 
 export default class ReceiverRetry extends BaseCommand<typeof ReceiverRetry> {
-  static override summary = 'Requeue a push receiver\'s dead letters';
+  static override summary = 'Requeue a receiver\'s dead letters';
   static override description =
-    'Deliveries given up on (a 400 from the receiver, or 24 hours of failures) are tried again at once, in event order, with their retry count reset.';
+    'Deliveries given up on (a 400 from the receiver, 24 hours of failed pushes, or pending past its retention) are pending again at once, in event order, with their retry count reset: pushed, or answered to the next poll.';
   static override examples = ['<%= config.bin %> <%= command.id %> api-gw'];
 
   static override args = { id: Args.string({ description: 'Receiver id', required: true }) };

@@ -2,6 +2,7 @@ import type { Trail } from '../trail.js';
 import type { EventStore } from '../store.js';
 import {
   DuplicateReceiverError,
+  RETENTION_ERROR,
   type ClaimedReceiver,
   type Delivery,
   type DeliveryOutcome,
@@ -96,6 +97,27 @@ export class MemoryEvents implements EventStore {
     if (trail.audit) this.appendAudit(trail.audit);
     r.record = { ...r.record, endpointUrl: change.endpointUrl, authorization: change.authorization, stream: change.stream };
     return true;
+  }
+
+  async updateReceiverRetention(id: string, retentionMs: number, trail: Trail): Promise<boolean> {
+    const r = this.receivers.get(id);
+    if (!r) return false;
+    r.record.retentionMs = retentionMs;
+    if (trail.audit) this.appendAudit(trail.audit);
+    return true;
+  }
+
+  async expireDeliveries(now: number, limit: number): Promise<number> {
+    let n = 0;
+    for (const d of [...this.deliveries].sort((a, b) => a.seq - b.seq)) {
+      if (n >= limit) break;
+      const r = this.receivers.get(d.receiverId);
+      if (d.state !== 'pending' || !r || this.events.get(d.eventId)!.event.at >= now - r.record.retentionMs) continue;
+      d.state = 'dead';
+      d.lastError = r.lastError = RETENTION_ERROR;
+      n++;
+    }
+    return n;
   }
 
   async deleteReceiver(id: string, trail: Trail): Promise<boolean> {

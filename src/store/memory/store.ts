@@ -235,8 +235,7 @@ export class MemoryStore extends ForwardsEventStore implements TokenStore {
     for (const t of victims) t.revokedAt = at;
     if (victims.length > 0 && audit) this.auditLog.push({ ...audit, count: victims.length, id: this.nextAuditId++ });
     const more = victims.length < revocable.length;
-    // One event for the whole revocation, with its last batch (a `resume` means earlier ones ran).
-    if (!more && (victims.length > 0 || resume !== undefined)) this.events.emit(event);
+    if (victims.length > 0) this.events.emit(event);
     // The resume only says "a batch ran before" here: the memory store needs no position.
     return { revoked: victims.length, more, ...(more ? { resume: 'more' } : {}) };
   }

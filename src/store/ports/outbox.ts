@@ -24,6 +24,8 @@ export interface OutboxStore {
    * with the trail's audit line in the same transaction. False if there was none. Its deliveries stay.
    */
   updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean>;
+  /** Sets a receiver's retention (ms), with the trail's audit line. False if there is no such receiver. */
+  updateReceiverRetention(id: string, retentionMs: number, trail: Trail): Promise<boolean>;
   /** Removes a receiver and its pending and dead deliveries. False if there was none. */
   deleteReceiver(id: string, trail: Trail): Promise<boolean>;
 
@@ -59,6 +61,13 @@ export interface OutboxStore {
   /** Poll: acknowledges these deliveries by id (RFC 8936 `ack` of their SETs): they are gone. Unknown ids are ignored. Returns how many. */
   ackDeliveries(receiverId: string, deliveryIds: readonly string[], at: number): Promise<number>;
 
+  /**
+   * The bounded outbox (docs/events.md): up to `limit` pending deliveries, push or poll, whose
+   * event happened longer than their receiver's retention before `now` become dead letters, with
+   * that as their last error, as the receiver's too. The oldest go first; a store may look only
+   * at the first few thousand pending of each receiver (the old ones are there). Returns how many.
+   */
+  expireDeliveries(now: number, limit: number): Promise<number>;
   /** Deletes up to `limit` events no delivery refers to any more. Returns how many. */
   purgeDeliveredEvents(limit: number): Promise<number>;
 }

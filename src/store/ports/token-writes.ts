@@ -61,10 +61,11 @@ export interface TokenWrites {
    * selector named when that call ran is revoked, and so stays (see revokeGrant): tokens minted
    * between two batches are revoked by a later one.
    *
-   * With the trail's `event` (the caller passes the same trail to every batch): one event for the whole bulk
-   * revocation, not one per batch nor per token. It is written in the transaction of the call that
-   * answers `more: false`, when that call revoked any token or `resume` was given (earlier batches
-   * ran): once the event is out, everything it names is revoked.
+   * With the trail's `event`: written in the transaction of this call when it revoked any token,
+   * as for every other write (grants it marked revoked without a live token do not count). The
+   * caller gives each batch an event of its own (docs/events.md): the first batch that revokes
+   * tells the receivers before the rest runs, so a bulk revocation stopped part way has told
+   * them of what it did.
    */
   revokeBulk(selector: BulkSelector, at: number, limit: number, resume: string | undefined, trail: Trail): Promise<BulkBatch>;
 

@@ -409,6 +409,18 @@ export const MIGRATIONS: readonly Migration[] = [
       $fn$;
     `,
   },
+  {
+    // The bounded outbox (docs/events.md): a receiver's pending deliveries become dead letters
+    // once their event is older than its retention, applied by serve's housekeeping. A receiver
+    // of before gets the default, 24 hours.
+    version: 12,
+    name: 'security events: a retention per receiver',
+    // Older nodes apply no retention: their housekeeping leaves deliveries as before.
+    change: 'expand',
+    sql: `
+      ALTER TABLE receivers ADD COLUMN retention_ms BIGINT NOT NULL DEFAULT 86400000;
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

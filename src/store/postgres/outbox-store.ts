@@ -1,6 +1,6 @@
 import type { Trail } from '../trail.js';
 import type { EventStore } from '../store.js';
-import { DuplicateReceiverError, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type ReceiverChange, type ReceiverRecord, type ReceiverStatus, type RevocationEvent, type SigningKeyRecord } from '../event-records.js';
+import { DuplicateReceiverError, RETENTION_ERROR, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type ReceiverChange, type ReceiverRecord, type ReceiverStatus, type RevocationEvent, type SigningKeyRecord } from '../event-records.js';
 import { Rollback, type Database } from './database.js';
 import { isUniqueViolation } from './errors.js';
 import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './event-writes.js';
@@ -10,7 +10,7 @@ import { auditParams, countedAuditAt, countedAuditParams, INSERT_AUDIT, insertAu
 /** A receiver's columns under the record's names, of the table or its alias `t`. */
 function receiverColumns(t = 'receivers'): string {
   return `${t}.id, ${t}.delivery, ${t}.endpoint_url AS "endpointUrl", ${t}.auth_header AS "authorization", ${t}.ca_pem AS "caPem",
-    ${t}.client_id AS "clientId", ${t}.audience, ${t}.created_at AS "createdAt", ${t}.stream`;
+    ${t}.client_id AS "clientId", ${t}.audience, ${t}.created_at AS "createdAt", ${t}.stream, ${t}.retention_ms AS "retentionMs"`;
 }
 const RECEIVER_COLUMNS = receiverColumns();
 
@@ -79,6 +79,27 @@ const STATUS = `SELECT ${receiverColumns('r')},
     l.last_error AS "lastError", l.last_delivered_at AS "lastDeliveredAt"
   FROM receivers r JOIN receiver_leases l ON l.receiver_id = r.id ORDER BY r.id COLLATE "C"`;
 
+/**
+ * The bounded outbox: of each receiver's first $3 pending deliveries (by the primary key, in
+ * event order: the old ones are there), those whose event happened before $1 less the receiver's
+ * retention become dead letters, at most $2 in all, with $4 as their and the receiver's last
+ * error. SKIP LOCKED: a delivery a settlement holds right now is left for the next round.
+ */
+const EXPIRE = `WITH x AS (SELECT d.receiver_id, d.event_seq FROM receivers r
+    CROSS JOIN LATERAL (SELECT receiver_id, event_seq FROM event_deliveries
+      WHERE receiver_id = r.id AND state = 'pending' ORDER BY event_seq LIMIT $3) p
+    JOIN event_deliveries d ON d.receiver_id = p.receiver_id AND d.event_seq = p.event_seq
+    JOIN security_events e ON e.seq = p.event_seq
+    WHERE e.at < $1::bigint - r.retention_ms AND d.state = 'pending'
+    ORDER BY p.event_seq LIMIT $2 FOR UPDATE OF d SKIP LOCKED),
+  u AS (UPDATE event_deliveries d SET state = 'dead', last_error = $4 FROM x
+    WHERE d.receiver_id = x.receiver_id AND d.event_seq = x.event_seq RETURNING d.receiver_id),
+  l AS (UPDATE receiver_leases SET last_error = $4 WHERE receiver_id IN (SELECT receiver_id FROM u))
+  SELECT count(*)::int AS n FROM u`;
+
+/** How many of each receiver's oldest pending deliveries a retention round looks at. */
+const EXPIRE_SCAN = 5_000;
+
 /** Up to $1 events no delivery refers to; SKIP LOCKED lets purges on several nodes share the work. */
 const PURGE_EVENTS = `WITH p AS (SELECT seq FROM security_events e
     WHERE NOT EXISTS (SELECT 1 FROM event_deliveries d WHERE d.event_seq = e.seq) ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
@@ -103,10 +124,10 @@ export class PostgresEvents implements EventStore {
         async (tx) => {
           await tx.query(RECEIVERS_READ_TOKENS);
           await tx.query(
-            `WITH r AS (INSERT INTO receivers (id, delivery, endpoint_url, auth_header, ca_pem, client_id, audience, created_at, stream)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id)
+            `WITH r AS (INSERT INTO receivers (id, delivery, endpoint_url, auth_header, ca_pem, client_id, audience, created_at, stream, retention_ms)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id)
               INSERT INTO receiver_leases (receiver_id) SELECT id FROM r`,
-            [r.id, r.delivery, r.endpointUrl, r.authorization, r.caPem, r.clientId, r.audience, r.createdAt, r.stream ?? null],
+            [r.id, r.delivery, r.endpointUrl, r.authorization, r.caPem, r.clientId, r.audience, r.createdAt, r.stream ?? null, r.retentionMs],
           );
           if (audit) await tx.query(INSERT_AUDIT, auditParams(audit));
         },
@@ -142,6 +163,20 @@ export class PostgresEvents implements EventStore {
       },
       { lock: RECEIVERS_CHANGE },
     );
+  }
+
+  async updateReceiverRetention(id: string, retentionMs: number, trail: Trail): Promise<boolean> {
+    const { audit } = trail;
+    return this.db.transaction(async (tx) => {
+      if ((await tx.query('UPDATE receivers SET retention_ms = $2 WHERE id = $1', [id, retentionMs])).rowCount !== 1) return false;
+      if (audit) await tx.query(INSERT_AUDIT, auditParams(audit));
+      return true;
+    });
+  }
+
+  async expireDeliveries(now: number, limit: number): Promise<number> {
+    if (limit <= 0) return 0;
+    return (await this.db.query<{ n: number }>(EXPIRE, [now, limit, Math.min(EXPIRE_SCAN, limit), RETENTION_ERROR])).rows[0]?.n ?? 0;
   }
 
   async deleteReceiver(id: string, trail: Trail): Promise<boolean> {

@@ -91,8 +91,7 @@ export async function revokeGrant(db: Database, grantId: string, at: number, aud
 
 /**
  * Where a bulk revocation of a user or a client is (its `resume`, opaque to the engine, as JSON):
- * a phase, where in it (a tuple id for a sweep, a grant id for the grants; null: from the first),
- * and whether an earlier step revoked a token (then the last step writes the event).
+ * a phase, and where in it (a tuple id for a sweep, a grant id for the grants; null: from the first).
  */
 interface BulkStep {
   phase: 'sweep' | 'grants' | 'final';
@@ -102,7 +101,6 @@ interface BulkStep {
    * null: from the first), or `true` once a batch from the first found fewer than `limit`.
    */
   grants?: string | null | true;
-  changed: boolean;
 }
 
 function encodeStep(step: BulkStep): string {
@@ -116,7 +114,7 @@ function decodeStep(resume: string | undefined): BulkStep {
   } catch {
     // none yet: the start
   }
-  return { phase: 'sweep', from: null, changed: false };
+  return { phase: 'sweep', from: null };
 }
 
 type SweepRow = { found: number; last: string | null; n: number };
@@ -139,8 +137,10 @@ type GrantsRow = { n: number; last: string | null };
  * 3. **final**: a sweep again, for the tokens minted while 1 and 2 ran and any a concurrent
  *    update moved behind the sweep. Done when a step from the first tuple finds fewer than
  *    `limit`: it found every live one there was. Then, in a statement of its own (a new
- *    snapshot), a last look for a grant created meanwhile (back to 2), or the revocation's one
- *    event, when a token was revoked ({@link bulkRemainder}).
+ *    snapshot), a last look for a grant created meanwhile (back to 2) ({@link bulkRemainder}).
+ *
+ * The call's event is written by its first sweep step that revokes a token, in that statement
+ * (ports/token-writes.ts: every call that revokes writes its own).
  *
  * Revoking grant by grant, as before, visited each grant's tokens through the grant index, in
  * random order across the table: 2.6 s for 100,000 tokens; the sweep writes them in place.
@@ -149,8 +149,8 @@ export async function revokeBulk(db: Database, selector: BulkSelector, at: numbe
   if ('jti' in selector) return { revoked: await revokeJti(db, selector.jti, at, audit, event), more: false };
   const max = Math.max(1, limit);
   const start = decodeStep(resume);
-  const sweepStep = async (tx: TransactionClient, from: string | null): Promise<SweepRow> => {
-    const sweep = bulkSweep(selector, at, max, from, audit);
+  const sweepStep = async (tx: TransactionClient, from: string | null, withEvent: boolean): Promise<SweepRow> => {
+    const sweep = bulkSweep(selector, at, max, from, audit, withEvent ? event : undefined);
     return (await tx.query<SweepRow>(sweep.sql, sweep.params)).rows[0] ?? { found: 0, last: null, n: 0 };
   };
   const grantBatch = async (tx: TransactionClient, from: string | null): Promise<GrantsRow> => {
@@ -160,7 +160,7 @@ export async function revokeBulk(db: Database, selector: BulkSelector, at: numbe
   if (start.phase === 'sweep' && start.from !== null && start.grants !== undefined && start.grants !== true) {
     const after = start.grants;
     const [swept, locked] = await Promise.allSettled([
-      revoking(db, (tx) => sweepStep(tx, start.from), BULK_PLAN),
+      revoking(db, (tx) => sweepStep(tx, start.from, true), BULK_PLAN),
       revoking(db, (tx) => grantBatch(tx, after), BULK_PLAN),
     ]);
     // What the sweep committed is counted even when the grant batch failed (that batch is tried
@@ -170,40 +170,39 @@ export async function revokeBulk(db: Database, selector: BulkSelector, at: numbe
     const sweep = swept.value;
     const grants = locked.status === 'fulfilled' ? locked.value : undefined;
     const nextGrants = grants === undefined ? after : grants.n >= max ? grants.last : after === null ? true : null;
-    const changed = start.changed || sweep.n > 0;
     const next: BulkStep =
-      sweep.found >= max ? { phase: 'sweep', from: sweep.last, grants: nextGrants, changed }
-      : nextGrants === true ? { phase: 'final', from: null, changed }
-      : { phase: 'grants', from: nextGrants, changed };
+      sweep.found >= max ? { phase: 'sweep', from: sweep.last, grants: nextGrants }
+      : nextGrants === true ? { phase: 'final', from: null }
+      : { phase: 'grants', from: nextGrants };
     return { revoked: sweep.n, more: true, resume: encodeStep(next) };
   }
   return revoking(db, async (tx) => {
     // Nothing outside changes here: the transaction may run again whole (database.ts).
     let step = start;
     let revoked = 0;
-    const more = (next: BulkStep): BulkBatch => ({ revoked, more: true, resume: encodeStep({ ...next, changed: next.changed || revoked > 0 }) });
+    const more = (next: BulkStep): BulkBatch => ({ revoked, more: true, resume: encodeStep(next) });
     for (;;) {
       if (step.phase === 'grants') {
         const row = await grantBatch(tx, step.from);
         if (row.n >= max) return more({ ...step, from: row.last });
-        step = { phase: step.from === null ? 'final' : 'grants', from: null, changed: step.changed };
+        step = { phase: step.from === null ? 'final' : 'grants', from: null };
         continue;
       }
-      const row = await sweepStep(tx, step.from);
+      // One event a call: with the first sweep of it that revokes.
+      const row = await sweepStep(tx, step.from, revoked === 0);
       revoked += row.n;
       // A sweep's first step that found a full batch: the grant batches start beside its next steps.
       if (row.found >= max) return more({ ...step, from: row.last, ...(step.phase === 'sweep' && { grants: step.grants ?? null }) });
       if (step.phase === 'sweep') {
-        step = step.grants === true ? { phase: 'final', from: null, changed: step.changed } : { phase: 'grants', from: step.grants ?? null, changed: step.changed };
+        step = step.grants === true ? { phase: 'final', from: null } : { phase: 'grants', from: step.grants ?? null };
         continue;
       }
       if (step.from !== null) {
-        step = { phase: 'final', from: null, changed: step.changed };
+        step = { phase: 'final', from: null };
         continue;
       }
-      const changed = step.changed || revoked > 0;
-      const last = bulkRemainder(selector, changed ? event : undefined);
-      if ((await tx.query<{ more: boolean }>(last.sql, last.params)).rows[0]?.more === true) return more({ phase: 'grants', from: null, changed });
+      const last = bulkRemainder(selector);
+      if ((await tx.query<{ more: boolean }>(last.sql, last.params)).rows[0]?.more === true) return more({ phase: 'grants', from: null });
       return { revoked, more: false };
     }
   }, BULK_PLAN);

@@ -275,6 +275,16 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX dpop_proofs_until ON dpop_proofs (until);
     `,
   },
+  {
+    // The bounded outbox (docs/events.md): a receiver's pending deliveries become dead letters
+    // once their event is older than its retention, applied by serve's housekeeping. A receiver
+    // of before gets the default, 24 hours.
+    version: 9,
+    name: 'security events: a retention per receiver',
+    sql: `
+      ALTER TABLE receivers ADD COLUMN retention_ms INTEGER NOT NULL DEFAULT 86400000;
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

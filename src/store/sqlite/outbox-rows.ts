@@ -121,3 +121,35 @@ function eventsOf(payload: string): RevocationEvent[] {
   return Array.isArray(parsed[0]) ? (parsed as EventRow[]).map(eventOfRow) : (parsed as RevocationEvent[]);
 }
 
+
+/**
+ * A receiver's pending rows, oldest first, as deliveries of up to `mergeUpTo` events each (more
+ * when one row alone holds more), at most `limit`: consecutive rows merged into one, its id
+ * `FIRST..LAST` when it holds more than one (outbox-store.ts mergedPendingOf says why that is
+ * exact). Stops reading at the row past what the answer takes.
+ */
+export function mergeRows(receiverId: string, rows: Iterable<PendingRow>, limit: number, mergeUpTo: number): Delivery[] {
+  const out: Delivery[] = [];
+  let current: { first: string; last: string; contents: RowContent[]; count: number; attempts: number } | undefined;
+  const close = () => {
+    if (!current) return;
+    out.push(deliveryOf(receiverId, current.first === current.last ? current.first : `${current.first}${RANGE}${current.last}`, current.attempts, current.contents));
+    current = undefined;
+  };
+  for (const [attempts, id, payload] of rows) {
+    const content = contentOf(payload);
+    const count = countOf(content);
+    if (current && current.count + count > mergeUpTo) close();
+    if (!current) {
+      if (out.length === limit) break;
+      current = { first: id, last: id, contents: [content], count, attempts };
+    } else {
+      current.last = id;
+      current.contents.push(content);
+      current.count += count;
+      current.attempts = Math.max(current.attempts, attempts);
+    }
+  }
+  close();
+  return out;
+}

@@ -6,7 +6,7 @@ import type Database from 'better-sqlite3';
  */
 
 const RECEIVER_COLUMNS = `r.id, r.delivery, r.endpoint_url AS endpointUrl, r.authorization, r.ca_pem AS caPem,
-  r.client_id AS clientId, r.audience, r.created_at AS createdAt, r.stream`;
+  r.client_id AS clientId, r.audience, r.created_at AS createdAt, r.stream, r.retention_ms AS retentionMs`;
 const KEY_COLUMNS = 'kid, alg, private_jwk AS privateJwk, public_jwk AS publicJwk, created_at AS createdAt, retired_at AS retiredAt';
 /** Push receivers nobody holds (no lease, or one that ended by @now) whose oldest pending delivery is due at @now. */
 const DUE_PUSH = `SELECT r.id FROM receivers r
@@ -72,8 +72,8 @@ export function prepareEventStatements(db: Database.Database) {
       SELECT id, ?, 'pending', 0, ? FROM receivers WHERE delivery = 'push'`),
 
     // A poll receiver starts after the newest outbox row: it gets the events of later revocations.
-    insertReceiver: p(`INSERT INTO receivers (id, delivery, endpoint_url, authorization, ca_pem, client_id, audience, created_at, stream, acked_through)
-      VALUES (@id, @delivery, @endpointUrl, @authorization, @caPem, @clientId, @audience, @createdAt, @stream,
+    insertReceiver: p(`INSERT INTO receivers (id, delivery, endpoint_url, authorization, ca_pem, client_id, audience, created_at, stream, retention_ms, acked_through)
+      VALUES (@id, @delivery, @endpointUrl, @authorization, @caPem, @clientId, @audience, @createdAt, @stream, @retentionMs,
               CASE WHEN @delivery = 'poll' THEN (SELECT coalesce(max(seq), 0) FROM security_events) ELSE 0 END)`),
     updateReceiver: p('UPDATE receivers SET endpoint_url = @endpointUrl, authorization = @authorization, stream = @stream WHERE id = @id'),
     deliveryOf: p('SELECT delivery FROM receivers WHERE id = ?').pluck(true),

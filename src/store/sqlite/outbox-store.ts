@@ -15,8 +15,9 @@ import {
 import type { AuditEntry } from '../audit.js';
 import { insertUnique } from './errors.js';
 import type { TransactionTail } from './group-commit.js';
+import { prepareRetention } from './outbox-retention.js';
 import { prepareEventStatements } from './outbox-statements.js';
-import { contentOf, countOf, deliveryOf, MERGE_READ_ROWS, outboxPayload, RANGE, rangeOf, type PendingRow, type RowContent } from './outbox-rows.js';
+import { contentOf, deliveryOf, MERGE_READ_ROWS, mergeRows, outboxPayload, rangeOf, type PendingRow } from './outbox-rows.js';
 
 /** Queues a synchronous write step for the store's next group commit (store.ts `write`). */
 export type WriteStep = <T>(step: () => T) => Promise<T>;
@@ -32,6 +33,7 @@ export type ReadStep = <T>(step: () => T) => T;
  */
 export class SqliteEvents implements EventStore {
   private readonly st: ReturnType<typeof prepareEventStatements>;
+  private readonly retention: ReturnType<typeof prepareRetention>;
   /** The events of the current transaction's revocations so far (see {@link tail}). */
   private collected: RevocationEvent[] = [];
 
@@ -43,6 +45,7 @@ export class SqliteEvents implements EventStore {
     private readonly appendAudit: (entry: AuditEntry) => void,
   ) {
     this.st = prepareEventStatements(db);
+    this.retention = prepareRetention(db);
   }
 
   /**
@@ -110,6 +113,18 @@ export class SqliteEvents implements EventStore {
     return this.read(() => this.st.listReceivers.all() as ReceiverStatus[]);
   }
 
+  async updateReceiverRetention(id: string, retentionMs: number, trail: Trail): Promise<boolean> {
+    return this.write(() => {
+      const changed = this.retention.setRetention(id, retentionMs);
+      if (changed && trail.audit) this.appendAudit(trail.audit);
+      return changed;
+    });
+  }
+
+  async expireDeliveries(now: number, limit: number): Promise<number> {
+    return limit <= 0 ? 0 : this.write(() => this.retention.expire(now, limit));
+  }
+
   async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
     const { audit } = trail;
     return this.write(() => {
@@ -154,7 +169,8 @@ export class SqliteEvents implements EventStore {
   async retryDead(receiverId: string, now: number, trail: Trail): Promise<number> {
     const { audit } = trail;
     return this.write(() => {
-      const n = this.st.retryDead.run(now, receiverId).changes;
+      // A poll receiver's dead letters are marks past its cursor (outbox-retention.ts).
+      const n = this.st.deliveryOf.get(receiverId) === 'poll' ? this.retention.retryPoll(receiverId, this.st.cursor.get(receiverId) as number) : this.st.retryDead.run(now, receiverId).changes;
       if (audit) this.appendAudit({ ...audit, count: n });
       return n;
     });
@@ -298,30 +314,7 @@ export class SqliteEvents implements EventStore {
     // Stepped, not fetched whole: the read stops at the row past what the answer takes.
     const statement = this.pendingStatement(receiverId);
     if (statement === undefined) return [];
-    const rows = statement.iterate({ receiverId, limit: MERGE_READ_ROWS }) as IterableIterator<PendingRow>;
-    const out: Delivery[] = [];
-    let current: { first: string; last: string; contents: RowContent[]; count: number; attempts: number } | undefined;
-    const close = () => {
-      if (!current) return;
-      out.push(deliveryOf(receiverId, current.first === current.last ? current.first : `${current.first}${RANGE}${current.last}`, current.attempts, current.contents));
-      current = undefined;
-    };
-    for (const [attempts, id, payload] of rows) {
-      const content = contentOf(payload);
-      const count = countOf(content);
-      if (current && current.count + count > mergeUpTo) close();
-      if (!current) {
-        if (out.length === limit) break;
-        current = { first: id, last: id, contents: [content], count, attempts };
-      } else {
-        current.last = id;
-        current.contents.push(content);
-        current.count += count;
-        current.attempts = Math.max(current.attempts, attempts);
-      }
-    }
-    close();
-    return out;
+    return mergeRows(receiverId, statement.iterate({ receiverId, limit: MERGE_READ_ROWS }) as IterableIterator<PendingRow>, limit, mergeUpTo);
   }
 }
 

@@ -249,13 +249,13 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
     return this.write(() => this.events.emitIf(this.tx.withAudit(this.st.revokeGrant.run(at, grantId).changes, audit), event));
   }
 
-  /** One event for the whole bulk revocation, in the batch that ends it (store.ts). */
+  /** The batch's event with the batch, when it revoked a token (ports/token-writes.ts). */
   async revokeBulk(selector: BulkSelector, at: number, limit: number, resume: string | undefined, trail: Trail): Promise<BulkBatch> {
     const { audit, event } = trail;
     const started = performance.now();
     const done = await this.write(() => {
       const batch = this.tx.revokeBulk(selector, at, limit, audit, resume);
-      this.events.emitIf(!batch.more && (batch.revoked > 0 || resume !== undefined), event);
+      this.events.emitIf(batch.revoked, event);
       return batch;
     });
     if (done.more) await letOtherWritersIn(started);
