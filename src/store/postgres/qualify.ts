@@ -12,7 +12,7 @@
  */
 export const STORE_TABLES: readonly string[] = [
   'tokens', 'clients', 'audit', 'grants', 'migrations', 'tokenctl_meta', 'receivers', 'receiver_leases', 'security_events', 'event_deliveries', 'signing_keys',
-  'authorizations', 'find_clients_and_tokens', 'revoke_tokens',
+  'authorizations', 'find_clients_and_tokens',
 ];
 
 /** Words after which a name is a table (DML): `FROM t`, `JOIN t`, `INSERT INTO t`, `UPDATE t`, `DELETE ... USING t`, `LOCK TABLE t`. */

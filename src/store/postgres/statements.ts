@@ -390,13 +390,6 @@ export const REVOKE_TOKENS = `WITH q AS (
   SELECT jti FROM r`;
 
 /**
- * {@link REVOKE_TOKENS} as the store runs it: through `revoke_tokens` (migration 9,
- * revoke-function.ts), whose plan each connection keeps, with the same twelve parameters.
- */
-export const REVOKE_TOKENS_CALL = `SELECT r AS jti FROM revoke_tokens($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[],
-    $7::bigint[], $8::text[], $9::bool[], $10::text[], $11::bigint[], $12::text[]) AS r`;
-
-/**
  * findClientAndToken for reads that arrived together, in one statement and one snapshot: $1 the
  * client ids, $2 the digests (null: no token wanted). One row of two JSON values: `clients`, each
  * client named once by its id, and `tokens`, the token of each pair (null: none), in their order;
