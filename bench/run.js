@@ -8,7 +8,8 @@
  * Writes bench/results/latest.json; see bench/README.md for what each figure means.
  *
  * Flags: --quick (2 repetitions of 2 s), --reps N, --duration S, --no-build, --rebuild-stores,
- *        --keep (keep the work directory with the servers' logs), --only pg-push (that part alone).
+ *        --keep (keep the work directory with the servers' logs), --only GROUP[,GROUP…] (just
+ *        those figures' runs, see GROUPS; `--only pg-push` alone writes bench/results/latest-pg-push.json).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, readdirSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -18,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { coreCount, killAll, killGroup, pinning, runToEnd, SERVER_CORE } from './lib/proc.js';
 import { isActive, postForm, runLoad, runLoadAcross, runLoginLoop } from './lib/measure.js';
-import { bulkRevokePg, copyToPg, dropAllPg, preparePg } from './lib/postgres.js';
+import { backendWatcher, bulkRevokePg, copyToPg, dropAllPg, preparePg, withApplicationName } from './lib/postgres.js';
 import { performance } from 'node:perf_hooks';
 import { CLIENT, CODE_CLIENT, REQUESTS, serveKnows, startCeiling, startPeer, startTokenctl, tokenctlServeMissing } from './lib/contenders.js';
 import { copyStore, prepareStores } from './lib/stores.js';
@@ -35,12 +36,17 @@ const { values: flags } = parseArgs({
     only: { type: 'string' },
   },
 });
-/** `--only NAME`: that part alone (see ONLY), its figures in bench/results/latest-NAME.json. */
-const ONLY = ['pg-push'];
-if (flags.only !== undefined && !ONLY.includes(flags.only)) {
-  process.stderr.write(`--only takes one of: ${ONLY.join(', ')}\n`);
-  process.exit(2);
-}
+/**
+ * What `--only` may name: groups of runs, each with what its figures are divided by (the peer's
+ * revocation for `pg_revocation`, SQLite's introspection for `pg_introspection`). Without it,
+ * every group runs.
+ */
+const GROUPS = ['introspection', 'revocation', 'pg_introspection', 'pg_revocation', 'pg_refresh', 'pg_capacity', 'login', 'cli', 'bulk', 'pg_bulk', 'events', 'pg-push'];
+const only = flags.only === undefined ? null : flags.only.split(',').map((g) => g.trim()).filter(Boolean);
+const unknown = (only ?? []).filter((g) => !GROUPS.includes(g));
+if (unknown.length > 0) throw new Error(`--only: unknown group(s) ${unknown.join(', ')}; known: ${GROUPS.join(', ')}`);
+/** Whether any of these groups is to run. @param {...string} groups */
+const want = (...groups) => only === null || groups.some((g) => only.includes(g));
 const quick = Boolean(flags.quick);
 const cfg = {
   reps: Number(flags.reps ?? (quick ? 2 : 3)),
@@ -98,16 +104,18 @@ async function build() {
  * @param {() => Promise<{ pid: number, url: string, child: import('node:child_process').ChildProcess }>} start
  * @param {{ path: string, prefix: string, suffix?: string, headers?: Record<string,string> }} req
  * @param {string} tokenFile
- * @param {{ fresh?: boolean, checkActive?: boolean, check?: (url: string, lines: string[], r: import('./lib/measure.js').LoadResult) => Promise<void> }} [opt]
- *   `check`: what to verify after a fresh run instead of the revocation's check.
+ * @param {{ fresh?: boolean, checkActive?: boolean, check?: (url: string, lines: string[], r: import('./lib/measure.js').LoadResult) => Promise<void>, pg?: PgServer }} [opt]
+ *   `check`: what to verify after a fresh run instead of the revocation's check; `pg`: the
+ *   server's PostgreSQL backends, whose CPU is measured beside its own.
  */
 async function measure(rep, key, start, req, tokenFile, opt = {}) {
   const server = await start();
+  const database = opt.pg ? await backendWatcher(opt.pg.base, opt.pg.name) : undefined;
   try {
     const tokens = readFileSync(tokenFile, 'utf8').split('\n').filter(Boolean);
     const url = server.url + (key.startsWith('peer.') ? REQUESTS.peer.introspect.path : REQUESTS.tokenctl.introspect.path);
     if (opt.checkActive && !(await isActive(url, /** @type {string} */ (tokens[0]), CLIENT))) throw new Error(`${key}: the first token is not active before the run`);
-    const r = await runLoad({ label: `${key}-${rep.n}`, server, ...req, tokenFile, fresh: opt.fresh, connections: cfg.connections, warmupS: cfg.warmupS, durationS: cfg.durationS, workDir });
+    const r = await runLoad({ label: `${key}-${rep.n}`, server, ...req, tokenFile, fresh: opt.fresh, connections: cfg.connections, warmupS: cfg.warmupS, durationS: cfg.durationS, workDir, database });
     if (r.exhausted) note(`${key}: the pool of ${tokens.length} fresh tokens ran out; the run was cut short (rate still valid)`);
     if (r.non2xx + r.errors + r.timeouts > 0) note(`${key}: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
     if (opt.fresh && opt.check) {
@@ -119,37 +127,82 @@ async function measure(rep, key, start, req, tokenFile, opt = {}) {
       if (unused && !(await isActive(url, unused, CLIENT))) throw new Error(`${key}: a token never revoked reads as inactive`);
     }
     rep.runs[key] = r;
-    log(`  ${key.padEnd(30)} ${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.latency.p99} ms  server CPU ${r.serverCpuShare.toFixed(2)}  loadgen CPU ${r.loadCpuShare.toFixed(2)}  RSS ${r.serverRssMb.toFixed(0)} MB`);
+    log(`  ${key.padEnd(30)} ${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.latency.p99} ms  server CPU ${r.serverCpuShare.toFixed(2)}${dbCpu(r)}  loadgen CPU ${r.loadCpuShare.toFixed(2)}  RSS ${r.serverRssMb.toFixed(0)} MB`);
   } finally {
+    await database?.close();
     if (!('keepAlive' in server)) killGroup(server.child);
   }
 }
 
 /**
- * The 2-node PostgreSQL run: two `serve` processes on one schema, the connections split across
- * them (one generator each), then a cross-node check: a token revoked through node A must read
- * inactive on node B at once.
- * @param {import('./lib/report.js').Rep} rep @param {string} key @param {string} db
- * @param {string} tokenFile @param {(string|null)[]} cores
+ * A server on PostgreSQL whose backends are told apart by their application_name, so that their
+ * CPU is measured beside the server's.
+ * @typedef {{ base: string, name: string }} PgServer
  */
-async function measureTwoNodes(rep, key, db, tokenFile, cores) {
+
+/** The database's CPU in a run's log line, when measured. @param {import('./lib/measure.js').LoadResult} r */
+function dbCpu(r) {
+  if (r.dbCpuShare === undefined) return '';
+  return `  db CPU ${r.dbCpuShare.toFixed(2)} (+${(r.dbAuxCpuShare ?? 0).toFixed(2)} background)  ${Math.round(r.rps / (r.serverCpuShare + r.dbCpuShare)).toLocaleString('en-US')} req per node+db CPU-s`;
+}
+
+/**
+ * `startTokenctl` on PostgreSQL, its backends named for the run, and what measure needs to find them.
+ * @param {string} url @param {string} name the run's own, unique in this bench (a log file's name)
+ * @param {{ base: string }} pg
+ * @returns {[() => ReturnType<typeof startTokenctl>, PgServer]}
+ */
+function pgServer(url, name, pg, node = 'bench-a') {
+  const app = `tokenctl_bench_${process.pid}_${name}`.replace(/[^a-z0-9_]/gi, '_').slice(0, 63);
+  return [() => startTokenctl(workDir, name, withApplicationName(url, app), [], { node }), { base: pg.base, name: app }];
+}
+
+/**
+ * A run of several `serve` nodes on one PostgreSQL schema, the connections split across them (one
+ * generator each), their backends' CPU measured beside theirs. An introspection run ends with a
+ * cross-node check: a token revoked through node A must read inactive on node B at once. A fresh
+ * (revocation) run gives each node its own slice of the tokens, and checks that the first token
+ * revoked through each node reads inactive on the next node.
+ * @param {import('./lib/report.js').Rep} rep @param {string} key @param {string} db
+ * @param {{ path: string, prefix: string, suffix?: string, headers?: Record<string,string> }} req
+ * @param {string} tokenFile @param {(string|null)[]} cores one per node
+ * @param {{ base: string }} pg @param {{ fresh?: boolean }} [opt]
+ */
+async function measureNodes(rep, key, db, req, tokenFile, cores, pg, opt = {}) {
   /** @type {Awaited<ReturnType<typeof startTokenctl>>[]} */
   const servers = [];
+  const app = `tokenctl_bench_${process.pid}_${key}_${rep.n}`.replace(/[^a-z0-9_]/gi, '_').slice(0, 63);
+  const names = cores.map((_, i) => `bench-${String.fromCharCode(97 + i)}`);
+  let database;
   try {
-    for (const [i, name] of ['bench-a', 'bench-b'].entries()) servers.push(await startTokenctl(workDir, `tkpg2-${name}-${rep.n}`, db, [], { node: name, core: cores[i] ?? null }));
+    for (const [i, name] of names.entries()) servers.push(await startTokenctl(workDir, `${key}-${name}-${rep.n}`, withApplicationName(db, app), [], { node: name, core: cores[i] ?? null }));
+    database = await backendWatcher(pg.base, app);
     const tokens = readFileSync(tokenFile, 'utf8').split('\n').filter(Boolean);
-    const [a, b] = servers.map((x) => x.url + REQUESTS.tokenctl.introspect.path);
-    for (const u of [a, b]) if (!(await isActive(/** @type {string} */ (u), /** @type {string} */ (tokens[0]), CLIENT))) throw new Error(`${key}: the first token is not active before the run`);
-    const r = await runLoadAcross({ label: `${key}-${rep.n}`, servers, ...REQUESTS.tokenctl.introspect, tokenFile, connections: cfg.connections, warmupS: cfg.warmupS, durationS: cfg.durationS, workDir });
+    const introspection = servers.map((x) => x.url + REQUESTS.tokenctl.introspect.path);
+    const slice = (/** @type {number} */ i) => Math.floor((i * tokens.length) / servers.length);
+    if (req.path === REQUESTS.tokenctl.introspect.path) {
+      for (const u of introspection) if (!(await isActive(u, /** @type {string} */ (tokens[0]), CLIENT))) throw new Error(`${key}: the first token is not active before the run`);
+    } else if (opt.fresh) {
+      for (const [i, u] of introspection.entries()) if (!(await isActive(u, /** @type {string} */ (tokens[slice(i)]), CLIENT))) throw new Error(`${key}: the first token of node ${i + 1}'s slice is not active before the run`);
+    }
+    const r = await runLoadAcross({ label: `${key}-${rep.n}`, servers, ...req, tokenFile, fresh: opt.fresh, connections: cfg.connections, warmupS: cfg.warmupS, durationS: cfg.durationS, workDir, database });
     if (r.non2xx + r.errors + r.timeouts > 0) note(`${key}: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
-    // One token per repetition (from the end of the file) revoked on A, read on B.
-    const victim = /** @type {string} */ (tokens[tokens.length - 1 - rep.n]);
-    const revoked = await postForm(/** @type {{url: string}} */ (servers[0]).url + REQUESTS.tokenctl.revoke.path, `token=${encodeURIComponent(victim)}${REQUESTS.tokenctl.revoke.suffix}`);
-    if (revoked.status !== 200) throw new Error(`${key}: revocation on node A answered ${revoked.status}`);
-    if (await isActive(/** @type {string} */ (b), victim, CLIENT)) throw new Error(`${key}: a token revoked on node A still reads active on node B`);
+    if (req.path === REQUESTS.tokenctl.introspect.path) {
+      // One token per repetition (from the end of the file) revoked on A, read on B.
+      const victim = /** @type {string} */ (tokens[tokens.length - 1 - rep.n]);
+      const revoked = await postForm(/** @type {{url: string}} */ (servers[0]).url + REQUESTS.tokenctl.revoke.path, `token=${encodeURIComponent(victim)}${REQUESTS.tokenctl.revoke.suffix}`);
+      if (revoked.status !== 200) throw new Error(`${key}: revocation on node A answered ${revoked.status}`);
+      if (await isActive(/** @type {string} */ (introspection[1]), victim, CLIENT)) throw new Error(`${key}: a token revoked on node A still reads active on node B`);
+    } else if (opt.fresh) {
+      for (const i of servers.keys()) {
+        const other = /** @type {string} */ (introspection[(i + 1) % servers.length]);
+        if (await isActive(other, /** @type {string} */ (tokens[slice(i)]), CLIENT)) throw new Error(`${key}: a token revoked through node ${i + 1} still reads active on another node`);
+      }
+    }
     rep.runs[key] = r;
-    log(`  ${key.padEnd(30)} ${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.latency.p99} ms  server CPU ${r.serverCpuShare.toFixed(2)} (2 nodes)  loadgen CPU ${r.loadCpuShare.toFixed(2)}  RSS ${r.serverRssMb.toFixed(0)} MB`);
+    log(`  ${key.padEnd(30)} ${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.latency.p99} ms  server CPU ${r.serverCpuShare.toFixed(2)} (${servers.length} nodes)${dbCpu(r)}  loadgen CPU ${r.loadCpuShare.toFixed(2)}  RSS ${r.serverRssMb.toFixed(0)} MB`);
   } finally {
+    await database?.close();
     for (const x of servers) killGroup(x.child);
   }
 }
@@ -291,7 +344,10 @@ async function main() {
   // cores not pinned (pinning the second node to core 1 would put it beside the generator).
   const cores = coreCount();
   const twoNodeCores = pinning() && cores >= 3 ? [SERVER_CORE, '2'] : [null, null];
-  if (tk) {
+  // Three nodes (pg_capacity): cores 0, 2 and 3 when there are 4+, else not pinned.
+  const threeNodeCores = pinning() && cores >= 4 ? [SERVER_CORE, '2', '3'] : [null, null, null];
+  const pgWanted = want('pg_introspection', 'pg_revocation', 'pg_refresh', 'pg_capacity', 'pg_bulk');
+  if (tk && pgWanted) {
     await attempt('preparing the PostgreSQL store (the PostgreSQL rows are null)', async () => {
       const pg = await preparePg({ sqlite: /** @type {string} */ (t1k), log });
       pgStore = pg;
@@ -299,8 +355,10 @@ async function main() {
       pgMeta = {
         database: pg.base, schema: pg.schema, pool_size: 'serve default', one_node_core: pinning() ? SERVER_CORE : 'not pinned',
         two_nodes_cores: twoNodeCores[0] === null ? 'not pinned' : twoNodeCores.join(' and '),
+        three_nodes_cores: threeNodeCores[0] === null ? 'not pinned' : threeNodeCores.join(', '),
       };
-      if (twoNodeCores[0] === null && pinning()) note(`PostgreSQL 2 nodes: not pinned (${cores} cores): the two nodes, PostgreSQL and the load generator share the cores`);
+      if (twoNodeCores[0] === null && pinning() && want('pg_introspection')) note(`PostgreSQL 2 nodes: not pinned (${cores} cores): the two nodes, PostgreSQL and the load generator share the cores`);
+      if (threeNodeCores[0] === null && pinning() && want('pg_capacity')) note(`PostgreSQL 3 nodes: not pinned (${cores} cores): the three nodes, PostgreSQL and the load generators share the cores`);
     });
   }
   const pg = /** @type {Awaited<ReturnType<typeof preparePg>>|null} */ (pgStore);
@@ -315,26 +373,30 @@ async function main() {
     const flip = (/** @type {any[]} */ xs) => (n % 2 ? xs.reverse() : xs);
     /** @type {Awaited<ReturnType<typeof startPeer>>|null} */
     let peer = null;
-    await attempt('starting the peer', async () => {
+    if (want('introspection', 'revocation', 'pg_revocation')) await attempt('starting the peer', async () => {
       peer = await startPeer(workDir, `peer-${n}`, cfg.peerRevokePool);
     });
     const p = /** @type {Awaited<ReturnType<typeof startPeer>>|null} */ (peer);
     const keep = async () => ({ ...(/** @type {NonNullable<typeof p>} */ (p)), keepAlive: true });
     try {
       const introspection = flip([
-        () => measure(rep, 'ceiling.introspect', () => startCeiling(workDir, `ceiling-${n}`), REQUESTS.ceiling.introspect, ceilingTokens),
-        p && (() => measure(rep, 'peer.introspect', keep, REQUESTS.peer.introspect, p.introspectFile, { checkActive: true })),
-        tk && (() => measure(rep, 'tokenctl.introspect', () => startTokenctl(workDir, `tk1k-${n}`, /** @type {string} */ (t1k)), REQUESTS.tokenctl.introspect, s.t1k.accessFile, { checkActive: true })),
+        want('introspection') && (() => measure(rep, 'ceiling.introspect', () => startCeiling(workDir, `ceiling-${n}`), REQUESTS.ceiling.introspect, ceilingTokens)),
+        p && want('introspection') && (() => measure(rep, 'peer.introspect', keep, REQUESTS.peer.introspect, p.introspectFile, { checkActive: true })),
+        tk && want('introspection', 'pg_introspection') && (() => measure(rep, 'tokenctl.introspect', () => startTokenctl(workDir, `tk1k-${n}`, /** @type {string} */ (t1k)), REQUESTS.tokenctl.introspect, s.t1k.accessFile, { checkActive: true })),
         // Metrics on (serve --metrics-port 0), beside the run without: metrics_cost_ratio.
-        tk && (() => measure(rep, 'tokenctl.introspect_metrics', () => startTokenctl(workDir, `tk1km-${n}`, /** @type {string} */ (t1k), [], { serveArgs: ['--metrics-port', '0'] }), REQUESTS.tokenctl.introspect, s.t1k.accessFile, { checkActive: true })),
-        tk && (() => measure(rep, 'tokenctl.introspect_1m', () => startTokenctl(workDir, `tk1m-${n}`, /** @type {string} */ (t1m)), REQUESTS.tokenctl.introspect, s.t1m.accessFile, { checkActive: true })),
-        tk && pg && (() => measure(rep, 'tokenctl.introspect_pg_1node', () => startTokenctl(workDir, `tkpg1-${n}`, pg.url, [], { node: 'bench-a' }), REQUESTS.tokenctl.introspect, s.t1k.accessFile, { checkActive: true })),
-        tk && pg && (() => measureTwoNodes(rep, 'tokenctl.introspect_pg_2nodes', pg.url, s.t1k.accessFile, twoNodeCores)),
+        tk && want('introspection') && (() => measure(rep, 'tokenctl.introspect_metrics', () => startTokenctl(workDir, `tk1km-${n}`, /** @type {string} */ (t1k), [], { serveArgs: ['--metrics-port', '0'] }), REQUESTS.tokenctl.introspect, s.t1k.accessFile, { checkActive: true })),
+        tk && want('introspection') && (() => measure(rep, 'tokenctl.introspect_1m', () => startTokenctl(workDir, `tk1m-${n}`, /** @type {string} */ (t1m)), REQUESTS.tokenctl.introspect, s.t1m.accessFile, { checkActive: true })),
+        tk && pg && want('pg_introspection', 'pg_capacity') && (() => {
+          const [start, backends] = pgServer(pg.url, `tkpg1-${n}`, { base: pg.cleanBase });
+          return measure(rep, 'tokenctl.introspect_pg_1node', start, REQUESTS.tokenctl.introspect, s.t1k.accessFile, { checkActive: true, pg: backends });
+        }),
+        tk && pg && want('pg_introspection') && (() => measureNodes(rep, 'tokenctl.introspect_pg_2nodes', pg.url, REQUESTS.tokenctl.introspect, s.t1k.accessFile, twoNodeCores, { base: pg.cleanBase })),
+        tk && pg && want('pg_capacity') && (() => measureNodes(rep, 'tokenctl.introspect_pg_3nodes', pg.url, REQUESTS.tokenctl.introspect, s.t1k.accessFile, threeNodeCores, { base: pg.cleanBase })),
       ]);
       for (const run of introspection.filter(Boolean)) await attempt('an introspection run', run);
       const revocation = flip([
-        p && (() => measure(rep, 'peer.revoke', keep, REQUESTS.peer.revoke, p.revokeFile, { fresh: true })),
-        tk && (async () => {
+        p && want('revocation', 'pg_revocation') && (() => measure(rep, 'peer.revoke', keep, REQUESTS.peer.revoke, p.revokeFile, { fresh: true })),
+        tk && want('revocation') && (async () => {
           const db = copyStore(s.pool.db, join(workDir, `pool-${n}.db`));
           await measure(rep, 'tokenctl.revoke', () => startTokenctl(workDir, `tkpool-${n}`, db), REQUESTS.tokenctl.revoke, s.pool.accessFile, { fresh: true });
           // The two grants on the same file, one after the other, their order flipped each repetition.
@@ -346,45 +408,66 @@ async function main() {
           ]);
           for (const grant of grants) await attempt('a grant run', grant);
         }),
-        tk && pg && (async () => {
+        // SQLite's refresh alone, on a fresh copy, when only the PostgreSQL refresh's ratio is wanted.
+        tk && !want('revocation') && want('pg_refresh') && (() =>
+          measure(rep, 'tokenctl.refresh', () => startTokenctl(workDir, `tkrefresh-${n}`, copyStore(s.pool.db, join(workDir, `pool-${n}.db`))), REQUESTS.tokenctl.refresh, s.pool.refreshFile)),
+        tk && pg && want('pg_revocation', 'pg_refresh', 'pg_capacity') && (async () => {
           // The same pool of fresh tokens, copied into a schema of this repetition's own.
           const copy = await copyToPg({ base: pg.cleanBase, sqlite: copyStore(s.pool.db, join(workDir, `pgpool-${n}.db`)), log, what: 'the revocation pool' });
           try {
-            await measure(rep, 'tokenctl.revoke_pg', () => startTokenctl(workDir, `tkpgpool-${n}`, copy.url, [], { node: 'bench-a' }), REQUESTS.tokenctl.revoke, s.pool.accessFile, { fresh: true });
-            await measure(rep, 'tokenctl.refresh_pg', () => startTokenctl(workDir, `tkpgrefresh-${n}`, copy.url, [], { node: 'bench-a' }), REQUESTS.tokenctl.refresh, s.pool.refreshFile);
+            if (want('pg_revocation', 'pg_capacity')) {
+              const [start, backends] = pgServer(copy.url, `tkpgpool-${n}`, { base: pg.cleanBase });
+              await measure(rep, 'tokenctl.revoke_pg', start, REQUESTS.tokenctl.revoke, s.pool.accessFile, { fresh: true, pg: backends });
+            }
+            if (want('pg_refresh', 'pg_capacity')) {
+              const [start, backends] = pgServer(copy.url, `tkpgrefresh-${n}`, { base: pg.cleanBase });
+              await measure(rep, 'tokenctl.refresh_pg', start, REQUESTS.tokenctl.refresh, s.pool.refreshFile, { pg: backends });
+            }
+          } finally {
+            await copy.drop();
+          }
+        }),
+        tk && pg && want('pg_capacity') && (async () => {
+          // Three nodes on a copy of their own, so that they revoke tokens nobody revoked yet.
+          const copy = await copyToPg({ base: pg.cleanBase, sqlite: copyStore(s.pool.db, join(workDir, `pgpool3-${n}.db`)), log, what: 'the revocation pool (3 nodes)' });
+          try {
+            await measureNodes(rep, 'tokenctl.revoke_pg_3nodes', copy.url, REQUESTS.tokenctl.revoke, s.pool.accessFile, threeNodeCores, { base: pg.cleanBase }, { fresh: true });
+            await measureNodes(rep, 'tokenctl.refresh_pg_3nodes', copy.url, REQUESTS.tokenctl.refresh, s.pool.refreshFile, threeNodeCores, { base: pg.cleanBase });
           } finally {
             await copy.drop();
           }
         }),
       ]);
       for (const run of revocation.filter(Boolean)) await attempt('a revocation/refresh run', run);
-      if (tk && serveKnows('--dev-login')) await attempt('the login round trip', () => measureLogin(rep, s.pool));
+      if (tk && want('login') && serveKnows('--dev-login')) await attempt('the login round trip', () => measureLogin(rep, s.pool));
     } finally {
       if (p) killGroup(p.child);
     }
-    if (s) {
+    if (s && want('cli')) {
       await attempt('the CLI cold start', async () => {
         const token = readFileSync(s.t1k.accessFile, 'utf8').split('\n')[0] ?? '';
         rep.cli = await cliColdStarts({ db: /** @type {string} */ (t1k), token, runs: cfg.cliRuns });
         log(`  cli: node -e 0 ${rep.cli.node_ms.toFixed(0)} ms, plain script ${rep.cli.plain_ms.toFixed(0)} ms, tokenctl introspect ${rep.cli.tokenctl_ms.toFixed(0)} ms`);
       });
+    }
+    if (s && want('bulk')) {
       await attempt('the bulk revocation', async () => {
         rep.bulk = await bulkRevoke({ template: s.bulk.db, workDir, rep: n, expect: 100_000 });
         log(`  bulk revoke 100k: ${rep.bulk.elapsed_ms} ms (command's own), ${rep.bulk.wall_ms.toFixed(0)} ms wall`);
       });
-      if (pg) {
-        await attempt('the PostgreSQL bulk revocation', async () => {
-          rep.pgBulk = await bulkRevokePg({ base: pg.cleanBase, sqlite: copyStore(s.bulk.db, join(workDir, `pgbulk-${n}.db`)), log, expect: 100_000 });
-          log(`  PostgreSQL bulk revoke 100k: ${rep.pgBulk.elapsed_ms} ms (command's own), ${rep.pgBulk.wall_ms.toFixed(0)} ms wall, longest stall of a revocation ${rep.pgBulk.max_stall_ms} ms (${rep.pgBulk.probes} probes)`);
-        });
-      }
+    }
+    if (s && pg && want('pg_bulk')) {
+      await attempt('the PostgreSQL bulk revocation', async () => {
+        rep.pgBulk = await bulkRevokePg({ base: pg.cleanBase, sqlite: copyStore(s.bulk.db, join(workDir, `pgbulk-${n}.db`)), log, expect: 100_000 });
+        log(`  PostgreSQL bulk revoke 100k: ${rep.pgBulk.elapsed_ms} ms (command's own), ${rep.pgBulk.wall_ms.toFixed(0)} ms wall, longest stall of a revocation ${rep.pgBulk.max_stall_ms} ms (${rep.pgBulk.probes} probes)`);
+      });
     }
   }
 
   // Security events (bench/events.js): their cost to revocation, and a resource server's view.
   /** @type {Awaited<ReturnType<typeof runEventsBench>>|null} */
   let events = null;
-  if (tk) {
+  if (tk && want('events')) {
     log('security events');
     await attempt('the events figures', async () => {
       events = await runEventsBench({ pool: s.pool, workDir, reps: cfg.reps, durationS: cfg.durationS, warmupS: cfg.warmupS, connections: cfg.connections, log, note });
@@ -392,7 +475,7 @@ async function main() {
   }
   const ev = /** @type {Awaited<ReturnType<typeof runEventsBench>>|null} */ (events);
   // Security events on PostgreSQL, three nodes (bench/pg-push.js): push and poll under load, and a backlog.
-  const pgp = tk && pg ? (log('security events on PostgreSQL, 3 nodes'), await pgPush()) : null;
+  const pgp = tk && pg && want('pg-push') ? (log('security events on PostgreSQL, 3 nodes'), await pgPush()) : null;
   /** @type {Record<string, number|null>} */
   const pgpFigs = pgp?.figs ?? {};
 
@@ -421,9 +504,9 @@ async function main() {
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   writeFileSync(join(ROOT, 'bench/results/latest.json'), JSON.stringify({ ...out, meta }, null, 2) + '\n');
   log('');
-  log(figuresTable(figs));
-  log(eventsTable(ev?.figs ?? {}));
-  log(pgPushTable(pgp?.figs ?? {}));
+  log(figuresTable(figs, { measuredOnly: only !== null }));
+  if (want('events')) log(eventsTable(ev?.figs ?? {}));
+  if (want('pg-push')) log(pgPushTable(pgp?.figs ?? {}));
   log(detailsTable(runDetails));
   log(`CLI baselines: node -e 0 ${meta.cli.node_e_0_ms ?? 'n/a'} ms, plain better-sqlite3 script ${meta.cli.plain_script_ms ?? 'n/a'} ms`);
   log(`${meta.machine.cpu}, ${meta.machine.cores} cores, Node ${process.version}; ${meta.elapsed_s} s; written to bench/results/latest.json`);

@@ -6,7 +6,7 @@
  */
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { clearInterval, setInterval } from 'node:timers';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,14 +18,48 @@ const WORKER = fileURLToPath(new URL('./load-worker.js', import.meta.url));
  * @typedef {{ rps: number, ok: number, non2xx: number, errors: number, timeouts: number,
  *   seconds: number, latency: { p50: number, p90: number, p99: number, max: number },
  *   loadCpuShare: number, tokensUsed: number, firstToken: number, exhausted: boolean,
- *   serverCpuShare: number, serverRssMb: number }} LoadResult
+ *   serverCpuShare: number, serverRssMb: number, dbCpuShare?: number, dbAuxCpuShare?: number }} LoadResult
+ *   `dbCpuShare`: the CPU of the database's backends serving the server under test (its
+ *   connections), `dbAuxCpuShare`: of the database's background processes (WAL writer,
+ *   checkpointer, autovacuum: shared with anyone else using that database server), each over
+ *   the measured wall time; only when a `database` watcher is given.
  */
+
+/**
+ * What a run measures of a database beside the server: the pids of the backends serving the
+ * server under test and of the database's background processes, asked at the start and the end
+ * of the measured part (lib/postgres.js backendWatcher).
+ * @typedef {{ pids: () => Promise<{ own: number[], aux: number[] }> }} DatabaseWatcher
+ */
+
+/**
+ * CPU seconds of a set of processes: at the start, what each has used; at the end, what each
+ * used since (a process that started meanwhile counts whole, one that ended is lost).
+ * @param {DatabaseWatcher} w
+ */
+async function databaseCpu(w) {
+  const read = (/** @type {number[]} */ pids) => new Map(pids.map((pid) => [pid, cpuSeconds(pid)]));
+  const start = await w.pids();
+  const own0 = read(start.own);
+  const aux0 = read(start.aux);
+  return async () => {
+    const end = await w.pids();
+    const since = (/** @type {Map<number, number>} */ before, /** @type {number[]} */ pids) =>
+      [...new Set([...before.keys(), ...pids])].reduce((sum, pid) => {
+        const now = cpuSeconds(pid);
+        return Number.isFinite(now) ? sum + now - (before.get(pid) ?? 0) : sum;
+      }, 0);
+    return { own: since(own0, end.own), aux: since(aux0, end.aux) };
+  };
+}
 
 /**
  * @param {{ label: string, server: { pid: number, url: string }, path: string, prefix: string,
  *   suffix?: string, headers?: Record<string,string>, tokenFile: string, fresh?: boolean, dpop?: boolean,
- *   connections: number, warmupS: number, durationS: number, workDir: string, onMeasure?: () => void }} o
- *   onMeasure: called at the start and at the end of the measured part.
+ *   connections: number, warmupS: number, durationS: number, workDir: string, onMeasure?: () => void,
+ *   database?: DatabaseWatcher }} o
+ *   onMeasure: called at the start and at the end of the measured part; database: whose CPU to
+ *   measure beside the server's.
  * @returns {Promise<LoadResult>}
  */
 export async function runLoad(o) {
@@ -44,17 +78,27 @@ export async function runLoad(o) {
   /** @type {Partial<LoadResult>|undefined} */
   let result;
   let share = NaN;
+  /** @type {{ own: number, aux: number }|undefined} */
+  let db;
   const sample = () => (peakRss = Math.max(peakRss, rssMb(o.server.pid) || 0));
   try {
     const lines = createInterface({ input: /** @type {NodeJS.ReadableStream} */ (child.stdout) });
+    /** @type {(() => Promise<{ own: number, aux: number }>)|undefined} */
+    let dbSince;
     for await (const line of lines) {
       if (line === 'measure-start') {
         o.onMeasure?.();
         cpu0 = cpuSeconds(o.server.pid);
         t0 = process.hrtime.bigint();
         sampler = setInterval(sample, 100);
+        if (o.database) dbSince = await databaseCpu(o.database);
       } else if (line === 'measure-end') {
-        share = (cpuSeconds(o.server.pid) - cpu0) / (Number(process.hrtime.bigint() - t0) / 1e9);
+        const wall = Number(process.hrtime.bigint() - t0) / 1e9;
+        share = (cpuSeconds(o.server.pid) - cpu0) / wall;
+        if (dbSince) {
+          const used = await dbSince();
+          db = { own: used.own / wall, aux: used.aux / wall };
+        }
         o.onMeasure?.();
         sample();
         clearInterval(sampler);
@@ -68,7 +112,7 @@ export async function runLoad(o) {
     killGroup(child);
   }
   if (!result) throw new Error(`load run ${o.label} gave no result (see ${join(o.workDir, `load-${o.label}.log`)})`);
-  return /** @type {LoadResult} */ ({ ...result, serverCpuShare: share, serverRssMb: peakRss });
+  return /** @type {LoadResult} */ ({ ...result, serverCpuShare: share, serverRssMb: peakRss, ...(db && { dbCpuShare: db.own, dbAuxCpuShare: db.aux }) });
 }
 
 /**
@@ -77,7 +121,8 @@ export async function runLoad(o) {
  * the same warm-up and duration. Throughput, counts, tokens used and generator CPU are summed;
  * latency percentiles are the worst of the generators'; server CPU share is the servers' summed
  * CPU time from the first generator's measured start to the last one's end over that wall time
- * (so up to the number of servers); RSS is the highest of the servers' peaks.
+ * (so up to the number of servers); RSS is the highest of the servers' peaks. A fresh run gives
+ * each generator its own slice of the token file, so that no token is presented twice.
  * @param {Omit<Parameters<typeof runLoad>[0], 'server'> & { servers: { pid: number, url: string }[] }} o
  * @returns {Promise<LoadResult>}
  */
@@ -89,6 +134,7 @@ export async function runLoadAcross(o) {
     writeFileSync(cfgFile, JSON.stringify({
       url: server.url, path: o.path, connections, warmupS: o.warmupS, durationS: o.durationS,
       headers: o.headers ?? {}, prefix: o.prefix, suffix: o.suffix ?? '', tokenFile: o.tokenFile, fresh: o.fresh ?? false, dpop: o.dpop ?? false,
+      ...(o.fresh && { start: Math.floor((i * tokenCount(o.tokenFile)) / n) }),
     }));
     return startChild(process.execPath, [WORKER, cfgFile], { core: LOAD_CORE, log: join(o.workDir, `load-${o.label}-${i}.log`) });
   });
@@ -102,6 +148,10 @@ export async function runLoadAcross(o) {
   let peakRss = 0;
   /** @type {NodeJS.Timeout|undefined} */
   let sampler;
+  /** @type {Promise<() => Promise<{ own: number, aux: number }>>|undefined} */
+  let dbSince;
+  /** @type {{ own: number, aux: number }|undefined} */
+  let db;
   const sample = () => (peakRss = Math.max(peakRss, ...o.servers.map((s) => rssMb(s.pid) || 0)));
   /** @type {(Partial<LoadResult>|undefined)[]} */
   const results = [];
@@ -113,8 +163,14 @@ export async function runLoadAcross(o) {
           cpu0 = cpuAll();
           t0 = process.hrtime.bigint();
           sampler = setInterval(sample, 100);
+          if (o.database) dbSince = databaseCpu(o.database);
         } else if (line === 'measure-end' && ++ended === n) {
-          share = (cpuAll() - cpu0) / (Number(process.hrtime.bigint() - t0) / 1e9);
+          const wall = Number(process.hrtime.bigint() - t0) / 1e9;
+          share = (cpuAll() - cpu0) / wall;
+          if (dbSince) {
+            const used = await (await dbSince)();
+            db = { own: used.own / wall, aux: used.aux / wall };
+          }
           sample();
           clearInterval(sampler);
         } else if (line.startsWith('result ')) {
@@ -136,8 +192,13 @@ export async function runLoadAcross(o) {
     seconds: Math.max(...rs.map((r) => r.seconds)),
     latency: { p50: worst('p50'), p90: worst('p90'), p99: worst('p99'), max: worst('max') },
     loadCpuShare: sum((r) => r.loadCpuShare), tokensUsed: sum((r) => r.tokensUsed), firstToken: 0, exhausted: rs.some((r) => r.exhausted),
-    serverCpuShare: share, serverRssMb: peakRss,
+    serverCpuShare: share, serverRssMb: peakRss, ...(db && { dbCpuShare: db.own, dbAuxCpuShare: db.aux }),
   };
+}
+
+/** Lines in a token file. @param {string} file */
+function tokenCount(file) {
+  return readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
 }
 
 /**

@@ -189,3 +189,37 @@ export async function bulkRevokePg(o) {
   }
 }
 
+
+/**
+ * The URL of a store with `application_name` set, so that the database's backends serving one
+ * server can be told apart from everyone else's (pg_stat_activity) and their CPU measured.
+ * @param {string} url @param {string} name
+ */
+export function withApplicationName(url, name) {
+  const u = new URL(url);
+  u.searchParams.set('application_name', name);
+  return u.toString();
+}
+
+/**
+ * Finds, on demand, the pids of the backends whose application_name is `name` (a server under
+ * test, {@link withApplicationName}) and of the database server's background processes (WAL
+ * writer, checkpointer, background writer, autovacuum), for lib/measure.js's database CPU. Their
+ * CPU is read from /proc, which needs the database on this machine (the bench's is on loopback).
+ * @param {string} base @param {string} name
+ * @returns {Promise<import('./measure.js').DatabaseWatcher & { close: () => Promise<void> }>}
+ */
+export async function backendWatcher(base, name) {
+  const c = await client(base);
+  return {
+    pids: async () => {
+      const { rows } = await c.query(
+        `SELECT pid, application_name = $1 AS own FROM pg_stat_activity
+          WHERE application_name = $1 OR backend_type NOT IN ('client backend', 'walsender')`,
+        [name],
+      );
+      return { own: rows.filter((r) => r.own).map((r) => r.pid), aux: rows.filter((r) => !r.own).map((r) => r.pid) };
+    },
+    close: () => c.end().catch(() => {}),
+  };
+}

@@ -17,6 +17,13 @@ export function median(xs) {
 const ratio = (a, b) => (typeof a === 'number' && typeof b === 'number' && b > 0 ? a / b : null);
 
 /**
+ * Requests per CPU-second of the server and, on PostgreSQL, of its backends (not the database's
+ * background processes, which anyone else using that database shares).
+ * @param {import('./measure.js').LoadResult|undefined} r
+ */
+const perCpu = (r) => (r ? ratio(r.rps, r.serverCpuShare + (r.dbCpuShare ?? 0)) : null);
+
+/**
  * The figures of the report, in its order, with their targets (null: a reference figure).
  * `ok(v)` says whether v meets the target.
  * @type {Array<{ key: string, label: string, target: string|null, ok?: (v: number) => boolean, unit?: string }>}
@@ -48,8 +55,13 @@ export const FIGURES = [
   { key: 'pg_introspection_ratio_to_sqlite', label: 'introspection, PostgreSQL 1 node / SQLite', target: '≥ 0.5', ok: (v) => v >= 0.5 },
   { key: 'pg_revocation_rps', label: 'revocation (fresh tokens), PostgreSQL store, 1 node, req/s', target: null },
   { key: 'pg_revocation_ratio_to_peer', label: 'revocation, PostgreSQL 1 node / peer', target: '≥ 1.5', ok: (v) => v >= 1.5 },
+  { key: 'pg_revocation_per_cpu_s', label: 'revocation, PostgreSQL 1 node, per CPU-s of node + its backends', target: null },
+  { key: 'pg_revocation_per_cpu_ratio_to_peer', label: 'that / the peer\'s revocations per CPU-s', target: null },
   { key: 'pg_refresh_rps', label: 'refresh, PostgreSQL store, 1 node, req/s', target: null },
   { key: 'pg_refresh_ratio_to_sqlite', label: 'refresh, PostgreSQL 1 node / SQLite', target: '≥ 0.5', ok: (v) => v >= 0.5 },
+  { key: 'pg_introspection_rps_3nodes', label: 'introspection, PostgreSQL store, 3 nodes, req/s', target: null },
+  { key: 'pg_revocation_rps_3nodes', label: 'revocation, PostgreSQL store, 3 nodes, req/s', target: null },
+  { key: 'pg_refresh_rps_3nodes', label: 'refresh, PostgreSQL store, 3 nodes, req/s', target: null },
   { key: 'pg_bulk_revoke_100k_ms', label: 'bulk revocation of 100k tokens, PostgreSQL, ms', target: '≤ 1000', ok: (v) => v <= 1000 },
   { key: 'pg_bulk_revoke_max_stall_ms', label: 'longest wait of a revocation during it, ms', target: '≤ 100', ok: (v) => v <= 100 },
   { key: 'metrics_cost_ratio', label: 'introspection, metrics on / off (serve --metrics-port)', target: '≥ 0.97', ok: (v) => v >= 0.97 },
@@ -102,6 +114,11 @@ export function figures(reps) {
     pg_introspection_ratio_to_sqlite: med((r) => ratio(rps(r, 'tokenctl.introspect_pg_1node'), rps(r, 'tokenctl.introspect'))),
     pg_revocation_rps: med((r) => rps(r, 'tokenctl.revoke_pg')),
     pg_revocation_ratio_to_peer: med((r) => ratio(rps(r, 'tokenctl.revoke_pg'), rps(r, 'peer.revoke'))),
+    pg_revocation_per_cpu_s: med((r) => perCpu(r.runs['tokenctl.revoke_pg'])),
+    pg_revocation_per_cpu_ratio_to_peer: med((r) => ratio(perCpu(r.runs['tokenctl.revoke_pg']), perCpu(r.runs['peer.revoke']))),
+    pg_introspection_rps_3nodes: med((r) => rps(r, 'tokenctl.introspect_pg_3nodes')),
+    pg_revocation_rps_3nodes: med((r) => rps(r, 'tokenctl.revoke_pg_3nodes')),
+    pg_refresh_rps_3nodes: med((r) => rps(r, 'tokenctl.refresh_pg_3nodes')),
     pg_refresh_rps: med((r) => rps(r, 'tokenctl.refresh_pg')),
     pg_refresh_ratio_to_sqlite: med((r) => ratio(rps(r, 'tokenctl.refresh_pg'), rps(r, 'tokenctl.refresh'))),
     pg_bulk_revoke_100k_ms: med((r) => r.pgBulk?.elapsed_ms),
@@ -136,6 +153,8 @@ export function details(/** @type {Rep[]} */ reps) {
       return [k, {
         rps: m((x) => x.rps), rps_per_server_cpu_s: m((x) => x.rps / x.serverCpuShare), p50_ms: m((x) => x.latency.p50), p99_ms: m((x) => x.latency.p99),
         server_cpu_share: m((x) => x.serverCpuShare), load_cpu_share: m((x) => x.loadCpuShare),
+        db_cpu_share: m((x) => x.dbCpuShare ?? NaN), db_background_cpu_share: m((x) => x.dbAuxCpuShare ?? NaN),
+        rps_per_server_and_db_cpu_s: m((x) => perCpu(x) ?? NaN),
         server_rss_mb: m((x) => x.serverRssMb), non2xx: m((x) => x.non2xx + x.errors + x.timeouts),
       }];
     }),
@@ -165,11 +184,12 @@ function table(rows) {
   return [rule('┌', '┬', '┐'), line(/** @type {string[]} */ (rows[0])), rule('├', '┼', '┤'), ...rows.slice(1).map(line), rule('└', '┴', '┘')].join('\n');
 }
 
-/** @param {Record<string, number|null>} figs */
-export function figuresTable(figs) {
+/** @param {Record<string, number|null>} figs @param {{ measuredOnly?: boolean }} [opt] measuredOnly: leave out figures not measured (`--only`) */
+export function figuresTable(figs, opt = {}) {
   const rows = [['figure', 'key', 'value', 'target', '']];
   for (const f of FIGURES) {
     const v = figs[f.key] ?? null;
+    if (v === null && opt.measuredOnly) continue;
     const mark = f.ok === undefined ? '' : v === null ? '–' : f.ok(v) ? '✓' : '✗';
     rows.push([f.label, f.key, show(v), f.target ?? '', mark]);
   }
@@ -178,9 +198,11 @@ export function figuresTable(figs) {
 
 /** @param {ReturnType<typeof details>} d */
 export function detailsTable(d) {
-  const rows = [['run (median of reps)', 'req/s', 'req per server CPU-s', 'p50 ms', 'p99 ms', 'server CPU', 'loadgen CPU', 'server RSS MB', 'failed']];
+  const rows = [['run (median of reps)', 'req/s', 'req per server CPU-s', 'p50 ms', 'p99 ms', 'server CPU', 'db CPU (+bg)', 'req per server+db CPU-s', 'loadgen CPU', 'server RSS MB', 'failed']];
   for (const [k, v] of Object.entries(d)) {
-    rows.push([k, show(v.rps), show(v.rps_per_server_cpu_s), show(v.p50_ms), show(v.p99_ms), show(v.server_cpu_share), show(v.load_cpu_share), show(v.server_rss_mb), show(v.non2xx)]);
+    const db = v.db_cpu_share === null ? '' : `${show(v.db_cpu_share)} (+${show(v.db_background_cpu_share)})`;
+    const both = v.db_cpu_share === null ? '' : show(v.rps_per_server_and_db_cpu_s);
+    rows.push([k, show(v.rps), show(v.rps_per_server_cpu_s), show(v.p50_ms), show(v.p99_ms), show(v.server_cpu_share), db, both, show(v.load_cpu_share), show(v.server_rss_mb), show(v.non2xx)]);
   }
   return table(rows);
 }

@@ -3,28 +3,28 @@ import type { Database } from './database.js';
 import { eventParams } from './event-writes.js';
 import { FIND_CLIENTS_AND_TOKENS, optionalAudit, type ClientsAndTokensRow, REVOKE_ONE, REVOKE_ONE_LOGGED, REVOKE_TOKENS } from './statements.js';
 import { mintOutcomes } from './writes.js';
+import { TurnBatch, type Queued } from '../turn-batch.js';
 
 /** An answer of a batch's `run` for one item that failed alone: that call is rejected with `error`. */
 export class Failed {
   constructor(readonly error: unknown) {}
 }
 
-interface Waiting<I, O> {
-  item: I;
-  resolve: (value: O) => void;
-  reject: (error: unknown) => void;
-}
-
 /**
- * Calls that arrive in one event-loop turn go to the database together, as one statement: one
- * round trip (and, for writes, one commit) for all of them. At most `maxInFlight` batches run at
- * once; calls that arrive meanwhile wait for the next, so that batches grow with the load instead
- * of the pool's queue. `run` answers each item of a batch, in order ({@link Failed}: that call
- * alone is rejected); a batch that throws rejects every call in it.
+ * Calls that arrive in one event-loop turn (turn-batch.ts, shared with the SQLite store) go to
+ * the database together, as one statement: one round trip (and, for writes, one commit) for all
+ * of them. At most `maxInFlight` batches run at once; calls that arrive meanwhile wait for the
+ * next, so that batches grow with the load instead of the pool's queue. `run` answers each item
+ * of a batch, in order ({@link Failed}: that call alone is rejected); a batch that throws rejects
+ * every call in it.
  */
 export class Batcher<I, O> {
-  private pending: Waiting<I, O>[] = [];
-  private scheduled = false;
+  private readonly turn = new TurnBatch<I, O>((calls) => {
+    for (const call of calls) this.waiting.push(call);
+    this.flush();
+  });
+  /** Calls not yet sent: every batch slot was taken when their turn ended. */
+  private readonly waiting: Queued<I, O>[] = [];
   private inFlight = 0;
 
   constructor(
@@ -44,22 +44,14 @@ export class Batcher<I, O> {
   }
 
   add(item: I): Promise<O> {
-    return new Promise<O>((resolve, reject) => {
-      this.pending.push({ item, resolve, reject });
-      if (this.scheduled) return;
-      this.scheduled = true;
-      setImmediate(() => {
-        this.scheduled = false;
-        this.flush();
-      });
-    });
+    return this.turn.add(item);
   }
 
   private flush(): void {
-    while (this.pending.length > 0 && this.inFlight < this.maxInFlight) {
-      const batch = this.pending.splice(0, this.maxBatch);
+    while (this.waiting.length > 0 && this.inFlight < this.maxInFlight) {
+      const batch = this.waiting.splice(0, this.maxBatch);
       this.inFlight++;
-      this.run(batch.map((w) => w.item))
+      this.run(batch.map((w) => w.query))
         .then(
           (answers) => {
             this.tell(batch.length);

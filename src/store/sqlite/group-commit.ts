@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { StoreObserver } from '../store.js';
-import { TurnBatch, type Queued } from './turn-batch.js';
+import { TurnBatch, type Queued } from '../turn-batch.js';
 
 /**
  * A write step, and whether it is atomic by itself: at most one statement that writes, and

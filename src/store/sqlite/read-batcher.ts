@@ -1,4 +1,4 @@
-import { TurnBatch, type Queued } from './turn-batch.js';
+import { TurnBatch, type Queued } from '../turn-batch.js';
 
 /**
  * Read batching: the reads asked for during one turn of the event loop are answered together, in

@@ -7,9 +7,10 @@ export interface Queued<Q, A> {
 
 /**
  * Collects the calls made during one turn of the event loop and hands them to `handle` together,
- * in the check phase that follows (setImmediate): the read batcher answers them in one read
- * transaction, the group commit in one write transaction. `handle` answers every call it is given,
- * now or later.
+ * in the check phase that follows (setImmediate), whatever is queued: on SQLite the read batcher
+ * answers them in one read transaction and the group commit in one write transaction; on
+ * PostgreSQL (postgres/batching.ts) a batch is one statement, so one round trip and one commit.
+ * `handle` answers every call it is given, now or later.
  */
 export class TurnBatch<Q, A> {
   private queue: Queued<Q, A>[] = [];
