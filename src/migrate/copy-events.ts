@@ -64,6 +64,6 @@ export async function copyEvents(source: TokenStore, target: TokenStore, verify:
 
 /** The receiver as registered, without its delivery counts. */
 function recordOf(status: ReceiverStatus): ReceiverRecord {
-  const { id, delivery, endpointUrl, authorization, caPem, clientId, audience, createdAt, retentionMs } = status;
-  return { id, delivery, endpointUrl, authorization, caPem, clientId, audience, createdAt, retentionMs };
+  const { id, delivery, endpointUrl, authorization, caPem, clientId, audience, createdAt, retentionMs, stream } = status;
+  return { id, delivery, endpointUrl, authorization, caPem, clientId, audience, createdAt, retentionMs, stream: stream ?? null };
 }

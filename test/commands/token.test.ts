@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, issue, issueInThePast, tempStore, type IssuedTokens, type TempStore } from '../helpers/cli.js';
 
 const TOKEN_RESPONSE_KEYS = ['access_token', 'expires_in', 'jti', 'node', 'org_id', 'refresh_token', 'scope', 'stime', 'token_type'];
-const TOKEN_VIEW_KEYS = ['aud', 'client_id', 'expires_at', 'grant_id', 'issued_at', 'jti', 'node', 'not_before', 'replaced_at', 'revoked_at', 'scope', 'state', 'sub', 'type', 'username'];
+const TOKEN_VIEW_KEYS = ['aud', 'client_id', 'expires_at', 'grant_id', 'issued_at', 'jkt', 'jti', 'node', 'not_before', 'replaced_at', 'revoked_at', 'scope', 'state', 'sub', 'type', 'username'];
 
 describe('token issue, token list, refresh', () => {
   let store: TempStore;

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LATEST_SCHEMA_VERSION } from '../../src/store/postgres/migrations.js';
+import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { ROOT, tokenctl } from '../helpers/cli.js';
 import { PG_SKIP_MESSAGE, PG_URL, dropSchema, testSchemaName, withPg } from '../helpers/pg.js';
 
@@ -142,9 +142,12 @@ describe.skipIf(!PG_URL || previous === undefined)('the previous release on a sc
     expect(seen.json()).toEqual({ active: false });
     // The old node applied nothing, and the schema still says which nodes may run on it.
     const meta = await withPg(PG_URL!, schema, async (c) => (await c.query("SELECT key, value FROM tokenctl_meta WHERE key <> 'application' ORDER BY key")).rows);
+    // schema_version: the newest contract step's nodesFrom, which the previous release knows.
+    const nodesFrom = Math.max(...MIGRATIONS.map((m) => (m.change === 'expand' ? 0 : m.change.contract.nodesFrom)));
+    expect(nodesFrom).toBeLessThanOrEqual(latestAt(previous!));
     expect(meta).toEqual([
       { key: 'applied_version', value: String(LATEST_SCHEMA_VERSION) },
-      { key: 'schema_version', value: String(latestAt(previous!)) },
+      { key: 'schema_version', value: String(nodesFrom) },
     ]);
     expect(old!.child.exitCode).toBeNull();
   }, 60_000);

@@ -148,14 +148,16 @@ export function subjectOf(r: RevocationClaims): string | undefined {
 /**
  * The revocations of these SETs' claims, in order (however the store grouped them), every SET
  * checked for the wire format: a non-empty `revocations` list, `toe` the latest revocation's time
- * (seconds), `sub_id` the subject when it holds exactly one revocation and absent otherwise.
+ * (seconds), `sub_id` the subject when it holds exactly one revocation, else the SET's `txn` as an
+ * opaque subject (SSF §3.1 asks a `sub_id` of every SET; docs/events.md).
  */
 export function revocationsOf(claims: Record<string, any>[]): RevocationClaims[] { // eslint-disable-line @typescript-eslint/no-explicit-any
   return claims.flatMap((c) => {
     const list = c.events?.['urn:tokenctl:secevent:tokens-revoked']?.revocations as RevocationClaims[] | undefined;
     if (!Array.isArray(list) || list.length === 0) throw new Error(`SET ${c.jti} has no revocations`);
     if (c.toe !== Math.floor(Math.max(...list.map((r) => r.at as number)) / 1000)) throw new Error(`SET ${c.jti}: toe ${c.toe} is not its latest revocation's time`);
-    const expected = list.length === 1 ? { format: 'opaque', id: subjectOf(list[0]!) } : undefined;
+    const expected = list.length === 1 ? { format: 'opaque', id: subjectOf(list[0]!) } : { format: 'opaque', id: c.txn };
+    if (typeof c.txn !== 'string' || c.txn === '') throw new Error(`SET ${c.jti} has no txn`);
     if (JSON.stringify(c.sub_id) !== JSON.stringify(expected)) throw new Error(`SET ${c.jti}: sub_id ${JSON.stringify(c.sub_id)}, expected ${JSON.stringify(expected)}`);
     return list;
   });

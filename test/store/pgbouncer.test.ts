@@ -51,7 +51,7 @@ for (const mode of ['transaction', 'session'] as PoolMode[]) {
         expect(await store.revokeToken(refresh.jti, T0 + 1, true, {})).toBe(true);
         expect((await store.findTokenByJti(access.jti))?.revokedAt).toBe(T0 + 1);
         expect(await tablesIn(schema)).toEqual([
-          'audit', 'authorizations', 'clients', 'event_deliveries', 'grants', 'migrations', 'receiver_leases', 'receivers', 'security_events', 'signing_keys', 'tokenctl_meta', 'tokens',
+          'audit', 'authorizations', 'clients', 'dpop_proofs', 'event_deliveries', 'grants', 'migrations', 'receiver_leases', 'receivers', 'security_events', 'signing_keys', 'tokenctl_meta', 'tokens',
         ]);
         expect(await tablesIn('public')).not.toContain('tokens');
         expect(bouncer.log()).not.toMatch(/unsupported startup parameter/);

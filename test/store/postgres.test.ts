@@ -245,18 +245,6 @@ describe.skipIf(!PG_URL)('PostgresStore', () => {
       expect(NODES_FROM).toBe(10);
     });
 
-    it('leaves 30 % of each new page of tokens and grants for revocations as HOT updates (fillfactor 70)', async () => {
-      const schema = freshSchema();
-      await (await node(schema)).close();
-      const rows = await withPg(url, schema, async (db) =>
-        (await db.query("SELECT relname, reloptions FROM pg_class WHERE relnamespace = current_schema()::regnamespace AND relname IN ('tokens', 'grants') ORDER BY 1")).rows,
-      );
-      expect(rows).toEqual([
-        { relname: 'grants', reloptions: ['fillfactor=70'] },
-        { relname: 'tokens', reloptions: ['fillfactor=70'] },
-      ]);
-    });
-
     it('runs on a store a newer release expanded, and applies nothing to it', async () => {
       const schema = freshSchema();
       await (await node(schema)).close();
