@@ -74,7 +74,7 @@ export async function setupStore(o) {
         jti: newJti(), digest: digestToken(token), type, grantId: randomUUID(), clientId,
         username: user, sub: user, scope: 'read write', audience: 'https://api.example.test', orgId: 'org-bench',
         node: 'bench', issuedAt: now, notBefore: now, expiresAt: now + (type === 'access_token' ? 30 : 60) * DAY_MS,
-        revokedAt: null, replacedAt: null, replacedBy: null,
+        revokedAt: null, replacedAt: null, replacedBy: null, jkt: null,
       };
     };
     /** @type {Array<[string, string, number, number]>} */
