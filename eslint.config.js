@@ -37,7 +37,8 @@ const overStoreInterface = (files, who, up = '\\.\\./') =>
   restrict(
     [files],
     [
-      { regex: `^${up}(?!store/store\\.js$)`, message: `${who} imports only its own folder and the store interface (../store/store.js)` },
+      // The DPoP rules are the resource-server module's, shared so that the two cannot disagree (a leaf: it imports nothing).
+      { regex: `^${up}(?!store/store\\.js$|resource-server/dpop-rules\\.js$)`, message: `${who} imports only its own folder, the store interface (../store/store.js) and the DPoP rules (../resource-server/dpop-rules.js)` },
       { regex: '^(@oclif|fastify|@fastify|pg|pg-[a-z]+|better-sqlite3|chalk|@inquirer)(/|$)', message: `${who} knows nothing of oclif, HTTP, SQL or chalk` },
       { regex: '^node:(http|https|http2|net|tls|cluster)$', message: `${who} knows nothing of the transport` },
     ],

@@ -1,5 +1,8 @@
+import { createHash } from 'node:crypto';
 import type { HeadersLike } from './adapters.js';
-import { checkProof, DPOP_ALGORITHMS, DpopProofError, ProofReplayCache, type CheckedProof, type ProofCheckOptions } from './dpop.js';
+import { checkProof, DpopProofError, type CheckedProof, type ProofCheckOptions } from './dpop.js';
+import { DPOP_ALGORITHMS } from './dpop-rules.js';
+import { SeenSet } from './seen-set.js';
 
 /** The `dpop` option of the resource server: how DPoP-bound tokens (RFC 9449 §7) are accepted. */
 export interface DpopOptions {
@@ -14,7 +17,7 @@ export interface DpopOptions {
    * that passes them on (the NGINX sidecar reads `X-Original-Method` and `X-Original-URI`).
    */
   request?: (req: HeadersLike) => { method: string; url: string } | undefined;
-  /** The proof algorithms accepted; default the asymmetric ones of {@link DPOP_ALGORITHMS}. */
+  /** The proof algorithms accepted: some of {@link DPOP_ALGORITHMS} (tokenctl's own), by default all. */
   algorithms?: readonly string[];
   /** How old a proof's `iat` may be. Default 60 s. */
   maxAgeMs?: number;
@@ -35,17 +38,17 @@ export class DpopGuard {
   readonly algorithms: readonly string[];
   readonly required: boolean;
   private readonly check: ProofCheckOptions;
-  private readonly replays: ProofReplayCache | undefined;
+  private readonly replays: SeenSet | undefined;
   private readonly target: (req: HeadersLike) => { method: string; url: string } | undefined;
 
   constructor(options: DpopOptions) {
     this.algorithms = options.algorithms ?? DPOP_ALGORITHMS;
-    if (this.algorithms.some((alg) => !(DPOP_ALGORITHMS as readonly string[]).includes(alg))) {
-      throw new TypeError(`dpop.algorithms: only asymmetric JWS algorithms (${DPOP_ALGORITHMS.join(', ')})`);
+    if (this.algorithms.length === 0 || this.algorithms.some((alg) => !DPOP_ALGORITHMS.includes(alg))) {
+      throw new TypeError(`dpop.algorithms: some of tokenctl's DPoP algorithms (${DPOP_ALGORITHMS.join(', ')})`);
     }
     this.required = options.required ?? false;
     this.check = { algorithms: this.algorithms, maxAgeMs: options.maxAgeMs ?? 60_000, maxSkewMs: options.maxSkewMs ?? 5_000 };
-    this.replays = options.replay === false ? undefined : new ProofReplayCache(options.replay?.maxEntries ?? 100_000, this.check.maxAgeMs + this.check.maxSkewMs);
+    this.replays = options.replay === false ? undefined : new SeenSet(options.replay?.maxEntries ?? 100_000, this.check.maxAgeMs + this.check.maxSkewMs);
     if (options.request) this.target = options.request;
     else if (options.origin !== undefined) {
       const origin = new URL(options.origin).origin;
@@ -65,6 +68,9 @@ export class DpopGuard {
 
   /** Whether a checked proof is used for the first time (always, with the replay check off); remembers it. */
   firstUse(proof: CheckedProof, now: number): boolean {
-    return this.replays?.firstTime(proof, now) ?? true;
+    if (this.replays === undefined) return true;
+    // Keyed by the key's thumbprint and the jti, so one client's jti cannot block another's; kept until the iat leaves the window.
+    const key = createHash('sha256').update(`${proof.jkt}\u0000${proof.jti}`).digest('base64url');
+    return this.replays.firstTime(key, now, proof.iat * 1000 + this.check.maxAgeMs + this.check.maxSkewMs);
   }
 }

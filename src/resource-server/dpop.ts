@@ -1,14 +1,12 @@
 import { createHash } from 'node:crypto';
 import { calculateJwkThumbprint, compactVerify, decodeProtectedHeader, EmbeddedJWK, type JWK } from 'jose';
+import { htuMatches } from './dpop-rules.js';
 
 /**
  * A resource server's check of a DPoP proof (RFC 9449 §4.3 and §7.1): the `DPoP` header that
  * comes with `Authorization: DPoP <token>`. Everything that can be checked without tokenctl is
  * checked here; the key's thumbprint is then compared with the token's introspected `cnf.jkt`.
  */
-
-/** The asymmetric JWS algorithms accepted by default (RFC 9449 §4.3 point 6: never `none`, never a MAC). */
-export const DPOP_ALGORITHMS = ['ES256', 'ES384', 'ES512', 'PS256', 'PS384', 'PS512', 'RS256', 'RS384', 'RS512', 'EdDSA', 'Ed25519'] as const;
 
 /** Private members of RSA, EC and OKP keys (RFC 7518 §6, RFC 8037 §2): a proof's `jwk` carries none (§4.3 point 7). */
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
@@ -40,23 +38,6 @@ export class DpopProofError extends Error {
 /** RFC 9449 §4.2: `ath` is base64url(SHA-256(ASCII(access token))). */
 export function accessTokenHash(token: string): string {
   return createHash('sha256').update(token, 'ascii').digest('base64url');
-}
-
-/**
- * RFC 9449 §4.3 point 9 with RFC 3986 §6: the URI without query and fragment, scheme and host in
- * lower case, default port dropped, dot segments removed (WHATWG URL parsing does these) and
- * percent escapes in upper case. Null when it is not an absolute http(s) URL.
- */
-export function normalizeHtu(value: string): string | null {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return null;
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return null;
-  const path = url.pathname.replace(/%[0-9a-f]{2}/gi, (escape) => escape.toUpperCase());
-  return `${url.protocol}//${url.host}${path}`;
 }
 
 /**
@@ -102,45 +83,10 @@ export async function checkProof(header: string | string[] | undefined, request:
   if (typeof htm !== 'string' || typeof htu !== 'string' || typeof iat !== 'number' || !Number.isFinite(iat)) throw new DpopProofError('the DPoP proof lacks htm, htu or iat');
   // Points 9 to 11: htm, htu, iat.
   if (htm !== request.method) throw new DpopProofError('the DPoP proof htm is not the request method');
-  const expected = normalizeHtu(request.url);
-  if (expected === null || normalizeHtu(htu) !== expected) throw new DpopProofError('the DPoP proof htu is not the request URL');
+  if (!htuMatches(htu, request.url)) throw new DpopProofError('the DPoP proof htu is not the request URL');
   if (iat * 1000 < now - options.maxAgeMs) throw new DpopProofError('the DPoP proof is too old (iat)');
   if (iat * 1000 > now + options.maxSkewMs) throw new DpopProofError('the DPoP proof iat is in the future');
   // Point 12 (§7.1): the proof is made for this token.
   if (typeof ath !== 'string' || ath !== accessTokenHash(request.token)) throw new DpopProofError('the DPoP proof ath does not match the access token');
   return { jkt: await calculateJwkThumbprint(jwk, 'sha256'), jti, iat };
-}
-
-/**
- * The proofs seen lately (RFC 9449 §11.1), keyed by SHA-256 of the key's thumbprint and the
- * `jti` (one client's `jti` cannot block another's), each kept until its `iat` leaves the window,
- * after which the proof is refused as too old anyway. In memory, per process: bounded in entries,
- * the ones nearest to leaving the window dropped first when full.
- */
-export class ProofReplayCache {
-  private readonly seen = new Map<string, number>();
-
-  constructor(
-    private readonly maxEntries: number,
-    private readonly windowMs: number,
-  ) {}
-
-  /** Whether this proof is new (and now remembered); false for one seen within the window. */
-  firstTime(proof: CheckedProof, now: number): boolean {
-    const key = createHash('sha256').update(`${proof.jkt}\u0000${proof.jti}`).digest('base64url');
-    const until = this.seen.get(key);
-    if (until !== undefined && until > now) return false;
-    this.seen.delete(key);
-    this.seen.set(key, proof.iat * 1000 + this.windowMs);
-    // Insertion order is close to expiry order (iat within the window of now): sweep from the front.
-    for (const [oldest, expires] of this.seen) {
-      if (this.seen.size <= this.maxEntries && expires > now) break;
-      this.seen.delete(oldest);
-    }
-    return true;
-  }
-
-  get size(): number {
-    return this.seen.size;
-  }
 }

@@ -6,7 +6,8 @@
  */
 export { ResourceServer, IntrospectionUnavailable, type ResourceServerOptions, type ResourceServerStats } from './resource-server.js';
 export { bearerToken, presentedToken, refusal, writeRefusal, type Check, type ChallengeOptions, type HeadersLike, type Principal, type PresentedToken, type Refusal, type RefusalKind } from './adapters.js';
-export { accessTokenHash, DPOP_ALGORITHMS } from './dpop.js';
+export { accessTokenHash } from './dpop.js';
+export { DPOP_ALGORITHMS } from './dpop-rules.js';
 export type { DpopOptions } from './dpop-guard.js';
 export { covers, type IntrospectionAnswer, type RevokedTokens } from './cache.js';
 export { TOKENS_REVOKED } from './set-receiver.js';

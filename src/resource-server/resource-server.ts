@@ -6,7 +6,7 @@ import { DpopGuard } from './dpop-guard.js';
 import type { ResourceServerOptions, ResourceServerStats } from './options.js';
 import { createPushHandler } from './push-handler.js';
 import { RequestChecker } from './request-check.js';
-import { SeenSets } from './seen-sets.js';
+import { SeenSet } from './seen-set.js';
 import { EventPoller, SetVerifier, type VerifiedSet } from './set-receiver.js';
 import { basicAuthorization, replyJson, Transport } from './transport.js';
 
@@ -45,7 +45,7 @@ export class ResourceServer {
   private readonly checker: RequestChecker;
   /** The refusal {@link authenticate} decided, for {@link sendUnauthorized} to send. */
   private readonly refusals = new WeakMap<object, Refusal>();
-  private readonly seen: SeenSets;
+  private readonly seen: SeenSet;
   private readonly audiences: readonly string[] | undefined;
   private readonly upWaiters: (() => void)[] = [];
 
@@ -70,7 +70,7 @@ export class ResourceServer {
     const accepted = options.accept?.audience === undefined ? options.audience : options.accept.audience;
     this.audiences = accepted === false || accepted === undefined ? undefined : typeof accepted === 'string' ? [accepted] : [...accepted];
     // A SET older than an answer may be kept has nothing left to drop: remembered that long.
-    this.seen = new SeenSets(100_000, Math.max(maxAgeMs, this.fallbackMaxAgeMs) + 60_000);
+    this.seen = new SeenSet(100_000, Math.max(maxAgeMs, this.fallbackMaxAgeMs) + 60_000);
     // push has no liveness signal of its own: its stream counts as up (docs/resource-server.md).
     this.streamUp = events === 'push';
     this.verifier = new SetVerifier(this.transport, {

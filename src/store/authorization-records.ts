@@ -33,6 +33,11 @@ export interface AuthorizationRecord {
   state: string | null;
   /** RFC 7636 §4.2 `code_challenge`, method S256. */
   codeChallenge: string;
+  /**
+   * RFC 9449 §10 `dpop_jkt`: the thumbprint of the DPoP key the code is bound to (its exchange
+   * needs a proof by that key), or null for a code any proof, or none, may redeem.
+   */
+  dpopJkt: string | null;
   createdAt: number;
   /** When the login challenge stops being answerable. */
   expiresAt: number;

@@ -10,7 +10,7 @@ import { ResourceServer, type HeadersLike } from '../../src/resource-server/inde
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { TokenStore } from '../../src/store/store.js';
 import { createClient, issue, ROOT, tempStore, type TempStore } from '../helpers/cli.js';
-import { makeProof, proofKey, type ProofKey } from '../helpers/dpop-proof.js';
+import { ath, dpopKey, makeProof, type DpopKey, type ProofClaims } from '../helpers/dpop.js';
 import { freePort } from '../resource-server/serve-process.js';
 
 /**
@@ -29,10 +29,10 @@ let web: { id: string; secret: string | null };
 let rsClient: { id: string; secret: string | null };
 let rs: ResourceServer;
 let keyFile: string;
-let key: ProofKey;
+let key: DpopKey;
 
 /** The key of the file the CLI signs with, for the proofs the test makes to the API. */
-async function keyOf(file: string): Promise<ProofKey> {
+async function keyOf(file: string): Promise<DpopKey> {
   const jwk = JSON.parse(readFileSync(file, 'utf8')) as JWK;
   const privateKey = (await importJWK(jwk, 'ES256')) as CryptoKey;
   const publicJwk = await exportJWK(createPrivateKey({ key: jwk as import('node:crypto').JsonWebKey, format: 'jwk' }));
@@ -65,7 +65,7 @@ afterAll(async () => {
 
 const remote = () => ['--url', url, '--client-id', web.id, '--client-secret', web.secret!];
 const apiRequest = async (authorization: string, proof?: string, path = '/orders'): Promise<HeadersLike> => ({ headers: { authorization, ...(proof && { dpop: proof }) }, method: 'GET', url: path });
-const proofFor = (k: ProofKey, token: string, extra: Partial<Parameters<typeof makeProof>[1]> = {}) => makeProof(k, { htm: 'GET', htu: `${API}/orders`, token, ...extra });
+const proofFor = (k: DpopKey, token: string, extra: Partial<ProofClaims> = {}) => makeProof(k, { iatMs: Date.now(), htm: 'GET', htu: `${API}/orders`, ath: ath(token), ...extra });
 
 describe('refresh --url --dpop-key against tokenctl', () => {
   let bound: { access_token: string; token_type: string };
@@ -111,7 +111,7 @@ describe('refresh --url --dpop-key against tokenctl', () => {
   });
 
   it('a stolen bound token presented without the private key gets nothing from the module', async () => {
-    const thief = await proofKey();
+    const thief = await dpopKey();
     const token = bound.access_token;
     const attempts: [string, HeadersLike, string][] = [
       ['as Bearer', await apiRequest(`Bearer ${token}`), 'invalid_token'],
@@ -120,7 +120,7 @@ describe('refresh --url --dpop-key against tokenctl', () => {
       ['with a captured proof for another token (ath)', await apiRequest(`DPoP ${token}`, await proofFor(key, 'tca_another')), 'invalid_dpop_proof'],
       ['with a captured proof for another URL (htu)', await apiRequest(`DPoP ${token}`, await proofFor(key, token, { htu: `${API}/admin` })), 'invalid_dpop_proof'],
       ['with a captured proof for another method (htm)', await apiRequest(`DPoP ${token}`, await proofFor(key, token, { htm: 'DELETE' })), 'invalid_dpop_proof'],
-      ['with an old captured proof (iat)', await apiRequest(`DPoP ${token}`, await proofFor(key, token, { iat: Math.floor(Date.now() / 1000) - 300 })), 'invalid_dpop_proof'],
+      ['with an old captured proof (iat)', await apiRequest(`DPoP ${token}`, await proofFor(key, token, { iatMs: Date.now() - 300_000 })), 'invalid_dpop_proof'],
     ];
     for (const [name, request, error] of attempts) {
       const result = await rs.check(request);
@@ -160,14 +160,14 @@ describe('the NGINX example sidecar with RS_DPOP_ORIGIN (without NGINX: the head
       });
       // What NGINX sends to /check: the client's headers, and the two it sets itself.
       const check = (headers: Record<string, string>) => fetch(`http://127.0.0.1:${port}/check`, { headers: { 'x-original-method': 'DELETE', 'x-original-uri': '/orders/7?force=1', ...headers } });
-      const proof = (k: ProofKey, extra: Partial<Parameters<typeof makeProof>[1]> = {}) => makeProof(k, { htm: 'DELETE', htu: `${API}/orders/7`, token, ...extra });
+      const proof = (k: DpopKey, extra: Partial<ProofClaims> = {}) => makeProof(k, { iatMs: Date.now(), htm: 'DELETE', htu: `${API}/orders/7`, ath: ath(token), ...extra });
       const ok = await check({ authorization: `DPoP ${token}`, dpop: await proof(key) });
       expect([ok.status, ok.headers.get('x-user')]).toEqual([204, 'dave']);
       const bearer = await check({ authorization: `Bearer ${token}` });
       expect(bearer.status).toBe(401);
       const otherUri = await check({ authorization: `DPoP ${token}`, dpop: await proof(key, { htu: `${API}/orders/8` }) });
       expect([otherUri.status, otherUri.headers.get('www-authenticate')]).toEqual([401, expect.stringMatching(/^DPoP realm="api", error="invalid_dpop_proof"/)]);
-      const otherKey = await check({ authorization: `DPoP ${token}`, dpop: await proof(await proofKey()) });
+      const otherKey = await check({ authorization: `DPoP ${token}`, dpop: await proof(await dpopKey()) });
       expect(otherKey.status).toBe(401);
     } finally {
       sidecar.kill('SIGTERM');

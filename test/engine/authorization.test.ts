@@ -4,8 +4,9 @@ import type { AuthorizeRequest, QueryPairs } from '../../src/engine/authorizatio
 import { s256 } from '../../src/engine/authorization/pkce.js';
 import { sha256 } from '../../src/engine/tokens.js';
 import type { Engine } from '../../src/engine/engine.js';
-import { CodeReplayedError, InvalidGrantError, LoginRequestAnsweredError, LoginRequestNotFoundError, UnauthorizedClientError, AccessDeniedError, InvalidRequestError } from '../../src/engine/errors.js';
+import { CodeReplayedError, InvalidDpopProofError, InvalidGrantError, LoginRequestAnsweredError, LoginRequestNotFoundError, UnauthorizedClientError, AccessDeniedError, InvalidRequestError } from '../../src/engine/errors.js';
 import type { ManualClock } from '../../src/engine/clock.js';
+import { dpopKey, makeProof, type DpopKey } from '../helpers/dpop.js';
 import { addClient, credentialsOf, introspected, makeEngine, MINUTE, SECOND } from '../helpers/engine.js';
 
 /**
@@ -37,9 +38,9 @@ async function checked(engine: Engine, params: Record<string, string>): Promise<
 }
 
 /** The browser's part up to the code: authorize, the login app accepts, the browser returns. */
-async function codeFor(s: Setup, opts: { v?: string; state?: string; scope?: string; subject?: string } = {}) {
+async function codeFor(s: Setup, opts: { v?: string; state?: string; scope?: string; subject?: string; dpopJkt?: string } = {}) {
   const v = opts.v ?? verifier();
-  const request = await checked(s.engine, { response_type: 'code', client_id: 'app', redirect_uri: REDIRECT, code_challenge: s256(v), code_challenge_method: 'S256', state: opts.state ?? 'st-1', ...(opts.scope ? { scope: opts.scope } : {}) });
+  const request = await checked(s.engine, { response_type: 'code', client_id: 'app', redirect_uri: REDIRECT, code_challenge: s256(v), code_challenge_method: 'S256', state: opts.state ?? 'st-1', ...(opts.scope ? { scope: opts.scope } : {}), ...(opts.dpopJkt ? { dpop_jkt: opts.dpopJkt } : {}) });
   const started = await s.engine.authorization.start(request, null);
   const answer = await s.engine.authorization.accept(s.provider, undefined, started.challenge, { subject: opts.subject ?? 'user-42', username: 'alice' });
   const back = new URL(answer.redirect_to);
@@ -49,9 +50,9 @@ async function codeFor(s: Setup, opts: { v?: string; state?: string; scope?: str
   return { url, code: url.searchParams.get('code')!, v, started, answer };
 }
 
-function exchange(engine: Engine, code: string, v: string, redirectUri: string | null = REDIRECT, clientId = 'app') {
+function exchange(engine: Engine, code: string, v: string, redirectUri: string | null = REDIRECT, clientId = 'app', dpop?: string) {
   const grant = engine.tokenRequest({ grant_type: 'authorization_code', code, code_verifier: v, ...(redirectUri ? { redirect_uri: redirectUri } : {}) });
-  return engine.tokenAsClient({ grant, credentials: credentialsOf({ id: clientId }) });
+  return engine.tokenAsClient({ grant, credentials: credentialsOf({ id: clientId }), ...(dpop !== undefined && { dpop: { header: dpop, method: 'POST', url: 'https://auth.example.test/oauth/token' } }) });
 }
 
 describe('the authorize request', () => {
@@ -260,6 +261,48 @@ describe('grant_type=authorization_code', () => {
     const { code, v } = await codeFor(s);
     await s.engine.updateClient('app', { grantTypes: ['refresh_token'] }, 'test');
     await expect(exchange(s.engine, code, v)).rejects.toThrow(UnauthorizedClientError);
+  });
+});
+
+describe('dpop_jkt: the code bound to a DPoP key (RFC 9449 §10)', () => {
+  const proofBy = (s: Setup, key: DpopKey) => makeProof(key, { iatMs: s.clock.now() });
+
+  it('is redeemed only with a proof by that key; without one or with another, invalid_dpop_proof and nothing issued', async () => {
+    const s = await setup();
+    const key = await dpopKey();
+    const other = await dpopKey();
+    const { code, v } = await codeFor(s, { dpopJkt: key.jkt });
+    const refused = async (dpop: string | undefined, reason: string) => {
+      const err = await exchange(s.engine, code, v, REDIRECT, 'app', dpop).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidDpopProofError);
+      expect((err as InvalidDpopProofError).reason).toBe(reason);
+    };
+    await refused(undefined, 'required');
+    await refused(await proofBy(s, other), 'key_mismatch');
+    expect(await s.store.countTokens({})).toBe(0);
+    // The refusals consumed nothing: the code still works, with the right key, and its tokens are bound.
+    const out = await exchange(s.engine, code, v, REDIRECT, 'app', await proofBy(s, key));
+    expect(out.result.token_type).toBe('DPoP');
+    expect(await introspected(s.engine, out.result.access_token)).toMatchObject({ active: true, cnf: { jkt: key.jkt } });
+  });
+
+  it('a code without dpop_jkt takes any proof, or none', async () => {
+    const s = await setup();
+    const plain = await codeFor(s);
+    expect((await exchange(s.engine, plain.code, plain.v, REDIRECT, 'app', await proofBy(s, await dpopKey()))).result.token_type).toBe('DPoP');
+    const bearer = await codeFor(s);
+    expect((await exchange(s.engine, bearer.code, bearer.v)).result.token_type.toLowerCase()).toBe('bearer');
+  });
+
+  it('a malformed dpop_jkt is invalid_request at the redirect URI, saying what it must be', async () => {
+    const s = await setup();
+    for (const bad of ['short', 'x'.repeat(44), 'a'.repeat(42) + '+', 'a'.repeat(42) + 'B']) {
+      const r = await s.engine.authorization.check(query({ response_type: 'code', client_id: 'app', redirect_uri: REDIRECT, state: 's', code_challenge: s256(verifier()), code_challenge_method: 'S256', dpop_jkt: bad }));
+      expect(r).toMatchObject({ refusal: { to: 'redirect', error: 'invalid_request', state: 's' } });
+      expect('refusal' in r && r.refusal.description).toMatch(/dpop_jkt must be the 43-character base64url SHA-256 JWK thumbprint/);
+    }
+    const twice = await s.engine.authorization.check([...query({ response_type: 'code', client_id: 'app', redirect_uri: REDIRECT, code_challenge: s256(verifier()), code_challenge_method: 'S256' }), ['dpop_jkt', 'a'.repeat(43)], ['dpop_jkt', 'a'.repeat(43)]]);
+    expect('refusal' in twice && twice.refusal.description).toMatch(/dpop_jkt is given more than once/);
   });
 });
 

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { s256 } from '../../src/engine/authorization/pkce.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
 import { StoreUnavailableError } from '../../src/store/store.js';
+import { dpopKey, makeProof, type DpopKey } from '../helpers/dpop.js';
 import { DOORS, startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
@@ -165,6 +166,35 @@ describe('GET /oauth/authorize refusals', () => {
     expect(noPkce.status).toBe(302);
     const to = new URL(noPkce.headers.get('location')!);
     expect(Object.fromEntries(to.searchParams)).toMatchObject({ error: 'invalid_request', state: 'q', iss: s.url });
+  });
+
+  it('dpop_jkt (RFC 9449 §10): a malformed one goes back as invalid_request; a bound code needs the key’s proof', async () => {
+    const { s } = await start();
+    const b = new Browser();
+    const v = verifier();
+    const params = { response_type: 'code', client_id: 'app', redirect_uri: REDIRECT, state: 'q', code_challenge: s256(v), code_challenge_method: 'S256' };
+    const bad = await b.get(authorizeUrl(s, { ...params, dpop_jkt: 'not-a-thumbprint' }));
+    expect(bad.status).toBe(302);
+    const to = new URL(bad.headers.get('location')!);
+    expect(Object.fromEntries(to.searchParams)).toMatchObject({ error: 'invalid_request', state: 'q', iss: s.url });
+    expect(to.searchParams.get('error_description')).toMatch(/dpop_jkt must be/);
+
+    const key = await dpopKey();
+    const started = await b.get(authorizeUrl(s, { ...params, dpop_jkt: key.jkt }));
+    const loginUrl = new URL(started.headers.get('location')!);
+    const html = await (await b.get(loginUrl.href)).text();
+    const csrf = /name="csrf_token" value="([^"]+)"/.exec(html)![1]!;
+    const posted = await b.get(`${s.url}/oauth/dev-login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: s.url }, body: new URLSearchParams({ login_challenge: loginUrl.searchParams.get('login_challenge')!, csrf_token: csrf, username: 'zoe', decision: 'accept' }) });
+    const code = new URL((await b.get(posted.headers.get('location')!)).headers.get('location')!).searchParams.get('code')!;
+    const exchange = (dpop?: string) => s.post('/oauth/token', { grant_type: 'authorization_code', code, code_verifier: v, redirect_uri: REDIRECT, client_id: 'app' }, dpop === undefined ? {} : { dpop });
+    const proof = (k: DpopKey) => makeProof(k, { iatMs: s.clock.now(), htu: `${s.url}/oauth/token` });
+    const without = await exchange();
+    expect([without.status, (without.json as { error: string }).error]).toEqual([400, 'invalid_dpop_proof']);
+    const other = await exchange(await proof(await dpopKey()));
+    expect([other.status, (other.json as { error: string }).error]).toEqual([400, 'invalid_dpop_proof']);
+    const ok = await exchange(await proof(key));
+    expect(ok.status).toBe(200);
+    expect(ok.json).toMatchObject({ token_type: 'DPoP' });
   });
 
   it('without a login, the endpoint says so and the metadata offers no authorization endpoint', async () => {

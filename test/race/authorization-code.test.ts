@@ -33,7 +33,7 @@ function codeOf(i: number): { request: AuthorizationRecord; codeDigest: string; 
   const id = `race-${i}`;
   const request: AuthorizationRecord = {
     id, challengeDigest: `challenge-${id}`, browserDigest: `browser-${id}`, clientId: 'client-1', redirectUri: 'https://app.example.test/cb',
-    redirectUriSent: true, scope: 'read', state: null, codeChallenge: 'x', createdAt: T0, expiresAt: T0 + 10 * MINUTE, status: 'pending',
+    redirectUriSent: true, scope: 'read', state: null, codeChallenge: 'x', dpopJkt: null, createdAt: T0, expiresAt: T0 + 10 * MINUTE, status: 'pending',
     decidedAt: null, verifierDigest: null, subject: null, username: null, grantedScope: null, error: null, errorDescription: null,
     codeDigest: null, codeExpiresAt: null, grantId: null, redeemedAt: null,
   };

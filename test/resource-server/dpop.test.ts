@@ -3,8 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ResourceServer, type HeadersLike, type IntrospectionAnswer } from '../../src/resource-server/index.js';
-import { ProofReplayCache, normalizeHtu } from '../../src/resource-server/dpop.js';
-import { makeProof, proofKey, unsignedProof, type ProofKey } from '../helpers/dpop-proof.js';
+import { DpopGuard } from '../../src/resource-server/dpop-guard.js';
+import { normaliseHtu } from '../../src/resource-server/dpop-rules.js';
+import { SeenSet } from '../../src/resource-server/seen-set.js';
+import { ath, dpopKey, makeProof, rawProof, type DpopKey, type ProofClaims } from '../helpers/dpop.js';
 import { startFakeTransmitter, type FakeTransmitter } from './fake-transmitter.js';
 
 /**
@@ -29,16 +31,16 @@ const answer = (jti: string, jkt?: string): IntrospectionAnswer => ({
 let fake: FakeTransmitter;
 let rs: ResourceServer;
 let plain: ResourceServer;
-let key: ProofKey;
-let other: ProofKey;
+let key: DpopKey;
+let other: DpopKey;
 
 beforeAll(async () => {
   fake = await startFakeTransmitter();
   const common = { url: fake.url, clientId: 'rs-client', clientSecret: 's3cret', audience: 'rs', events: false as const };
   rs = new ResourceServer({ ...common, dpop: { origin: API } });
   plain = new ResourceServer(common);
-  key = await proofKey();
-  other = await proofKey('PS256');
+  key = await dpopKey();
+  other = await dpopKey('PS256');
   fake.answers.set('tok-bound', answer('j-bound', key.jkt));
   fake.answers.set('tok-plain', answer('j-plain'));
 });
@@ -53,7 +55,9 @@ const request = (authorization: string | undefined, proof?: string | string[], m
   method,
   url,
 });
-const proofFor = (k: ProofKey, extra: Partial<Parameters<typeof makeProof>[1]> = {}) => makeProof(k, { htm: 'GET', htu: `${API}/orders`, token: 'tok-bound', ...extra });
+/** A proof of `k` for GET /orders with `token` (default tok-bound); `header` overrides the protected header's members. */
+const proofFor = (k: DpopKey, { token = 'tok-bound', header, ...claims }: Partial<ProofClaims> & { token?: string; header?: Record<string, unknown> } = {}) =>
+  makeProof(k, { iatMs: Date.now(), htm: 'GET', htu: `${API}/orders`, ath: ath(token), ...claims }, header);
 
 describe('DPoP at the resource server', () => {
   it('accepts a bound token with a proof of its key, and names the key', async () => {
@@ -97,15 +101,15 @@ describe('DPoP at the resource server', () => {
 
   const bad: [string, () => Promise<string | string[]>, string][] = [
     ['a proof for another access token (ath)', () => proofFor(key, { token: 'tok-other' }), 'ath'],
-    ['no ath', () => proofFor(key, { override: { ath: undefined } }), 'ath'],
+    ['no ath', () => proofFor(key, { omit: ['ath'] }), 'ath'],
     ['another URL (htu)', () => proofFor(key, { htu: 'https://other.example.test/orders' }), 'htu'],
     ['another path (htu)', () => proofFor(key, { htu: `${API}/admin` }), 'htu'],
     ['another method (htm)', () => proofFor(key, { htm: 'POST' }), 'htm'],
-    ['an old iat', () => proofFor(key, { iat: Math.floor(Date.now() / 1000) - 120 }), 'too old'],
-    ['an iat in the future', () => proofFor(key, { iat: Math.floor(Date.now() / 1000) + 60 }), 'future'],
-    ['no jti', () => proofFor(key, { override: { jti: undefined } }), 'jti'],
+    ['an old iat', () => proofFor(key, { iatMs: Date.now() - 120_000 }), 'too old'],
+    ['an iat in the future', () => proofFor(key, { iatMs: Date.now() + 60_000 }), 'future'],
+    ['no jti', () => proofFor(key, { omit: ['jti'] }), 'jti'],
     ['typ JWT', () => proofFor(key, { header: { typ: 'JWT' } }), 'typ'],
-    ['alg none', async () => unsignedProof(key, { htm: 'GET', htu: `${API}/orders`, token: 'tok-bound' }), 'not a JWT'],
+    ['alg none', async () => rawProof({ typ: 'dpop+jwt', alg: 'none', jwk: key.publicJwk }, { jti: 'j-none', htm: 'GET', htu: `${API}/orders`, iat: Math.floor(Date.now() / 1000), ath: ath('tok-bound') }, ''), 'not a JWT'],
     [
       'a symmetric alg (HS256)',
       () =>
@@ -191,19 +195,34 @@ describe('DPoP at the resource server', () => {
 });
 
 describe('DPoP helpers', () => {
-  it('normalizes htu as RFC 3986 §6 says, without query and fragment', () => {
-    expect(normalizeHtu('HTTPS://API.Example.TEST:443/a/./b/../c%2f?x=1#f')).toBe('https://api.example.test/a/c%2F');
-    expect(normalizeHtu('ftp://x/y')).toBeNull();
-    expect(normalizeHtu('/relative')).toBeNull();
+  it('normalises htu as RFC 3986 §6 says, without query and fragment', () => {
+    expect(normaliseHtu('HTTPS://API.Example.TEST:443/a/./b/../c%2f?x=1#f')).toBe('https://api.example.test/a/c%2F');
+    expect(normaliseHtu('https://api.example.test/%7Eorders')).toBe('https://api.example.test/~orders');
+    expect(normaliseHtu('ftp://x/y')).toBeNull();
+    expect(normaliseHtu('/relative')).toBeNull();
   });
 
-  it('keeps the replay cache bounded, dropping the proofs nearest to leaving the window first', () => {
-    const cache = new ProofReplayCache(3, 60_000);
+  it('keeps the seen-set bounded, dropping the entries nearest to their end first', () => {
+    const seen = new SeenSet(3, 60_000);
     const now = 1_000_000_000_000;
-    for (let i = 0; i < 5; i++) expect(cache.firstTime({ jkt: 'k', jti: `j${i}`, iat: now / 1000 + i }, now)).toBe(true);
-    expect(cache.size).toBe(3);
-    expect(cache.firstTime({ jkt: 'k', jti: 'j4', iat: now / 1000 + 4 }, now)).toBe(false);
-    expect(cache.firstTime({ jkt: 'other-key', jti: 'j4', iat: now / 1000 }, now)).toBe(true); // another key's jti is its own
-    expect(cache.firstTime({ jkt: 'k', jti: 'j4', iat: now / 1000 + 4 }, now + 65_000)).toBe(true); // past the window
+    for (let i = 0; i < 5; i++) expect(seen.firstTime(`j${i}`, now, now + 60_000 + i)).toBe(true);
+    expect(seen.size).toBe(3);
+    expect(seen.firstTime('j4', now)).toBe(false);
+    expect(seen.firstTime('j0', now)).toBe(true); // dropped when the set was full
+    expect(seen.firstTime('j4', now + 60_004)).toBe(true); // past its end
+    // Without an end of its own, an entry lasts the set's ttl.
+    expect(seen.firstTime('set-jti', now)).toBe(true);
+    expect(seen.firstTime('set-jti', now + 59_999)).toBe(false);
+    expect(seen.firstTime('set-jti', now + 60_000)).toBe(true);
+  });
+
+  it('remembers a proof by its key and jti until its iat leaves the window', () => {
+    const guard = new DpopGuard({ origin: API });
+    const now = 1_000_000_000_000;
+    const proof = { jkt: 'k', jti: 'j', iat: now / 1000 };
+    expect(guard.firstUse(proof, now)).toBe(true);
+    expect(guard.firstUse(proof, now + 64_999)).toBe(false);
+    expect(guard.firstUse({ ...proof, jkt: 'other-key' }, now)).toBe(true); // another key's jti is its own
+    expect(guard.firstUse(proof, now + 65_000)).toBe(true); // 60 s old and 5 s of skew: past the window
   });
 });

@@ -22,6 +22,7 @@ export function describeAuthorizationContract(store: () => TokenStore): void {
       scope: 'read write',
       state: 'af0ifjsldkj',
       codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      dpopJkt: null,
       createdAt: T0,
       expiresAt: T0 + 10 * MINUTE,
       status: 'pending',
@@ -113,6 +114,17 @@ export function describeAuthorizationContract(store: () => TokenStore): void {
       // No verifier or code yet: nothing is found by them.
       expect(await store().findAuthorization({ verifierDigest: `verifier-${a.id}` })).toBeNull();
       expect(await store().findAuthorization({ codeDigest: `code-0-${a.id}` })).toBeNull();
+    });
+
+    it('keeps a request’s dpop_jkt (RFC 9449 §10) through acceptance and its code, and null for one without', async () => {
+      const bound = request({ dpopJkt: '0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I' });
+      const plain = request();
+      await store().createAuthorization(bound);
+      await store().createAuthorization(plain);
+      expect(await store().decideAuthorization(bound.id, accept(bound), T0 + 1)).toBe(true);
+      expect(await store().issueAuthorizationCode(bound.id, { codeDigest: `code-${bound.id}`, expiresAt: T0 + MINUTE, grantId: `grant-${bound.id}` }, T0 + 2)).toBe(true);
+      expect((await store().findAuthorization({ codeDigest: `code-${bound.id}` }))?.dpopJkt).toBe('0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I');
+      expect((await find(plain))?.dpopJkt).toBeNull();
     });
 
     it('refuses a second request with the same challenge', async () => {

@@ -1,6 +1,7 @@
 import type { ClientRecord } from '../../store/store.js';
 import { narrowScope } from '../issue.js';
 import { InvalidScopeError } from '../errors.js';
+import { isDpopJkt } from './code-binding.js';
 import { isPkceValue } from './pkce.js';
 import { matchRedirectUri } from './redirect-uris.js';
 
@@ -15,6 +16,8 @@ export interface AuthorizeRequest {
   scope: string;
   state: string | null;
   codeChallenge: string;
+  /** RFC 9449 §10 `dpop_jkt`: the DPoP key the code is bound to, or null. */
+  dpopJkt: string | null;
 }
 
 /**
@@ -30,7 +33,7 @@ export type AuthorizeRefusal =
 export const MAX_STATE_LENGTH = 2048;
 
 /** The parameters read once each; the rest are ignored (RFC 6749 §3.1: "MUST ignore unrecognized request parameters"). */
-const READ = ['client_id', 'redirect_uri', 'response_type', 'scope', 'state', 'code_challenge', 'code_challenge_method'] as const;
+const READ = ['client_id', 'redirect_uri', 'response_type', 'scope', 'state', 'code_challenge', 'code_challenge_method', 'dpop_jkt'] as const;
 type Read = (typeof READ)[number];
 
 interface Values {
@@ -105,6 +108,10 @@ export function checkAuthorizeRequest(pairs: QueryPairs, client: ClientRecord | 
     return back('invalid_request', method === undefined || method === 'plain' ? 'code_challenge_method must be S256 (plain is not accepted, RFC 9700 §2.1.1)' : `code_challenge_method "${method.slice(0, 50)}" is not supported: use S256`);
   }
   if (challenge.length !== 43 || !isPkceValue(challenge)) return back('invalid_request', 'code_challenge must be the 43-character base64url SHA-256 of the code verifier (RFC 7636 §4.2)');
+  const dpopJkt = values.dpop_jkt ?? null;
+  if (dpopJkt !== null && !isDpopJkt(dpopJkt)) {
+    return back('invalid_request', 'dpop_jkt must be the 43-character base64url SHA-256 JWK thumbprint (RFC 7638) of the DPoP key the code is to be bound to (RFC 9449 §10)');
+  }
   let scope: string;
   try {
     scope = narrowScope(values.scope, client.scope, true);
@@ -112,5 +119,5 @@ export function checkAuthorizeRequest(pairs: QueryPairs, client: ClientRecord | 
     if (err instanceof InvalidScopeError) return back('invalid_scope', err.message);
     throw err;
   }
-  return { request: { client, redirectUri, redirectUriSent: sent !== undefined, scope, state, codeChallenge: challenge } };
+  return { request: { client, redirectUri, redirectUriSent: sent !== undefined, scope, state, codeChallenge: challenge, dpopJkt } };
 }

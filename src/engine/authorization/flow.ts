@@ -49,6 +49,7 @@ export async function startAuthorization(ctx: EngineContext<Ports>, request: Aut
     scope: request.scope,
     state: request.state,
     codeChallenge: request.codeChallenge,
+    dpopJkt: request.dpopJkt,
     createdAt: now,
     expiresAt: now + LOGIN_CHALLENGE_TTL_MS,
     status: 'pending',

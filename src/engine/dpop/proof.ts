@@ -1,14 +1,7 @@
 import { constants, createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { base64url, decodeProtectedHeader, type JWK } from 'jose';
+import { DPOP_ALGORITHMS } from '../../resource-server/dpop-rules.js';
 import { htuMatches } from './htu.js';
-
-/**
- * The signature algorithms a proof may use (RFC 9449 §4.3 point 5: "an asymmetric digital
- * signature algorithm", never `none`, never a MAC): the metadata's
- * `dpop_signing_alg_values_supported`. `Ed25519` is RFC 9864's name for what `EdDSA` names with
- * an Ed25519 key, which oauth4webapi sends.
- */
-export const DPOP_ALGORITHMS: readonly string[] = ['ES256', 'RS256', 'PS256', 'EdDSA', 'Ed25519'];
 
 /** How far into the past a proof's `iat` may be (RFC 9449 §11.1: "a reasonably short time window"). */
 export const PROOF_MAX_AGE_MS = 60_000;

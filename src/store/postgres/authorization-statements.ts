@@ -12,7 +12,7 @@ const COLUMNS = `id, challenge_digest AS "challengeDigest", browser_digest AS "b
   redirect_uri AS "redirectUri", redirect_uri_sent AS "redirectUriSent", scope, state, code_challenge AS "codeChallenge",
   created_at AS "createdAt", expires_at AS "expiresAt", status, decided_at AS "decidedAt", verifier_digest AS "verifierDigest",
   subject, username, granted_scope AS "grantedScope", error, error_description AS "errorDescription", code_digest AS "codeDigest",
-  code_expires_at AS "codeExpiresAt", grant_id AS "grantId", redeemed_at AS "redeemedAt"`;
+  code_expires_at AS "codeExpiresAt", grant_id AS "grantId", redeemed_at AS "redeemedAt", dpop_jkt AS "dpopJkt"`;
 
 /**
  * When a request ended: its challenge's expiry, or its code's when that is later (the rule of
@@ -20,18 +20,18 @@ const COLUMNS = `id, challenge_digest AS "challengeDigest", browser_digest AS "b
  */
 const ENDED_AT = 'greatest(expires_at, coalesce(code_expires_at, 0))';
 
-/** A new request, $1–$23 from {@link authorizationParams}. */
+/** A new request, $1–$24 from {@link authorizationParams}. */
 export const INSERT_AUTHORIZATION = `INSERT INTO authorizations (id, challenge_digest, browser_digest, client_id, redirect_uri, redirect_uri_sent,
     scope, state, code_challenge, created_at, expires_at, status, decided_at, verifier_digest, subject, username, granted_scope,
-    error, error_description, code_digest, code_expires_at, grant_id, redeemed_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`;
+    error, error_description, code_digest, code_expires_at, grant_id, redeemed_at, dpop_jkt)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`;
 
 /** The parameters of {@link INSERT_AUTHORIZATION}. */
 export function authorizationParams(a: AuthorizationRecord): unknown[] {
   return [
     a.id, a.challengeDigest, a.browserDigest, a.clientId, a.redirectUri, a.redirectUriSent, a.scope, a.state, a.codeChallenge,
     a.createdAt, a.expiresAt, a.status, a.decidedAt, a.verifierDigest, a.subject, a.username, a.grantedScope, a.error,
-    a.errorDescription, a.codeDigest, a.codeExpiresAt, a.grantId, a.redeemedAt,
+    a.errorDescription, a.codeDigest, a.codeExpiresAt, a.grantId, a.redeemedAt, a.dpopJkt,
   ];
 }
 

@@ -435,6 +435,17 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE grants SET (fillfactor = 70);
     `,
   },
+  {
+    // DPoP authorization code binding (RFC 9449 §10): the thumbprint of the key the request's
+    // dpop_jkt names, which the code's exchange must prove; null for a request without one.
+    version: 14,
+    name: 'DPoP: authorization code binding (dpop_jkt)',
+    // A nullable column: an older node writes null (a code not bound) and ignores it on exchange.
+    change: 'expand',
+    sql: `
+      ALTER TABLE authorizations ADD COLUMN dpop_jkt TEXT;
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -14,7 +14,7 @@ const COLUMNS = `id, challenge_digest AS challengeDigest, browser_digest AS brow
   redirect_uri AS redirectUri, redirect_uri_sent AS redirectUriSent, scope, state, code_challenge AS codeChallenge,
   created_at AS createdAt, expires_at AS expiresAt, status, decided_at AS decidedAt, verifier_digest AS verifierDigest,
   subject, username, granted_scope AS grantedScope, error, error_description AS errorDescription, code_digest AS codeDigest,
-  code_expires_at AS codeExpiresAt, grant_id AS grantId, redeemed_at AS redeemedAt`;
+  code_expires_at AS codeExpiresAt, grant_id AS grantId, redeemed_at AS redeemedAt, dpop_jkt AS dpopJkt`;
 
 /**
  * When a request ended: its challenge's expiry, or its code's when that is later (the rule of
@@ -30,10 +30,10 @@ function prepare(db: Database.Database) {
   return {
     insert: p(`INSERT INTO authorizations (id, challenge_digest, browser_digest, client_id, redirect_uri, redirect_uri_sent, scope, state,
         code_challenge, created_at, expires_at, status, decided_at, verifier_digest, subject, username, granted_scope, error,
-        error_description, code_digest, code_expires_at, grant_id, redeemed_at)
+        error_description, code_digest, code_expires_at, grant_id, redeemed_at, dpop_jkt)
       VALUES (@id, @challengeDigest, @browserDigest, @clientId, @redirectUri, @redirectUriSent, @scope, @state,
         @codeChallenge, @createdAt, @expiresAt, @status, @decidedAt, @verifierDigest, @subject, @username, @grantedScope, @error,
-        @errorDescription, @codeDigest, @codeExpiresAt, @grantId, @redeemedAt)`),
+        @errorDescription, @codeDigest, @codeExpiresAt, @grantId, @redeemedAt, @dpopJkt)`),
     byChallenge: p(`SELECT ${COLUMNS} FROM authorizations WHERE challenge_digest = ?`),
     byVerifier: p(`SELECT ${COLUMNS} FROM authorizations WHERE verifier_digest = ?`),
     byCode: p(`SELECT ${COLUMNS} FROM authorizations WHERE code_digest = ?`),

@@ -285,6 +285,15 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE receivers ADD COLUMN retention_ms INTEGER NOT NULL DEFAULT 86400000;
     `,
   },
+  {
+    // DPoP authorization code binding (RFC 9449 §10): the thumbprint of the key the request's
+    // dpop_jkt names, which the code's exchange must prove; null for a request without one.
+    version: 10,
+    name: 'DPoP: authorization code binding (dpop_jkt)',
+    sql: `
+      ALTER TABLE authorizations ADD COLUMN dpop_jkt TEXT;
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
