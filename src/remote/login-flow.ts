@@ -28,8 +28,8 @@ export interface LoginOptions {
   notice: (text: string) => void;
   /** Aborting it (Ctrl-C) stops the flow and closes the listener. */
   signal?: AbortSignal;
-  /** Proves a key with the code exchange (RFC 9449 §5): the tokens are bound to it. */
-  dpop?: DpopProver;
+  /** Binds the code to a key (RFC 9449 §10, `dpop_jkt`) and proves it at the exchange (§5): the tokens are bound to it. */
+  dpop?: DpopProver & { jkt?: string };
 }
 
 /** Runs the flow; returns the token endpoint's 2.1 response as the server sent it. */
@@ -42,7 +42,7 @@ export async function login(o: LoginOptions): Promise<TokenResponse> {
     throw err;
   });
   try {
-    const url = authorizationUrl(meta, o.remote.clientId, loopback.redirectUri, state, verifier, o.scope);
+    const url = authorizationUrl(meta, o.remote.clientId, loopback.redirectUri, state, verifier, o.scope, o.dpop?.jkt);
     o.notice(`Open this URL in a browser to log in to ${meta.issuer} as client ${o.remote.clientId}:\n\n  ${url}\n\n`);
     if (await o.openUrl(url)) o.notice('A browser was opened at it.\n');
     o.notice(`Waiting for the login (up to ${formatMs(o.timeoutMs)}; Ctrl-C to stop)…\n`);
@@ -63,11 +63,13 @@ export async function login(o: LoginOptions): Promise<TokenResponse> {
   }
 }
 
-/** RFC 6749 §4.1.1 with RFC 7636 §4.3: the URL the browser opens. */
-function authorizationUrl(meta: ServerMetadata, clientId: string, redirectUri: string, state: string, verifier: string, scope: string | undefined): string {
+/** RFC 6749 §4.1.1 with RFC 7636 §4.3 (and RFC 9449 §10): the URL the browser opens. */
+function authorizationUrl(meta: ServerMetadata, clientId: string, redirectUri: string, state: string, verifier: string, scope: string | undefined, dpopJkt: string | undefined): string {
   const url = new URL(meta.authorizationEndpoint.href);
   const params: Record<string, string> = { response_type: 'code', client_id: clientId, redirect_uri: redirectUri, state, code_challenge: s256(verifier), code_challenge_method: 'S256' };
   if (scope !== undefined && scope !== '') params.scope = scope;
+  // RFC 9449 §10: only a token request proving this key can exchange the code.
+  if (dpopJkt !== undefined) params.dpop_jkt = dpopJkt;
   for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
   return url.href;
 }

@@ -46,7 +46,7 @@ describe.skipIf(!HAS_CHROMIUM)('tokenctl login --dpop-key in Chromium', () => {
   });
 
   /** Runs `login` with `args`, logs in as `username` in the browser, and returns what the command printed. */
-  async function login(args: string[], username: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  async function login(args: string[], username: string): Promise<{ code: number | null; stdout: string; stderr: string; authorization: URL }> {
     realTime();
     const child = spawn(process.execPath, [BIN, 'login', '--url', s.url, '--client-id', 'cli', '--no-browser', '--json', '--timeout', '30s', ...args], { env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -62,7 +62,7 @@ describe.skipIf(!HAS_CHROMIUM)('tokenctl login --dpop-key in Chromium', () => {
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
     const authorization = new URL(await shown);
     await signInOnDevPage(browser.page, authorization, username, authorization.searchParams.get('redirect_uri')!);
-    return { code: await exited, stdout, stderr };
+    return { code: await exited, stdout, stderr, authorization };
   }
 
   it('binds the tokens to the key; a refresh with that key works, with another it is refused', async () => {
@@ -74,6 +74,8 @@ describe.skipIf(!HAS_CHROMIUM)('tokenctl login --dpop-key in Chromium', () => {
     const { d: _d, ...publicJwk } = JSON.parse(readFileSync(keyFile, 'utf8')) as JWK;
     const jkt = await calculateJwkThumbprint(publicJwk, 'sha256');
     expect(r.stderr).toContain(`DPoP key thumbprint (cnf.jkt) ${jkt}`);
+    // RFC 9449 §10: the code itself was bound to the key at /authorize.
+    expect(r.authorization.searchParams.get('dpop_jkt')).toBe(jkt);
     expect(await introspected(s.engine, tokens.access_token)).toMatchObject({ active: true, username: 'zoe', cnf: { jkt } });
     expect(await introspected(s.engine, tokens.refresh_token)).toMatchObject({ active: true, cnf: { jkt } });
 
