@@ -68,7 +68,7 @@ else
     let schema: string;
     let cleanup: () => Promise<void>;
     beforeEach(async () => {
-      ({ store, schema, cleanup } = await openTestStore(PG_URL, { poolSize: 2 }));
+      ({ store, schema, cleanup } = await openTestStore(PG_URL!, { poolSize: 2 }));
       await store.createReceiver({ id: 'rs', delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId: 'rs', audience: 'https://rs.example.test', createdAt: NOW, stream: null, retentionMs: 86_400_000 }, {});
     });
     afterEach(async () => cleanup());
@@ -87,8 +87,8 @@ else
     const pendingIds = async () => (await store.pendingDeliveries('rs', 1000)).map((d) => d.id);
 
     it('an event that committed after the poll read, its sequence number inside the SET, is not acknowledged with it', async () => {
-      await withPg(PG_URL, schema, async (late) => {
-        await withPg(PG_URL, schema, async (db) => {
+      await withPg(PG_URL!, schema, async (late) => {
+        await withPg(PG_URL!, schema, async (db) => {
           await write(db, 1);
           await late.query('BEGIN');
           const lateSeq = await write(late, 2);
@@ -111,7 +111,7 @@ else
     });
 
     it("acknowledges merged and single SETs together; a merged id whose first event is not this store's takes nothing", async () => {
-      const seqs = await withPg(PG_URL, schema, async (db) => Promise.all([1, 2, 3, 4, 5].map(async (n) => write(db, n))));
+      const seqs = await withPg(PG_URL!, schema, async (db) => Promise.all([1, 2, 3, 4, 5].map(async (n) => write(db, n))));
       const [merged] = await store.pendingDeliveries('rs', 10, 3);
       expect(merged!.events).toHaveLength(3);
       // The same runs under another first event id: a SET of another store, or of this one before a reset.
