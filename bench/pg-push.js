@@ -58,9 +58,15 @@ class Arrivals {
   first = new Map();
   repeats = 0;
   sets = 0;
+  /** When the first SET after `since()` came (the wait for a retry, for a push receiver back). */
+  firstSetSince = Infinity;
+  since() {
+    this.firstSetSince = Infinity;
+  }
   note(/** @type {string} */ set) {
     const at = performance.now();
     this.sets++;
+    if (this.firstSetSince === Infinity) this.firstSetSince = at;
     const claims = JSON.parse(Buffer.from(set.slice(set.indexOf('.') + 1, set.lastIndexOf('.')), 'base64url').toString('utf8'));
     for (const r of claims.events?.[TOKENS_REVOKED]?.revocations ?? []) {
       if (typeof r.jti !== 'string') continue;
@@ -292,6 +298,7 @@ async function repetition(o) {
     const b = await revokeAll({ urls, tokens: tokens.slice(steadyCount), client, rate: 0 });
     const back = tokens.slice(steadyCount).map((t) => t.jti).filter((j) => b.acked.has(j));
     const returned = performance.now();
+    push.arrivals.since();
     await push.up();
     poller.resume();
     const [pushDone, pollDone] = await Promise.all([
@@ -303,10 +310,12 @@ async function repetition(o) {
     const backlogR = {
       revocations: back.length, seconds_to_make: b.seconds, failures: b.failures,
       push_ms: pushDone === null ? null : lastOf(push.arrivals), push_sets: push.arrivals.sets - pushSets0, push_repeats: push.arrivals.repeats - pushRepeats0,
+      // Of push_ms: the wait for the next retry (the first SET after the return), then the drain.
+      push_first_ms: push.arrivals.firstSetSince - returned,
       poll_ms: pollDone === null ? null : lastOf(poller.arrivals),
     };
     if (pushDone === null || pollDone === null) o.note(`pg-push ${o.n}: the backlog did not all arrive within 120 s (push ${pushDone === null ? 'no' : 'yes'}, poll ${pollDone === null ? 'no' : 'yes'})`);
-    o.log(`  pg-push ${o.n} backlog ${back.length.toLocaleString('en-US')} (made in ${b.seconds.toFixed(1)} s): push caught up ${backlogR.push_ms?.toFixed(0)} ms after its return in ${backlogR.push_sets} SETs (${backlogR.push_repeats} repeats); poll ${backlogR.poll_ms?.toFixed(0)} ms`);
+    o.log(`  pg-push ${o.n} backlog ${back.length.toLocaleString('en-US')} (made in ${b.seconds.toFixed(1)} s): push caught up ${backlogR.push_ms?.toFixed(0)} ms after its return (first SET after ${backlogR.push_first_ms.toFixed(0)} ms) in ${backlogR.push_sets} SETs (${backlogR.push_repeats} repeats); poll ${backlogR.poll_ms?.toFixed(0)} ms`);
     return { steady: steadyR, backlog: backlogR, push_repeats: push.arrivals.repeats, poll_repeats: poller.arrivals.repeats };
   } finally {
     await poller?.stop();

@@ -22,8 +22,8 @@ export const LONG_POLL_CHECK_MS = 100;
 export const LONG_POLL_MIN_INTERVAL_MS = 50;
 /**
  * The most revocations one SET of a poll answer carries when the store merges consecutive
- * deliveries (OutboxStore.pendingDeliveries' `mergeUpTo`; the SQLite store does): a burst of group
- * commits then goes out as one SET, one signature, one ack, not one per commit.
+ * deliveries (OutboxStore.pendingDeliveries' `mergeUpTo`; SQLite and PostgreSQL do): a burst of
+ * commits, or a backlog, then goes out as a few SETs, each one signature and one ack, not one per commit.
  */
 export const MERGE_UP_TO = 1000;
 
@@ -118,7 +118,8 @@ export async function poll(deps: PollDeps, receiver: ReceiverRecord, request: Po
   // A CAEP stream's SETs tell of one commit each, not of a merge of many (fewer subjects in one SET).
   const mergeUpTo = selection.caep ? undefined : MERGE_UP_TO;
   if (request.maxEvents === 0) {
-    return outcome(pollAnswer(verification !== undefined || (await deps.store.pendingDeliveries(receiver.id, 1, mergeUpTo)).length > 0));
+    // Whether anything is pending: one delivery, unmerged, tells (a merge would read a thousand rows).
+    return outcome(pollAnswer(verification !== undefined || (await deps.store.pendingDeliveries(receiver.id, 1)).length > 0));
   }
   if (verification !== undefined) {
     // SSF 1.0 §8.1.4: the verification event the receiver asked for, before anything else.

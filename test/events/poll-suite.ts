@@ -81,7 +81,7 @@ export function describePoll(stores: PollStore[]): void {
         expect((await server.engine.listReceivers())[0]).toMatchObject({ pending: 0, last_delivered_at: expect.any(Number) });
       });
 
-      it('answers in event order: one SET for consecutive commits where the store merges them (SQLite), acked as one; else moreAvailable past maxEvents', async () => {
+      it('answers in event order: one SET for consecutive commits where the store merges them (SQLite, PostgreSQL), acked as one; else moreAvailable past maxEvents', async () => {
         const jtis = [];
         for (let i = 0; i < 5; i++) jtis.push(await revokeOne(`u${i}`));
         const a = await pollRequest({ maxEvents: 3, returnImmediately: true });
@@ -90,10 +90,13 @@ export function describePoll(stores: PollStore[]): void {
           Promise.all(Object.values(sets).map(async (s) => JSON.parse(new TextDecoder().decode((await compactVerify(s, keySet)).payload))));
         const revoked = async (sets: Record<string, string>) =>
           (await claimsOf(sets)).flatMap((claims) => (claims.events[TOKENS_REVOKED].revocations as { jti: string }[]).map((r) => r.jti));
-        if (name === 'sqlite') {
+        if (name === 'sqlite' || name === 'postgres') {
           const ids = Object.keys(a.body.sets as object);
           expect(ids).toHaveLength(1);
-          expect(ids[0]).toMatch(/^[0-9a-f-]{36}\.\.[0-9a-f-]{36}$/);
+          // SQLite: FIRST..LAST (commit order); PostgreSQL: FIRST~RUNS, the sequence numbers it carries.
+          expect(ids[0]).toMatch(name === 'sqlite' ? /^[0-9a-f-]{36}\.\.[0-9a-f-]{36}$/ : /^[0-9a-f-]{36}~[0-9a-z]+\+5$/);
+          // Several revocations: the SET's subject is its originating change, its txn (SSF §3.1, docs/events.md).
+          expect((await claimsOf(a.body.sets as Record<string, string>)).map((c) => [c.sub_id, c.txn])).toEqual([[{ format: 'opaque', id: ids[0] }, ids[0]]]);
           expect(await revoked(a.body.sets as Record<string, string>)).toEqual(jtis);
           expect(a.body.moreAvailable).toBe(false);
           const b = await pollRequest({ returnImmediately: true, ack: ids });

@@ -4,6 +4,7 @@ import { DuplicateReceiverError, RETENTION_ERROR, type ClaimedReceiver, type Del
 import { Rollback, type Database } from './database.js';
 import { isUniqueViolation } from './errors.js';
 import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './event-writes.js';
+import { mergePollRows, parsePollSetId, pollRows } from './poll-sets.js';
 import { claimRows, groupRows, seqsOf, type PendingRow } from './push-claims.js';
 import { auditParams, countedAuditAt, countedAuditParams, INSERT_AUDIT, insertAudit } from './statements.js';
 
@@ -65,9 +66,18 @@ function settle(bySeq: boolean): string {
 const SETTLE_BY_SEQ = settle(true);
 const SETTLE_BY_ID = settle(false);
 
-/** Acknowledged events ($2, ids) of receiver $1 at $3: their deliveries deleted; how many. */
-const ACK = `WITH gone AS (DELETE FROM event_deliveries d USING security_events e
-      WHERE d.receiver_id = $1 AND d.state = 'pending' AND d.event_seq = e.seq AND e.id = ANY($2::text[]) RETURNING 1),
+/**
+ * Acknowledged SETs of receiver $1 at $3: their deliveries deleted; how many. $2: the ids of the
+ * events of SETs of one event; $4–$7, per run of a merged SET (poll-sets.ts): its first event's
+ * id and sequence number, and the run's bounds, taken only when that first event is the one its
+ * id names (a SET of another store, or of this one before a reset, takes nothing).
+ */
+const ACK = `WITH runs AS (SELECT r.lo, r.hi FROM unnest($4::text[], $5::bigint[], $6::bigint[], $7::bigint[]) AS r (first_id, first_seq, lo, hi)
+      JOIN security_events f ON f.seq = r.first_seq AND f.id = r.first_id),
+    gone AS (DELETE FROM event_deliveries d WHERE d.receiver_id = $1 AND d.state = 'pending' AND d.event_seq IN (
+        SELECT e.seq FROM security_events e WHERE e.id = ANY($2::text[])
+        UNION ALL SELECT x.event_seq FROM runs JOIN event_deliveries x ON x.receiver_id = $1 AND x.event_seq BETWEEN runs.lo AND runs.hi)
+      RETURNING 1),
     seen AS (UPDATE receiver_leases SET last_delivered_at = $3 WHERE receiver_id = $1 AND EXISTS (SELECT 1 FROM gone))
   SELECT count(*)::int AS n FROM gone`;
 
@@ -235,14 +245,30 @@ export class PostgresEvents implements EventStore {
     return (await this.db.query<{ n: number }>(sql, [receiverId, now, ...countedAuditParams(audit)])).rows[0]?.n ?? 0;
   }
 
-  async pendingDeliveries(receiverId: string, limit: number): Promise<Delivery[]> {
+  async pendingDeliveries(receiverId: string, limit: number, mergeUpTo?: number): Promise<Delivery[]> {
     if (limit <= 0) return [];
+    // Merged: consecutive rows in one SET whose id names the sequence numbers it read (poll-sets.ts).
+    if (mergeUpTo !== undefined && mergeUpTo > 1) return mergePollRows(await this.pendingOf([receiverId], pollRows(limit, mergeUpTo)), limit, mergeUpTo);
     return (await this.pendingOf([receiverId], limit)).map(delivery);
   }
 
-  async ackDeliveries(receiverId: string, eventIds: readonly string[], at: number): Promise<number> {
-    if (eventIds.length === 0) return 0;
-    return (await this.db.query<{ n: number }>(ACK, [receiverId, eventIds, at])).rows[0]?.n ?? 0;
+  async ackDeliveries(receiverId: string, deliveryIds: readonly string[], at: number): Promise<number> {
+    if (deliveryIds.length === 0) return 0;
+    const single: string[] = [];
+    const runs: [string[], number[], number[], number[]] = [[], [], [], []];
+    for (const id of deliveryIds) {
+      const merged = parsePollSetId(id);
+      if (merged === undefined) single.push(id);
+      else {
+        for (const [lo, hi] of merged.runs) {
+          runs[0].push(merged.firstId);
+          runs[1].push(merged.firstSeq);
+          runs[2].push(lo);
+          runs[3].push(hi);
+        }
+      }
+    }
+    return (await this.db.query<{ n: number }>(ACK, [receiverId, single, at, ...runs])).rows[0]?.n ?? 0;
   }
 
   async purgeDeliveredEvents(limit: number): Promise<number> {
