@@ -33,6 +33,7 @@ import { clientFromRow, prepareStatements, selectorKind, settingsParams, tokenFr
 import { SqliteAuthorizations } from './authorizations.js';
 import { SqliteDpopProofs } from './dpop-proofs.js';
 import { prepareTransactions } from './transactions.js';
+import { trailWrite, type TrailWrite } from './trail.js';
 
 interface ClientAndTokenQuery {
   clientId: string;
@@ -74,6 +75,8 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
   private checkpointer: BackgroundCheckpointer | undefined;
   /** With `syncOffLoop`: syncs the WAL before a commit is acknowledged (wal-sync.ts). */
   private readonly walSync: WalSync | undefined;
+  /** What a change writes beside itself, inside its write step (trail.ts): the one place it is written. */
+  private readonly trail: TrailWrite;
   private readonly readClient = (id: string) => clientFromRow(this.st.getClient.get(id) as ClientRow | undefined);
   private readonly readToken = (digest: string) => tokenFromRow(this.st.byDigest.get(digest) as unknown[] | undefined);
 
@@ -85,6 +88,7 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
     super();
     this.st = prepareStatements(db);
     this.tx = prepareTransactions(db, this.st);
+    this.trail = trailWrite(this.st.insertAudit, (changed, event) => this.events.emitIf(changed, event));
     this.listing = new Listing(db);
     this.cache = new RowCache({ observer: options.observer });
     if (options.syncOffLoop) this.walSync = new WalSync(location); // the connection commits with NORMAL (open.ts)
@@ -93,12 +97,12 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
       run: (step) => this.run(step),
       writeGrant: (tokens, audit) => {
         this.tx.insertMany(tokens);
-        if (audit) this.st.insertAudit.run(audit);
+        this.trail(true, { audit });
       },
     });
     // Remembering a proof changes no token: the kept token rows stay (write() would forget them).
     this.dpopProofs = new SqliteDpopProofs(db, { write: (step) => this.writeOther(step) });
-    this.events = new SqliteEvents(db, (step) => this.write(step), (step) => this.run(step), (entry) => this.st.insertAudit.run(entry));
+    this.events = new SqliteEvents(db, (step) => this.write(step), (step) => this.run(step), (changed, trail) => this.trail(changed, trail));
     // The revocations' events of one transaction are written at its end, as one outbox row (outbox-store.ts tail).
     // A server waits for another process's write lock off the event loop (group-commit.ts LockWait).
     const lockWait = options.syncOffLoop ? { timeoutMs: BUSY_TIMEOUT_MS } : undefined;
@@ -129,11 +133,10 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
   }
 
   async createClient(client: ClientRecord, trail: Trail): Promise<void> {
-    const { audit } = trail;
     await this.write(() => {
       this.cache.forgetClients();
       insertUnique(() => this.st.insertClient.run({ ...client, ...settingsParams(client) }), () => new DuplicateClientError(client.id));
-      if (audit) this.st.insertAudit.run(audit);
+      this.trail(true, trail);
     });
   }
 
@@ -164,32 +167,23 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
   }
 
   async deleteClient(id: string, trail: Trail): Promise<boolean> {
-    const { audit, event } = trail;
     return this.write(() => {
       this.cache.forgetClients();
-      const deleted = this.events.emitIf(this.st.deleteClient.run(id).changes === 1, event);
-      if (deleted && audit) this.st.insertAudit.run(audit);
-      return deleted;
+      return this.trail(this.st.deleteClient.run(id).changes === 1, trail);
     });
   }
 
   async updateClientSecret(id: string, secretHash: string, at: number, trail: Trail): Promise<boolean> {
-    const { audit } = trail;
     return this.write(() => {
       this.cache.forgetClients();
-      const updated = this.st.updateSecret.run(secretHash, at, id).changes === 1;
-      if (updated && audit) this.st.insertAudit.run(audit);
-      return updated;
+      return this.trail(this.st.updateSecret.run(secretHash, at, id).changes === 1, trail);
     });
   }
 
   async updateClientSettings(id: string, settings: ClientSettings, trail: Trail): Promise<boolean> {
-    const { audit } = trail;
     return this.write(() => {
       this.cache.forgetClients();
-      const updated = this.st.updateSettings.run({ id, ...settingsParams(settings) }).changes === 1;
-      if (updated && audit) this.st.insertAudit.run(audit);
-      return updated;
+      return this.trail(this.st.updateSettings.run({ id, ...settingsParams(settings) }).changes === 1, trail);
     });
   }
 
@@ -229,10 +223,9 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
     return this.run(() => (this.st.bulk[selectorKind(selector)].count.get({ ...selector, at: now }) as { n: number }).n);
   }
 
-  /** The event, when there is one to write, commits with the revocation, in its transaction's outbox row (outbox-store.ts emitIf). */
+  /** The event, when there is one to write, commits with the revocation, in its transaction's outbox row (trail.ts). */
   async revokeToken(jti: string, at: number, cascadeGrant: boolean, trail: Trail): Promise<boolean> {
-    const { audit, event } = trail;
-    return this.write(() => this.events.emitIf(this.tx.revoke(jti, at, cascadeGrant, audit), event));
+    return this.write(() => this.trail(this.tx.revoke(jti, at, cascadeGrant), trail));
   }
 
   async insertMintedAccess(access: TokenRecord, refreshJti: string, limit?: MintLimit): Promise<MintOutcome> {
@@ -245,17 +238,15 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
    * this finds its refresh token revoked, and one that committed before is revoked here.
    */
   async revokeGrant(grantId: string, at: number, trail: Trail): Promise<number> {
-    const { audit, event } = trail;
-    return this.write(() => this.events.emitIf(this.tx.withAudit(this.st.revokeGrant.run(at, grantId).changes, audit), event));
+    return this.write(() => this.trail(this.st.revokeGrant.run(at, grantId).changes, trail));
   }
 
   /** The batch's event with the batch, when it revoked a token (ports/token-writes.ts). */
   async revokeBulk(selector: BulkSelector, at: number, limit: number, resume: string | undefined, trail: Trail): Promise<BulkBatch> {
-    const { audit, event } = trail;
     const started = performance.now();
     const done = await this.write(() => {
-      const batch = this.tx.revokeBulk(selector, at, limit, audit, resume);
-      this.events.emitIf(batch.revoked, event);
+      const batch = this.tx.revokeBulk(selector, at, limit, resume);
+      this.trail(batch.revoked, trail);
       return batch;
     });
     if (done.more) await letOtherWritersIn(started);
@@ -267,9 +258,8 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
   }
 
   async purgeBatch(before: number, batchSize: number, trail: Trail): Promise<number> {
-    const { audit } = trail;
     const started = performance.now();
-    const purged = await this.write(() => this.tx.withAudit(this.st.purge.run({ before, limit: batchSize }).changes, audit));
+    const purged = await this.write(() => this.trail(this.st.purge.run({ before, limit: batchSize }).changes, trail));
     if (purged === batchSize) await letOtherWritersIn(started);
     return purged;
   }
@@ -291,8 +281,7 @@ export class SqliteStore extends ForwardsAuthorizationStore implements TokenStor
   }
 
   async purgeAuditBatch(before: number, batchSize: number, trail: Trail): Promise<number> {
-    const { audit } = trail;
-    return this.write(() => this.tx.withAudit(this.st.purgeAudit.run({ before, limit: batchSize }).changes, audit));
+    return this.write(() => this.trail(this.st.purgeAudit.run({ before, limit: batchSize }).changes, trail));
   }
 
   async countAuditBefore(before: number): Promise<number> {
