@@ -2,7 +2,8 @@ import type { AuditEntry } from '../audit.js';
 
 /*
  * The audit line of a change, as PostgreSQL writes it: inside the statement of the change it
- * tells of (docs/decisions.md, "One trail per change"), through the one INSERT below.
+ * tells of (docs/decisions.md, "One trail per change"), through the one INSERT below; and,
+ * after it, the trail's reads.
  */
 
 /** {@link auditParams} and whether to write it ($n+6): all placeholders for none. */
@@ -53,3 +54,15 @@ export function auditParams(e: AuditEntry): unknown[] {
   return [e.at, e.actor, e.action, e.target, e.count, e.detail];
 }
 
+/** Newest first; `target` is space-separated words, and the filters match whole words. */
+/** The audit filters (AuditFilter) as $1–$4: since, jti, client id, actions to leave out. */
+const AUDIT_CONDITIONS = `($1::bigint IS NULL OR at >= $1) AND ($2::text IS NULL OR $2 = ANY (string_to_array(target, ' ')))
+    AND ($3::text IS NULL OR actor = $3 OR 'client:' || $3 = ANY (string_to_array(target, ' ')))
+    AND ($4::text[] IS NULL OR NOT (action = ANY ($4)))`;
+
+/** $5: only ids below it (the next page), $6: the limit. */
+export const LIST_AUDIT = `SELECT id, at, actor, action, target, count, detail FROM audit
+  WHERE ${AUDIT_CONDITIONS} AND ($5::bigint IS NULL OR id < $5)
+  ORDER BY id DESC LIMIT $6`;
+
+export const COUNT_AUDIT = `SELECT count(*)::int AS n FROM audit WHERE ${AUDIT_CONDITIONS}`;

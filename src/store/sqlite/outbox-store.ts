@@ -12,7 +12,7 @@ import {
   type RevocationEvent,
   type SigningKeyRecord,
 } from '../event-records.js';
-import type { AuditEntry } from '../audit.js';
+import type { TrailWrite } from './trail.js';
 import { insertUnique } from './errors.js';
 import type { TransactionTail } from './group-commit.js';
 import { prepareRetention } from './outbox-retention.js';
@@ -37,12 +37,12 @@ export class SqliteEvents implements EventStore {
   /** The events of the current transaction's revocations so far (see {@link tail}). */
   private collected: RevocationEvent[] = [];
 
-  /** `appendAudit`: the store's audit insert, run inside a write step (a change and its audit line commit together). */
+  /** `trail`: the store's trail write (trail.ts), run inside a write step (a change and its audit line commit together). */
   constructor(
     db: Database.Database,
     private readonly write: WriteStep,
     private readonly read: ReadStep,
-    private readonly appendAudit: (entry: AuditEntry) => void,
+    private readonly trail: TrailWrite,
   ) {
     this.st = prepareEventStatements(db);
     this.retention = prepareRetention(db);
@@ -85,19 +85,16 @@ export class SqliteEvents implements EventStore {
   };
 
   async createReceiver(receiver: ReceiverRecord, trail: Trail): Promise<void> {
-    const { audit } = trail;
     await this.write(() => {
       insertUnique(() => this.st.insertReceiver.run({ stream: null, ...receiver }), () => new DuplicateReceiverError(receiver.id));
-      if (audit) this.appendAudit(audit);
+      this.trail(true, trail);
     });
   }
 
   async updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean> {
-    const { audit } = trail;
     return this.write(() => {
       const updated = this.st.updateReceiver.run({ id, endpointUrl: change.endpointUrl, authorization: change.authorization, stream: change.stream }).changes === 1;
-      if (updated && audit) this.appendAudit(audit);
-      return updated;
+      return this.trail(updated, trail);
     });
   }
 
@@ -114,11 +111,7 @@ export class SqliteEvents implements EventStore {
   }
 
   async updateReceiverRetention(id: string, retentionMs: number, trail: Trail): Promise<boolean> {
-    return this.write(() => {
-      const changed = this.retention.setRetention(id, retentionMs);
-      if (changed && trail.audit) this.appendAudit(trail.audit);
-      return changed;
-    });
+    return this.write(() => this.trail(this.retention.setRetention(id, retentionMs), trail));
   }
 
   async expireDeliveries(now: number, limit: number): Promise<number> {
@@ -126,12 +119,7 @@ export class SqliteEvents implements EventStore {
   }
 
   async deleteReceiver(id: string, trail: Trail): Promise<boolean> {
-    const { audit } = trail;
-    return this.write(() => {
-      const deleted = this.st.deleteReceiver.run(id).changes === 1;
-      if (deleted && audit) this.appendAudit(audit);
-      return deleted;
-    });
+    return this.write(() => this.trail(this.st.deleteReceiver.run(id).changes === 1, trail));
   }
 
   /**
@@ -171,7 +159,8 @@ export class SqliteEvents implements EventStore {
     return this.write(() => {
       // A poll receiver's dead letters are marks past its cursor (outbox-retention.ts).
       const n = this.st.deliveryOf.get(receiverId) === 'poll' ? this.retention.retryPoll(receiverId, this.st.cursor.get(receiverId) as number) : this.st.retryDead.run(now, receiverId).changes;
-      if (audit) this.appendAudit({ ...audit, count: n });
+      // Its line is written even when none was dead, telling so (ports/outbox.ts).
+      this.trail(true, { audit: audit && { ...audit, count: n } });
       return n;
     });
   }
@@ -273,13 +262,11 @@ export class SqliteEvents implements EventStore {
   }
 
   async addSigningKey(key: SigningKeyRecord, ifCurrent: string | null | undefined, trail: Trail): Promise<boolean> {
-    const { audit } = trail;
     return this.write(() => {
       if (ifCurrent !== undefined && ((this.st.currentKid.get(key.alg) as string | undefined) ?? null) !== ifCurrent) return false;
       this.st.retireCurrentKey.run(key.createdAt, key.alg);
       this.st.insertKey.run(key);
-      if (audit) this.appendAudit(audit);
-      return true;
+      return this.trail(true, trail);
     });
   }
 

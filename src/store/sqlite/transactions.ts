@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { TOKEN_TYPES, type AuditEntry, type BulkBatch, type BulkSelector, type MintLimit, type MintOutcome, type RotateOutcome, type StoreStats, type TokenRecord, type TokenState, type TokenType } from '../store.js';
+import { TOKEN_TYPES, type BulkBatch, type BulkSelector, type MintLimit, type MintOutcome, type RotateOutcome, type StoreStats, type TokenRecord, type TokenState, type TokenType } from '../store.js';
 import { insertToken, selectorKind, tokenFromRow, type prepareStatements } from './statements.js';
 
 type Statements = ReturnType<typeof prepareStatements>;
@@ -12,31 +12,26 @@ type Statements = ReturnType<typeof prepareStatements>;
  * and its write. `stats` is a read transaction of its own.
  */
 export function prepareTransactions(db: Database.Database, st: Statements) {
-  /** Appends `audit` (its count set to `changed`) when anything changed; inside a write step. */
-  const withAudit = (changed: number, audit: AuditEntry | undefined): number => {
-    if (changed > 0 && audit) st.insertAudit.run({ ...audit, count: changed });
-    return changed;
-  };
   return {
-    withAudit,
-    /** One batch of a bulk revocation (store.ts revokeBulk); a write step. */
-    revokeBulk(selector: BulkSelector, at: number, limit: number, audit: AuditEntry | undefined, resume: string | undefined): BulkBatch {
+    /** One batch of a bulk revocation (store.ts revokeBulk, which writes its trail); a write step. */
+    revokeBulk(selector: BulkSelector, at: number, limit: number, resume: string | undefined): BulkBatch {
       const kind = selectorKind(selector);
       // A jti names one token or one grant: one step. Users and clients go a window of rows at a
       // time, so that a large revocation never holds the write lock for long (statements.ts).
-      if (kind === 'jti') return { revoked: withAudit(st.bulk.jti.revoke.run({ ...selector, at }).changes, audit), more: false };
+      if (kind === 'jti') return { revoked: st.bulk.jti.revoke.run({ ...selector, at }).changes, more: false };
       const stmts = st.bulk[kind];
       const batch = Math.max(1, limit);
       const after = resume === undefined ? 0 : Number(resume);
       const { n, last } = stmts.window.get({ ...selector, after, limit: batch }) as { n: number; last: number | null };
       if (n === 0 || last === null) return { revoked: 0, more: false };
-      const revoked = withAudit(stmts.revokeWindow.run({ ...selector, at, after, last }).changes, audit);
+      const revoked = stmts.revokeWindow.run({ ...selector, at, after, last }).changes;
       return { revoked, more: n === batch, resume: String(last) };
     },
     insertMany: (tokens: TokenRecord[]) => {
       for (const t of tokens) insertToken(st.insert, t);
     },
-    revoke: (jti: string, at: number, cascade: boolean, audit: AuditEntry | undefined): boolean => {
+    /** Whether this call revoked the token (store.ts revokeToken writes its trail). */
+    revoke: (jti: string, at: number, cascade: boolean): boolean => {
       if (cascade) {
         const t = tokenFromRow(st.byJti.get(jti) as unknown[] | undefined);
         if (!t || st.revokeOne.run(at, jti).changes !== 1) return false;
@@ -44,7 +39,6 @@ export function prepareTransactions(db: Database.Database, st: Statements) {
       } else if (st.revokeOne.run(at, jti).changes !== 1) {
         return false;
       }
-      if (audit) st.insertAudit.run(audit);
       return true;
     },
     /** Two statements, one of them the only write: atomic without a savepoint (see SqliteStore.mint). */
