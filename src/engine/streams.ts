@@ -6,8 +6,8 @@ import { AccessDeniedError, InvalidInputError, NotFoundError } from './errors.js
 import { recordedEndpoint } from './push-destination.js';
 import { addReceiver, checkPushUrl } from './receivers.js';
 import { newJti } from './tokens.js';
-import { isSetAlg, type SetAlg } from './signing-keys.js';
-import { EVENTS_SUPPORTED, STREAM_STATUSES, streamJson, streamSettingsOf, type StreamSettings, type StreamStatus } from './stream-settings.js';
+import type { SetAlg } from './signing-keys.js';
+import { checkAlg, checkEventsRequested, EVENTS_SUPPORTED, STREAM_STATUSES, streamJson, streamSettingsOf, type StreamSettings, type StreamStatus } from './stream-settings.js';
 
 /** The store ports this module uses (store/ports/). */
 type Ports = ClientStore & OutboxStore & TokenReads;
@@ -99,9 +99,7 @@ export function streamInput(body: unknown): StreamInput {
     }
   }
   if (body.events_requested !== undefined) {
-    const e = body.events_requested;
-    if (!Array.isArray(e) || e.length > 64 || !e.every((x) => typeof x === 'string' && x.length <= 512)) throw new InvalidInputError('events_requested must be an array of event type URIs');
-    input.eventsRequested = [...new Set(e as string[])];
+    input.eventsRequested = checkEventsRequested(body.events_requested);
   }
   if (body.description !== undefined) {
     if (typeof body.description !== 'string' || body.description.length > 1024) throw new InvalidInputError('description must be a string of at most 1024 characters');
@@ -109,8 +107,7 @@ export function streamInput(body: unknown): StreamInput {
   }
   // A tokenctl member: the algorithm of the stream's SETs (ES256 or RS256).
   if (body.signing_alg !== undefined) {
-    if (!isSetAlg(body.signing_alg)) throw new InvalidInputError('signing_alg must be ES256 or RS256');
-    input.alg = body.signing_alg;
+    input.alg = checkAlg(body.signing_alg);
   }
   return input;
 }
