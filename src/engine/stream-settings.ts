@@ -36,7 +36,16 @@ export interface StreamSettings {
   owner?: string;
   /** A verification event asked for, until it is delivered: its SET's `jti`, the receiver's `state`, when asked (ms). */
   verification?: { jti: string; state?: string; at: number };
+  /** When a verification was last asked for (ms), for {@link MIN_VERIFICATION_INTERVAL_S}. */
+  lastVerificationAt?: number;
 }
+
+/**
+ * SSF 1.0 §8.1.1 `min_verification_interval` (seconds), advertised in every stream's
+ * configuration: a verification asked for sooner after the last one is refused with 429
+ * (§8.1.4.2), so that a receiver cannot make tokenctl sign and push SETs at its will.
+ */
+export const MIN_VERIFICATION_INTERVAL_S = 15;
 
 /** SSF `events_delivered`: the supported events the stream requested, in the order of {@link EVENTS_SUPPORTED}. */
 export function eventsDelivered(s: Pick<StreamSettings, 'eventsRequested'>): string[] {
@@ -61,6 +70,7 @@ export function streamSettingsOf(stream: string | null | undefined): StreamSetti
     ...(typeof parsed.description === 'string' ? { description: parsed.description } : {}),
     ...(typeof parsed.owner === 'string' ? { owner: parsed.owner } : {}),
     ...(parsed.verification && typeof parsed.verification.jti === 'string' ? { verification: parsed.verification } : {}),
+    ...(typeof parsed.lastVerificationAt === 'number' ? { lastVerificationAt: parsed.lastVerificationAt } : {}),
   };
 }
 
