@@ -15,6 +15,26 @@ export const receiverRetentionFlag = Flags.custom<number>({
   description: 'Deliveries pending longer than this (from their event) become dead letters, poll and push alike; 1m to 90d [default: 24h]',
 });
 
+/** Short names `receiver add/update --events` accepts for the supported event types (any other value is taken as a URI). */
+const EVENT_NAMES: Record<string, string> = {
+  'tokens-revoked': 'urn:tokenctl:secevent:tokens-revoked',
+  'session-revoked': 'https://schemas.openid.net/secevent/caep/event-type/session-revoked',
+};
+
+/** `receiver add/update --events`: SSF `events_requested`, comma-separated (the engine checks it as the stream API does). */
+export const receiverEventsFlag = Flags.custom<string[]>({
+  helpValue: '<list>',
+  parse: async (input: string) => input.split(',').map((e) => e.trim()).map((e) => EVENT_NAMES[e] ?? e),
+  description: 'The events its SETs carry (SSF events_requested), comma-separated: tokens-revoked, session-revoked (CAEP), or event type URIs [default: tokens-revoked]',
+});
+
+/** `receiver add/update --alg`: the JWS algorithm of the receiver's SETs (the engine checks it). */
+export const receiverAlgFlag = Flags.custom<string>({
+  helpValue: 'ES256|RS256',
+  parse: async (input: string) => input,
+  description: 'The algorithm its SETs are signed with: ES256, or RS256 (the CAEP interoperability profile) [default: ES256]',
+});
+
 /** A duration (`90s`, `15m`, `1h`, `30d`, `1h30m`), parsed to milliseconds. */
 export const durationFlag = Flags.custom<number>({
   helpValue: '<duration>',

@@ -228,7 +228,7 @@ export class Engine {
   receiverStatus(id: string): Promise<receivers.ReceiverStatusView> {
     return receivers.receiverStatus(this.ctx, id);
   }
-  updateReceiver(id: string, change: { retentionMs: number }, actor: string): Promise<receivers.ReceiverStatusView> {
+  updateReceiver(id: string, change: { retentionMs?: number } & receivers.StreamChoice, actor: string): Promise<receivers.ReceiverStatusView> {
     return receivers.updateReceiver(this.ctx, id, change, actor);
   }
   removeReceiver(id: string, actor: string): Promise<void> {

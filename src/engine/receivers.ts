@@ -4,6 +4,8 @@ import { auditLine } from './audit.js';
 import type { EngineContext } from './context.js';
 import { AccessDeniedError, InvalidInputError, NotFoundError } from './errors.js';
 import { pushDestination, recordedEndpoint, refusedHost, refusedPort } from './push-destination.js';
+import { checkAlg, checkEventsRequested, eventsDelivered, streamJson, streamSettingsOf, type StreamStatus } from './stream-settings.js';
+import type { SetAlg } from './signing-keys.js';
 import type { ClientStore, OutboxStore } from '../store/store.js';
 
 /** The store ports this module uses (store/ports/). */
@@ -21,7 +23,7 @@ const RECEIVER_ID = /^[A-Za-z0-9._-]{1,64}$/;
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
 export type AddReceiverInput =
-  | {
+  | ({
       id: string;
       delivery: 'push';
       endpointUrl: string;
@@ -35,8 +37,16 @@ export type AddReceiverInput =
       /** SSF stream settings (engine/streams.ts), JSON; none for an operator's receiver. */
       stream?: string;
       retentionMs?: number;
-    }
-  | { id: string; delivery: 'poll'; clientId: string; audience?: string; stream?: string; retentionMs?: number };
+    } & StreamChoice)
+  | ({ id: string; delivery: 'poll'; clientId: string; audience?: string; stream?: string; retentionMs?: number } & StreamChoice);
+
+/** What an operator may choose of a receiver's stream (`--events`, `--alg`), checked as the SSF stream API checks it. */
+export interface StreamChoice {
+  /** SSF `events_requested` [default: tokenctl's own event]. */
+  eventsRequested?: string[];
+  /** The JWS algorithm of its SETs [default: ES256]. */
+  alg?: string;
+}
 
 /** A receiver's retention: from a minute (a test bed) to 90 days; default {@link DEFAULT_RETENTION_MS}. */
 export const MIN_RETENTION_MS = 60_000;
@@ -57,6 +67,11 @@ export interface ReceiverView {
   allow_private_network: boolean;
   /** How long a delivery may stay pending before it becomes a dead letter (ms). */
   retention_ms: number;
+  /** Its stream (SSF 1.0 §8.1.1, §8.1.2): the events asked for, those delivered, the SETs' algorithm, its status. */
+  events_requested: string[];
+  events_delivered: string[];
+  signing_alg: SetAlg;
+  status: StreamStatus;
   created_at: number;
 }
 
@@ -81,8 +96,23 @@ export function receiverView(r: ReceiverRecord): ReceiverView {
     ca: r.caPem !== null,
     allow_private_network: destination?.allowPrivateNetwork ?? false,
     retention_ms: r.retentionMs,
+    ...streamView(r.stream),
     created_at: r.createdAt,
   };
+}
+
+function streamView(stream: string | null | undefined): Pick<ReceiverView, 'events_requested' | 'events_delivered' | 'signing_alg' | 'status'> {
+  const s = streamSettingsOf(stream);
+  return { events_requested: s.eventsRequested, events_delivered: eventsDelivered(s), signing_alg: s.alg, status: s.status };
+}
+
+/** A receiver's stream settings with the operator's choice applied (the others as they were), or undefined if it chose nothing. */
+function chosenStream(stream: string | null | undefined, choice: StreamChoice): string | undefined {
+  if (choice.eventsRequested === undefined && choice.alg === undefined) return undefined;
+  const s = streamSettingsOf(stream);
+  if (choice.eventsRequested !== undefined) s.eventsRequested = checkEventsRequested(choice.eventsRequested, '--events');
+  if (choice.alg !== undefined) s.alg = checkAlg(choice.alg, '--alg');
+  return streamJson(s);
 }
 
 function statusView(s: ReceiverStatus): ReceiverStatusView {
@@ -166,7 +196,7 @@ export async function addReceiver(ctx: EngineContext<Ports>, input: AddReceiverI
       clientId: null,
       audience: checkAudience(input.audience, url.origin),
       createdAt: ctx.clock.now(),
-      stream: input.stream ?? null,
+      stream: input.stream ?? chosenStream(null, input) ?? null,
       retentionMs: checkRetention(input.retentionMs),
     };
   } else {
@@ -175,7 +205,7 @@ export async function addReceiver(ctx: EngineContext<Ports>, input: AddReceiverI
     if (client.secretHash === null) throw new InvalidInputError(`client "${input.clientId}" is public: a poll receiver must authenticate with a secret (a confidential client)`);
     const other = await ctx.store.findPollReceiver(client.id);
     if (other) throw new InvalidInputError(`client "${client.id}" already polls as receiver "${other.id}": one poll receiver per client`);
-    record = { id: input.id, delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId: client.id, audience: checkAudience(input.audience, input.id), createdAt: ctx.clock.now(), stream: input.stream ?? null, retentionMs: checkRetention(input.retentionMs) };
+    record = { id: input.id, delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId: client.id, audience: checkAudience(input.audience, input.id), createdAt: ctx.clock.now(), stream: input.stream ?? chosenStream(null, input) ?? null, retentionMs: checkRetention(input.retentionMs) };
   }
   try {
     await ctx.store.createReceiver(record, { audit: auditLine(ctx, actor, 'receiver.add', `receiver:${record.id}`, 1, record.delivery) });
@@ -197,11 +227,25 @@ export async function receiverStatus(ctx: EngineContext<Ports>, id: string): Pro
   return statusView(found);
 }
 
-/** Changes a receiver's retention (`receiver update`): applied from the next housekeeping on. */
-export async function updateReceiver(ctx: EngineContext<Ports>, id: string, change: { retentionMs: number }, actor: string): Promise<ReceiverStatusView> {
-  const retentionMs = checkRetention(change.retentionMs);
-  const line = auditLine(ctx, actor, 'receiver.update', `receiver:${id}`, 1, `retention ${retentionMs} ms`);
-  if (!(await ctx.store.updateReceiverRetention(id, retentionMs, { audit: line }))) throw new NotFoundError(`no receiver with id "${id}"`);
+/**
+ * Changes a receiver (`receiver update`): its retention, applied from the next housekeeping on,
+ * and its stream's events and algorithm, applied from its next SET. Each change is audited.
+ */
+export async function updateReceiver(ctx: EngineContext<Ports>, id: string, change: { retentionMs?: number } & StreamChoice, actor: string): Promise<ReceiverStatusView> {
+  if (change.retentionMs === undefined && change.eventsRequested === undefined && change.alg === undefined) throw new InvalidInputError('nothing to change: give --retention, --events or --alg');
+  const r = await ctx.store.getReceiver(id);
+  if (!r) throw new NotFoundError(`no receiver with id "${id}"`);
+  const retentionMs = change.retentionMs === undefined ? undefined : checkRetention(change.retentionMs);
+  const stream = chosenStream(r.stream, change);
+  if (stream !== undefined) {
+    const s = streamSettingsOf(stream);
+    const line = auditLine(ctx, actor, 'receiver.update', `receiver:${id}`, 1, `events ${s.eventsRequested.join(' ')}; alg ${s.alg}`);
+    if (!(await ctx.store.updateReceiver(id, { endpointUrl: r.endpointUrl, authorization: r.authorization, stream }, { audit: line }))) throw new NotFoundError(`no receiver with id "${id}"`);
+  }
+  if (retentionMs !== undefined) {
+    const line = auditLine(ctx, actor, 'receiver.update', `receiver:${id}`, 1, `retention ${retentionMs} ms`);
+    if (!(await ctx.store.updateReceiverRetention(id, retentionMs, { audit: line }))) throw new NotFoundError(`no receiver with id "${id}"`);
+  }
   return receiverStatus(ctx, id);
 }
 

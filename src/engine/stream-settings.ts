@@ -1,3 +1,4 @@
+import { InvalidInputError } from './errors.js';
 import { isSetAlg, SET_ALG, type SetAlg } from './signing-keys.js';
 
 /**
@@ -35,7 +36,16 @@ export interface StreamSettings {
   owner?: string;
   /** A verification event asked for, until it is delivered: its SET's `jti`, the receiver's `state`, when asked (ms). */
   verification?: { jti: string; state?: string; at: number };
+  /** When a verification was last asked for (ms), for {@link MIN_VERIFICATION_INTERVAL_S}. */
+  lastVerificationAt?: number;
 }
+
+/**
+ * SSF 1.0 §8.1.1 `min_verification_interval` (seconds), advertised in every stream's
+ * configuration: a verification asked for sooner after the last one is refused with 429
+ * (§8.1.4.2), so that a receiver cannot make tokenctl sign and push SETs at its will.
+ */
+export const MIN_VERIFICATION_INTERVAL_S = 15;
 
 /** SSF `events_delivered`: the supported events the stream requested, in the order of {@link EVENTS_SUPPORTED}. */
 export function eventsDelivered(s: Pick<StreamSettings, 'eventsRequested'>): string[] {
@@ -60,7 +70,26 @@ export function streamSettingsOf(stream: string | null | undefined): StreamSetti
     ...(typeof parsed.description === 'string' ? { description: parsed.description } : {}),
     ...(typeof parsed.owner === 'string' ? { owner: parsed.owner } : {}),
     ...(parsed.verification && typeof parsed.verification.jti === 'string' ? { verification: parsed.verification } : {}),
+    ...(typeof parsed.lastVerificationAt === 'number' ? { lastVerificationAt: parsed.lastVerificationAt } : {}),
   };
+}
+
+/**
+ * SSF 1.0 §8.1.1 `events_requested`, checked as the stream API and `receiver add/update --events`
+ * both check it: an array of at most 64 URIs of at most 512 characters (any URIs: those not
+ * supported are simply not delivered), duplicates dropped. `name`: how the caller calls it.
+ */
+export function checkEventsRequested(value: unknown, name = 'events_requested'): string[] {
+  if (!Array.isArray(value) || value.length > 64 || !value.every((x) => typeof x === 'string' && x !== '' && x.length <= 512)) {
+    throw new InvalidInputError(`${name} must be a list of at most 64 event type URIs (supported: ${EVENTS_SUPPORTED.join(', ')})`);
+  }
+  return [...new Set(value as string[])];
+}
+
+/** The algorithm of a stream's SETs (ES256 or RS256, the CAEP interoperability profile's), checked. */
+export function checkAlg(value: unknown, name = 'signing_alg'): SetAlg {
+  if (!isSetAlg(value)) throw new InvalidInputError(`${name} must be ES256 or RS256`);
+  return value;
 }
 
 /** The JSON a receiver keeps of its settings. */

@@ -6,8 +6,8 @@ import { AccessDeniedError, InvalidInputError, NotFoundError } from './errors.js
 import { recordedEndpoint } from './push-destination.js';
 import { addReceiver, checkPushUrl } from './receivers.js';
 import { newJti } from './tokens.js';
-import { isSetAlg, type SetAlg } from './signing-keys.js';
-import { EVENTS_SUPPORTED, STREAM_STATUSES, streamJson, streamSettingsOf, type StreamSettings, type StreamStatus } from './stream-settings.js';
+import type { SetAlg } from './signing-keys.js';
+import { checkAlg, checkEventsRequested, EVENTS_SUPPORTED, MIN_VERIFICATION_INTERVAL_S, STREAM_STATUSES, streamJson, streamSettingsOf, type StreamSettings, type StreamStatus } from './stream-settings.js';
 
 /** The store ports this module uses (store/ports/). */
 type Ports = ClientStore & OutboxStore & TokenReads;
@@ -99,9 +99,7 @@ export function streamInput(body: unknown): StreamInput {
     }
   }
   if (body.events_requested !== undefined) {
-    const e = body.events_requested;
-    if (!Array.isArray(e) || e.length > 64 || !e.every((x) => typeof x === 'string' && x.length <= 512)) throw new InvalidInputError('events_requested must be an array of event type URIs');
-    input.eventsRequested = [...new Set(e as string[])];
+    input.eventsRequested = checkEventsRequested(body.events_requested);
   }
   if (body.description !== undefined) {
     if (typeof body.description !== 'string' || body.description.length > 1024) throw new InvalidInputError('description must be a string of at most 1024 characters');
@@ -109,8 +107,7 @@ export function streamInput(body: unknown): StreamInput {
   }
   // A tokenctl member: the algorithm of the stream's SETs (ES256 or RS256).
   if (body.signing_alg !== undefined) {
-    if (!isSetAlg(body.signing_alg)) throw new InvalidInputError('signing_alg must be ES256 or RS256');
-    input.alg = body.signing_alg;
+    input.alg = checkAlg(body.signing_alg);
   }
   return input;
 }
@@ -216,14 +213,23 @@ export async function requestVerification(ctx: EngineContext<Ports>, clientId: s
   const r = await getStream(ctx, clientId, body.stream_id);
   if (body.state !== undefined && (typeof body.state !== 'string' || body.state.length > 1024)) throw new InvalidInputError('state must be a string of at most 1024 characters');
   const state = typeof body.state === 'string' ? body.state : undefined;
-  const jti = newJti(ctx.clock.now());
-  if (r.delivery === 'poll') {
-    const settings: StreamSettings = { ...streamSettingsOf(r.stream), verification: { jti, ...(state !== undefined ? { state } : {}), at: ctx.clock.now() } };
-    // No audit line: a verification changes nothing the operator decided.
-    await ctx.store.updateReceiver(r.id, { endpointUrl: r.endpointUrl, authorization: r.authorization, stream: streamJson(settings) }, {});
-  }
+  const now = ctx.clock.now();
+  const before = streamSettingsOf(r.stream);
+  const wait = before.lastVerificationAt === undefined ? 0 : before.lastVerificationAt + MIN_VERIFICATION_INTERVAL_S * 1000 - now;
+  if (wait > 0) throw new VerificationTooSoonError(`a verification was asked for less than min_verification_interval (${MIN_VERIFICATION_INTERVAL_S} s) ago: ask again in ${Math.ceil(wait / 1000)} s`, Math.ceil(wait / 1000));
+  const jti = newJti(now);
+  const settings: StreamSettings = { ...before, lastVerificationAt: now, ...(r.delivery === 'poll' ? { verification: { jti, ...(state !== undefined ? { state } : {}), at: now } } : {}) };
+  // No audit line: a verification changes nothing the operator decided.
+  await ctx.store.updateReceiver(r.id, { endpointUrl: r.endpointUrl, authorization: r.authorization, stream: streamJson(settings) }, {});
   return { stream: r, jti, ...(state !== undefined ? { state } : {}) };
 }
 
 /** A stream that cannot be made (SSF §8.1.1.1: 409), as InvalidInputError for every other caller. */
 export class StreamConflictError extends InvalidInputError {}
+
+/** A verification sooner than min_verification_interval after the last (SSF §8.1.4.2: 429), with the seconds to wait. */
+export class VerificationTooSoonError extends InvalidInputError {
+  constructor(message: string, readonly retryAfterS: number) {
+    super(message);
+  }
+}

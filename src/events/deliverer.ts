@@ -22,8 +22,6 @@ export const MAX_RETRY_MS = 4_000;
 export const SET_MAX_REVOCATIONS = 1_000;
 /** SETs in flight to one receiver at once (after its first of a claim is accepted). */
 export const IN_FLIGHT_PER_RECEIVER = 4;
-/** A delivery failing for this long (by the schedule above: its count of attempts) becomes a dead letter. */
-export const GIVE_UP_AFTER_MS = 24 * 3_600_000;
 /** How often delivered events are purged, and key maintenance done. */
 const HOUSEKEEPING_MS = 60_000;
 /**
@@ -39,20 +37,15 @@ export function retryDelay(attempts: number): number {
   return Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.min(30, Math.max(0, attempts - 1)));
 }
 
-/** The nominal time a delivery has been failing after `attempts` failures: the sum of the waits before them. */
-export function failingFor(attempts: number): number {
-  // The doubling waits while under the cap, then the cap for each one after: a closed form, as a
-  // day of failures is tens of thousands of attempts.
-  let total = 0;
-  let i = 1;
-  for (; i < attempts && retryDelay(i) < MAX_RETRY_MS; i++) total += retryDelay(i);
-  return total + Math.max(0, attempts - i) * MAX_RETRY_MS;
-}
-
-/** What to record after a failed push, the delivery having failed `attempts` times before. */
-export function failureOutcome(result: Exclude<PushResult, { kind: 'accepted' }>, attempts: number, now: number, random: () => number = Math.random): DeliveryOutcome {
+/**
+ * What to record after a failed push, the delivery having failed `attempts` times before. It is
+ * given up on (a dead letter) once it fails at or after `giveUpAt`: its oldest event's time plus
+ * the receiver's retention, the same bound housekeeping applies to every pending delivery
+ * (docs/events.md "Retention"), so that one rule, not a fixed day, ends a push receiver's retries.
+ */
+export function failureOutcome(result: Exclude<PushResult, { kind: 'accepted' }>, attempts: number, now: number, random: () => number = Math.random, giveUpAt = Infinity): DeliveryOutcome {
   const failures = attempts + 1;
-  if (result.kind === 'rejected' || failingFor(failures) >= GIVE_UP_AFTER_MS) return { kind: 'dead', at: now, error: result.error };
+  if (result.kind === 'rejected' || now >= giveUpAt) return { kind: 'dead', at: now, error: result.error };
   const jitter = 0.8 + 0.4 * random();
   return { kind: 'retry', at: now, retryAt: now + Math.round(retryDelay(failures) * jitter), error: result.error };
 }
@@ -108,7 +101,7 @@ export interface DelivererOptions {
  * (one per delivery: the revocations that committed together, or a backlog the store merged), in
  * event order: the first alone, then up to {@link IN_FLIGHT_PER_RECEIVER} at once. It settles
  * each: delivered (any 2xx), retried later with backoff (nothing later of the receiver's is sent
- * until it is), or dead (400 with an error, or 24 h of failures).
+ * until it is), or dead (400 with an error, or a failure past the receiver's retention).
  * Every process of every node runs one; the store's leases make each receiver one process's at a
  * time, and the outbox makes a crash lose nothing (a SET may then be sent twice: receivers
  * dedupe by `jti`). Each receiver's deliveries go on beside the rounds: one that is slow holds
@@ -286,7 +279,7 @@ export class PushDeliverer {
       this.options.onOutcome?.('delivered');
       return true;
     }
-    const outcome = failureOutcome(result, d.attempts, at);
+    const outcome = failureOutcome(result, d.attempts, at, Math.random, d.events[0]!.at + receiver.retentionMs);
     await store.settleDelivery(this.owner, receiver.id, d.id, outcome, d.events);
     this.options.onOutcome?.(outcome.kind);
     // A retry every few seconds is logged once a minute per receiver (with the failures since); a dead letter always.

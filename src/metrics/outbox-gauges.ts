@@ -45,5 +45,5 @@ export function registerOutboxGauges(registry: Registry, receivers: () => Promis
     });
   gauge(OUTBOX_GAUGES.pending, 'Security event deliveries waiting per receiver (push: to be sent or retried; poll: not yet acknowledged)', (r) => r.pending);
   gauge(OUTBOX_GAUGES.oldestAge, "Age of a receiver's oldest pending delivery, from its event's time (0 with nothing pending)", (r, at) => (r.oldestPendingAt === null ? 0 : Math.max(0, (at - r.oldestPendingAt) / 1000)));
-  gauge(OUTBOX_GAUGES.dead, 'Dead letters per receiver: deliveries given up on (a 400, 24 h of push failures, or pending past its retention); receiver retry requeues them', (r) => r.dead);
+  gauge(OUTBOX_GAUGES.dead, 'Dead letters per receiver: deliveries given up on (a 400, or pending or failing past its receiver retention); receiver retry requeues them', (r) => r.dead);
 }

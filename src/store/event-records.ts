@@ -94,6 +94,14 @@ export interface ReceiverRecord {
 /** What an update of a receiver (SSF stream update, engine/streams.ts) may change. */
 export type ReceiverChange = Pick<ReceiverRecord, 'endpointUrl' | 'authorization'> & { stream: string | null };
 
+/**
+ * What the stream settings' JSON holds when the stream is paused (SSF 1.0 §8.1.2: its events are
+ * held): a push claim passes over such a receiver, its deliveries staying pending until it is
+ * enabled again or its retention makes them dead letters. The engine writes the settings with
+ * JSON.stringify, which never writes this inside a string value (it escapes the quotes).
+ */
+export const PAUSED_STREAM_MARK = '"status":"paused"';
+
 /** A receiver's retention unless the operator sets one (`receiver add --retention`): 24 hours. */
 export const DEFAULT_RETENTION_MS = 24 * 3_600_000;
 

@@ -51,6 +51,34 @@ describe('receiver commands', () => {
     expect(await store.json(['receiver', 'add', 'rs-default', '--poll', '--client', other.id])).toMatchObject({ retention_ms: 86_400_000 });
   });
 
+  it('--events and --alg choose its stream (add and update), shown by show, refused as the SSF stream API refuses them', async () => {
+    const TOKENS = 'urn:tokenctl:secevent:tokens-revoked';
+    const SESSION = 'https://schemas.openid.net/secevent/caep/event-type/session-revoked';
+    const client = await createClient(store);
+    expect(await store.json(['receiver', 'add', 'rs-caep', '--poll', '--client', client.id, '--events', 'session-revoked', '--alg', 'RS256'])).toMatchObject({
+      events_requested: [SESSION], events_delivered: [SESSION], signing_alg: 'RS256', status: 'enabled',
+    });
+    // An operator's receiver without them: tokenctl's own event, ES256.
+    expect(await store.json(['receiver', 'add', 'gw-plain', '--push', 'https://plain.example.test/events'])).toMatchObject({ events_requested: [TOKENS], signing_alg: 'ES256' });
+    const updated = await store.json(['receiver', 'update', 'rs-caep', '--events', `tokens-revoked,${SESSION},urn:example:other`]);
+    expect(updated).toMatchObject({ events_requested: [TOKENS, SESSION, 'urn:example:other'], events_delivered: [TOKENS, SESSION], signing_alg: 'RS256', retention_ms: 86_400_000 });
+    const shown = (await store.run(['receiver', 'show', 'rs-caep'])).stdout;
+    expect(shown).toMatch(/events:?\s+urn:tokenctl:secevent:tokens-revoked, https:\/\/schemas\.openid\.net\/secevent\/caep\/event-type\/session-revoked, urn:example:other \(not supported: not delivered\)/);
+    expect(shown).toMatch(/signing:?\s+RS256/);
+    expect(await store.json(['receiver', 'update', 'rs-caep', '--alg', 'ES256'])).toMatchObject({ signing_alg: 'ES256', events_requested: [TOKENS, SESSION, 'urn:example:other'] });
+    for (const [args, message] of [
+      [['receiver', 'add', 'x-alg', '--push', 'https://x.example.test/events', '--alg', 'HS256'], /--alg must be ES256 or RS256/],
+      [['receiver', 'update', 'rs-caep', '--alg', 'none'], /--alg must be ES256 or RS256/],
+      [['receiver', 'update', 'rs-caep', '--events', 'session-revoked,,tokens-revoked'], /--events must be a list of at most 64 event type URIs/],
+      [['receiver', 'update', 'rs-caep'], /nothing to change: give --retention, --events or --alg/],
+    ] as [string[], RegExp][]) {
+      const r = await store.run(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(message);
+    }
+    expect((await store.json(['receiver', 'show', 'rs-caep']))).toMatchObject({ signing_alg: 'ES256' });
+  });
+
   it('refuses what cannot be a receiver, with clear errors', async () => {
     const pub = await createClient(store, ['--public']);
     const cases: [string[], RegExp][] = [

@@ -2,6 +2,7 @@ import { compactVerify, createLocalJWKSet, decodeProtectedHeader, jwtVerify } fr
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TokenStore } from '../../src/store/store.js';
 import { TOKENS_REVOKED } from '../../src/events/set.js';
+import { streamJson, streamSettingsOf } from '../../src/engine/stream-settings.js';
 import { LONG_POLL_MS } from '../../src/events/poll.js';
 import { createClient, issue, ISSUER, rfcBasic, startTestServer, type Client, type TestServer } from '../helpers/server.js';
 
@@ -117,6 +118,22 @@ export function describePoll(stores: PollStore[]): void {
         const [x, y] = Object.keys(b.body.sets as object);
         const c = await pollRequest({ maxEvents: 0, ack: [x], setErrs: { [y!]: { err: 'invalid_key', description: 'test' } } });
         expect(c.body).toEqual({ sets: {}, moreAvailable: false });
+      });
+
+      it('a paused stream (SSF §8.1.2) answers nothing and keeps its events; once enabled they are answered', async () => {
+        const setStatus = async (status: 'paused' | 'enabled') => {
+          const r = (await server.store.getReceiver('rs-poll'))!;
+          expect(await server.store.updateReceiver('rs-poll', { endpointUrl: null, authorization: null, stream: streamJson({ ...streamSettingsOf(r.stream), status }) }, {})).toBe(true);
+        };
+        await setStatus('paused');
+        const jti = await revokeOne();
+        const held = await pollRequest({ returnImmediately: true });
+        expect(held.body).toEqual({ sets: {}, moreAvailable: false });
+        await setStatus('enabled');
+        const answered = await pollRequest({ returnImmediately: true });
+        const sets = Object.values(answered.body.sets as Record<string, string>);
+        expect(sets).toHaveLength(1);
+        expect(JSON.stringify(JSON.parse(Buffer.from(sets[0]!.split('.')[1]!, 'base64url').toString()))).toContain(jti);
       });
 
       it('refuses a wrong secret (401), a client that is no poll receiver (403), and a bad body (400), as RFC 8935 error objects', async () => {

@@ -101,6 +101,26 @@ describe('SSF stream management', () => {
     expect((await call('PATCH', '/ssf/stream', theirs, { stream_id: 'ops-poll', description: 'x' })).status).toBe(403);
   });
 
+  it('min_verification_interval: advertised; a verification sooner after the last is refused 429 with Retry-After; a poll stream answers the one asked', async () => {
+    const { token, call } = await setUp();
+    const t = await token('ssf.manage');
+    const created = await call('POST', '/ssf/stream', t, { delivery: { method: POLL } });
+    expect(created.body).toMatchObject({ min_verification_interval: 15 });
+    const id = created.body!.stream_id as string;
+    expect((await call('POST', '/ssf/verify', t, { stream_id: id, state: 'one' })).status).toBe(204);
+    s.clock.advance(14_000);
+    const res = await fetch(s.url + '/ssf/verify', { method: 'POST', headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream_id: id, state: 'two' }) });
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(((await res.json()) as { error_description: string }).error_description).toMatch(/min_verification_interval \(15 s\)/);
+    // The refused one replaced nothing: the poll answers the first verification, with its state.
+    const sets = ((await call('POST', '/events/poll', t, { returnImmediately: true })).body as { sets: Record<string, string> }).sets;
+    const claims = Object.values(sets).map((set) => JSON.parse(Buffer.from(set.split('.')[1]!, 'base64url').toString()) as { events: Record<string, { state?: string }> });
+    expect(claims.map((c) => Object.values(c.events)[0]!.state)).toEqual(['one']);
+    s.clock.advance(1_000);
+    expect((await call('POST', '/ssf/verify', t, { stream_id: id })).status).toBe(204);
+  });
+
   it('a paused poll stream holds its events, answered once it is enabled; a disabled one drops them', async () => {
     const { token, call } = await setUp();
     const t = await token('ssf.manage');

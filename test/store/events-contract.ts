@@ -409,6 +409,21 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
       });
 
+      it('passes over a paused stream, its deliveries kept, and claims it again once enabled', async () => {
+        const paused = JSON.stringify({ eventsRequested: [], alg: 'ES256', status: 'paused', description: 'not "status":"paused" here' });
+        const settings = (stream: string) => ({ endpointUrl: makePushReceiver('push-1').endpointUrl, authorization: null, stream });
+        expect(await store.updateReceiver('push-1', settings(paused), {})).toBe(true);
+        // The mark inside a string value (escaped quotes) is not a paused stream.
+        expect(await store.updateReceiver('push-2', settings(JSON.stringify({ status: 'enabled', description: '"status":"paused"' })), {})).toBe(true);
+        const e = await emit();
+        expect((await claim('node-a', AT)).map((c) => c.receiver.id)).toEqual(['push-2', 'push-3']);
+        expect(await store.pendingDeliveries('push-1', 10)).toHaveLength(1);
+        expect(await store.updateReceiver('push-1', settings(paused.replace('"status":"paused"', '"status":"enabled"')), {})).toBe(true);
+        const [c] = await claim('node-a', AT + 1);
+        expect(c!.receiver.id).toBe('push-1');
+        expect(c!.deliveries.flatMap((d) => d.events.map((x) => x.id))).toEqual([e.id]);
+      });
+
       it('claims only push receivers with a due delivery, up to the limits', async () => {
         expect(await claim('node-a', AT)).toEqual([]); // nothing pending
         await emit();

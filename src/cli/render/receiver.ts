@@ -9,6 +9,16 @@ function where(r: ReceiverView): string {
   return printable(r.delivery === 'push' ? (r.endpoint_url ?? '') : `poll as client ${r.client_id ?? ''}`);
 }
 
+/** Its stream (SSF 1.0 §8.1.1): the events requested (those not supported marked), the SETs' algorithm, a status other than enabled. */
+function streamFields(r: ReceiverView): [string, string | undefined][] {
+  const events = r.events_requested.map((e) => printable(r.events_delivered.includes(e) ? e : `${e} (not supported: not delivered)`));
+  return [
+    ['events', events.length === 0 ? color.yellow('none requested') : events.join(', ')],
+    ['signing', r.signing_alg],
+    ['stream status', r.status === 'enabled' ? undefined : color.yellow(r.status)],
+  ];
+}
+
 /** `receiver add`: what was registered (the Authorization value never). */
 export function renderReceiverAdded(r: ReceiverView): string {
   return [
@@ -22,6 +32,7 @@ export function renderReceiverAdded(r: ReceiverView): string {
       ['ca', r.ca ? 'own CA trusted' : undefined],
       ['network', r.allow_private_network ? 'private addresses allowed' : undefined],
       ['retention', `${formatSpan(r.retention_ms)} (then a dead letter)`],
+      ...streamFields(r),
     ]),
     '',
     color.dim('Every revocation from now on is delivered to it.'),
@@ -55,6 +66,7 @@ export function renderReceiverStatus(r: ReceiverStatusView, now: number): string
     ['audience', printable(r.audience)],
     ['authorization', r.delivery === 'push' ? (r.authorization ? 'sent (not shown)' : 'none') : undefined],
     ['retention', `${formatSpan(r.retention_ms)} (then a dead letter)`],
+    ...streamFields(r),
     ['pending', r.oldest_pending_at === null ? String(r.pending) : `${r.pending}, the oldest ${formatSpan(Math.max(0, now - r.oldest_pending_at))} old`],
     ['dead letters', r.dead > 0 ? color.red(String(r.dead)) : '0'],
     ['last delivered', r.last_delivered_at === null ? '-' : formatInstant(r.last_delivered_at, now)],

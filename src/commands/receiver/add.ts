@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { CliError, EXIT } from '../../cli/errors.js';
-import { receiverRetentionFlag } from '../../cli/flags.js';
+import { receiverAlgFlag, receiverEventsFlag, receiverRetentionFlag } from '../../cli/flags.js';
 import { renderReceiverAdded } from '../../cli/render/receiver.js';
 import type { ReceiverView } from '../../engine/receivers.js';
 
@@ -16,11 +16,14 @@ Poll (RFC 8936): the receiver POSTs to /events/poll, authenticated with HTTP Bas
 
 The SETs' "aud" is --audience, by default the push URL's origin (https://rs.example:8443) or the poll receiver's id.
 
-A delivery still pending after --retention (24 hours by default; change it later with receiver update) becomes a dead letter, so that a receiver that stopped taking its events cannot grow the store without bound; receiver retry requeues dead letters.`;
+A delivery still pending after --retention (24 hours by default; change it later with receiver update) becomes a dead letter, so that a receiver that stopped taking its events cannot grow the store without bound; receiver retry requeues dead letters.
+
+--events and --alg choose its stream as an SSF receiver would (events_requested, checked as the SSF stream API checks it; ES256 or RS256): a CAEP receiver asks --events session-revoked --alg RS256.`;
 
   static override examples = [
     { description: 'Push to a resource server, with a bearer token it checks', command: 'RS_TOKEN="Bearer …" <%= config.bin %> <%= command.id %> api-gw --push https://api.example.com/events --authorization-env RS_TOKEN' },
     { description: 'A receiver that polls as client rs-1', command: '<%= config.bin %> <%= command.id %> rs-1 --poll --client rs-1' },
+    { description: 'A CAEP receiver: session-revoked events, signed RS256', command: '<%= config.bin %> <%= command.id %> caep-rs --poll --client caep-rs --events session-revoked --alg RS256' },
     { description: 'A development receiver on this machine, with its own CA', command: '<%= config.bin %> <%= command.id %> dev --push https://127.0.0.1:9443/events --ca ./rs-ca.pem --allow-private-network' },
   ];
 
@@ -35,12 +38,14 @@ A delivery still pending after --retention (24 hours by default; change it later
     'allow-private-network': Flags.boolean({ description: 'Push: the endpoint may be on a private network (loopback, RFC 1918, unique local addresses); link-local and metadata addresses stay refused', exclusive: ['poll'] }),
     audience: Flags.string({ description: 'The SETs\' aud [default: the push URL\'s origin, or the receiver id]', helpValue: '<aud>' }),
     retention: receiverRetentionFlag(),
+    events: receiverEventsFlag(),
+    alg: receiverAlgFlag(),
   };
 
   async run(): Promise<ReceiverView> {
     const f = this.flags;
     const engine = await this.engine();
-    const common = { id: this.args.id, ...(f.audience !== undefined ? { audience: f.audience } : {}), ...(f.retention !== undefined ? { retentionMs: f.retention } : {}) };
+    const common = { id: this.args.id, ...(f.audience !== undefined ? { audience: f.audience } : {}), ...(f.retention !== undefined ? { retentionMs: f.retention } : {}), ...(f.events !== undefined ? { eventsRequested: f.events } : {}), ...(f.alg !== undefined ? { alg: f.alg } : {}) };
     const receiver = f.push
       ? await engine.addReceiver({ ...common, delivery: 'push', endpointUrl: f.push, allowPrivateNetwork: f['allow-private-network'], ...this.authorization(), ...(f.ca ? { caPem: readFile(f.ca, '--ca') } : {}) }, this.actor())
       : await engine.addReceiver({ ...common, delivery: 'poll', clientId: f.client! }, this.actor());

@@ -10,7 +10,7 @@ export interface ReceiverRetryResult {
 export default class ReceiverRetry extends BaseCommand<typeof ReceiverRetry> {
   static override summary = 'Requeue a receiver\'s dead letters';
   static override description =
-    'Deliveries given up on (a 400 from the receiver, 24 hours of failed pushes, or pending past its retention) are pending again at once, in event order, with their retry count reset: pushed, or answered to the next poll.';
+    'Deliveries given up on (a 400 from the receiver, or pending or failing past its retention) are pending again at once, in event order, with their retry count reset: pushed, or answered to the next poll.';
   static override examples = ['<%= config.bin %> <%= command.id %> api-gw'];
 
   static override args = { id: Args.string({ description: 'Receiver id', required: true }) };

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { engineErrorName } from '../../engine/errors.js';
 import { pushDestination } from '../../engine/push-destination.js';
-import { EVENTS_SUPPORTED, eventsDelivered, streamSettingsOf } from '../../engine/stream-settings.js';
-import { DELIVERY_POLL, DELIVERY_PUSH, StreamConflictError, type SsfAccess } from '../../engine/streams.js';
+import { EVENTS_SUPPORTED, eventsDelivered, MIN_VERIFICATION_INTERVAL_S, streamSettingsOf } from '../../engine/stream-settings.js';
+import { DELIVERY_POLL, DELIVERY_PUSH, StreamConflictError, VerificationTooSoonError, type SsfAccess } from '../../engine/streams.js';
 import type { SigningKeys } from '../../events/keys.js';
 import { pushVerification } from '../../events/verification.js';
 import type { ReceiverRecord } from '../../store/store.js';
@@ -59,6 +59,8 @@ export function streamConfiguration(issuer: string, r: ReceiverRecord): Record<s
     events_delivered: eventsDelivered(s),
     delivery: r.delivery === 'poll' ? { method: DELIVERY_POLL, endpoint_url: trimmed(issuer) + POLL_PATH } : { method: DELIVERY_PUSH, endpoint_url: pushDestination(r.endpointUrl ?? '').url },
     description: s.description ?? 'tokenctl revocation events: drop the cached introspection answers each event covers',
+    // SSF §8.1.1: verification requests sooner than this after the last are answered 429 (§8.1.4.2).
+    min_verification_interval: MIN_VERIFICATION_INTERVAL_S,
     // A tokenctl member: the JWS algorithm of the stream's SETs.
     signing_alg: s.alg,
   };
@@ -105,9 +107,11 @@ export function ssfRoutes(scope: FastifyInstance, deps: HandlerDeps, keys: Signi
       try {
         a = await fn(access.clientId, request);
       } catch (err) {
-        const status = err instanceof StreamConflictError ? 409 : STATUSES[engineErrorName(err) ?? 'ServiceUnavailableError'];
+        const status = err instanceof StreamConflictError ? 409 : err instanceof VerificationTooSoonError ? 429 : STATUSES[engineErrorName(err) ?? 'ServiceUnavailableError'];
         if (status === undefined) throw err;
-        a = answer(status, { error: (err as { code?: string }).code ?? 'invalid_request', error_description: (err as Error).message });
+        // RFC 9110 §10.2.3: when the verification may be asked for again.
+        const headers = err instanceof VerificationTooSoonError ? { 'retry-after': String(err.retryAfterS) } : undefined;
+        a = answer(status, { error: (err as { code?: string }).code ?? 'invalid_request', error_description: (err as Error).message }, headers);
       }
     }
     request.answered = { answer: a, clientId: access.ok ? access.clientId : null, jti: null, outcome: null };

@@ -2,6 +2,7 @@ import type { Trail } from '../trail.js';
 import type { EventStore } from '../store.js';
 import {
   DuplicateReceiverError,
+  PAUSED_STREAM_MARK,
   RETENTION_ERROR,
   type ClaimedReceiver,
   type Delivery,
@@ -133,6 +134,7 @@ export class MemoryEvents implements EventStore {
     for (const r of this.receivers.values()) {
       if (claimed.length >= limit) break;
       if (r.record.delivery !== 'push' || (r.leaseOwner !== null && r.leaseUntil > now)) continue;
+      if (r.record.stream?.includes(PAUSED_STREAM_MARK)) continue;
       const pending = this.pendingOf(r.record.id);
       if (pending.length === 0 || pending[0]!.nextAttemptAt > now) continue;
       r.leaseOwner = owner;
