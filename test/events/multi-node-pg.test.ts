@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenctl } from '../helpers/cli.js';
 import { startServe, stopServe, type ServeProcess } from '../helpers/load.js';
 import { PG_SKIP_MESSAGE, PG_URL, dropSchema, testSchemaName } from '../helpers/pg.js';
-import { revocationsOf, TestReceiver, verifySets } from './receiver.js';
+import { allSettled, revocationsOf, TestReceiver, verifySets } from './receiver.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,7 +74,7 @@ describe.runIf(PG_URL)('push from 3 nodes on PostgreSQL', () => {
     );
     // However the nodes merged them into SETs (docs/events.md "Push").
     await receiver.waitForRevocations(REVOCATIONS, 30_000);
-    await new Promise((r) => setTimeout(r, 1_500));
+    await allSettled(() => cli(['receiver', 'list']));
     const claims = await verifySets(nodes[0]!.url, receiver.accepted);
     const subjects = revocationsOf(claims).map((r) => r.jti as string);
     expect(new Set(subjects).size).toBe(REVOCATIONS);
