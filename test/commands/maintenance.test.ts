@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, issue, issueInThePast, tempStore, type IssuedTokens, type TempStore } from '../helpers/cli.js';
 
@@ -180,8 +181,14 @@ describe('status, with event receivers', () => {
     expect(s.events.oldest_pending_at).toBeGreaterThanOrEqual(before);
     expect(s.events.oldest_pending_at).toBeLessThanOrEqual(Date.now());
     expect((await store.run(['status'])).stdout).toMatch(/^security events:\s+2 receivers, 4 pending since \d{4}-\d\d-\d\d .* UTC \((now|\d+ s ago)\)$/m);
-    // Behind once the oldest pending event is older than the lag warning (1s here, as serve's flag).
-    await new Promise((r) => setTimeout(r, 1100));
+    // Behind once the oldest pending event is older than the lag warning (1s here, as serve's flag):
+    // the two events moved 2 s into the past rather than waited for.
+    const db = new Database(store.db);
+    try {
+      db.prepare('UPDATE security_events SET at = at - 2000').run();
+    } finally {
+      db.close();
+    }
     expect(await store.json(['status', '--event-lag-warning', '1s'])).toMatchObject({ events: { lag_warning_ms: 1000, behind: ['gw', 'rs'] } });
     expect((await store.run(['status', '--event-lag-warning', '1s'])).stdout).toMatch(/pending since .*; behind: gw, rs — tokenctl receiver list shows why$/m);
 

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, tokenctl } from '../helpers/cli.js';
+import { postForm, type Reply } from '../helpers/form-post.js';
 import { killAllChildren, startServe, stopServe, type ServeProcess } from '../helpers/load.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { dropSchema, testSchemaName } from '../helpers/pg.js';
@@ -28,33 +29,15 @@ const GRANTS = 4;
 const TOKENS_PER_GRANT = 60;
 const REVOKERS = 4;
 
-interface Answer {
-  status: number;
-  body: Record<string, unknown>;
+interface Answer extends Reply {
   at: number;
   elapsedMs: number;
 }
 
 async function post(url: string, form: Record<string, string>, headers: Record<string, string> = {}): Promise<Answer> {
   const started = Date.now();
-  try {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
-      body: new URLSearchParams(form).toString(),
-      signal: AbortSignal.timeout(15_000),
-    });
-    const text = await res.text();
-    let body: Record<string, unknown> = {};
-    try {
-      body = JSON.parse(text) as Record<string, unknown>;
-    } catch {
-      body = { text };
-    }
-    return { status: res.status, body, at: Date.now(), elapsedMs: Date.now() - started };
-  } catch (error) {
-    return { status: 0, body: { error: String(error) }, at: Date.now(), elapsedMs: Date.now() - started };
-  }
+  const reply = await postForm(url, form, headers, 15_000);
+  return { ...reply, at: Date.now(), elapsedMs: Date.now() - started };
 }
 
 /** `host:port` of each URL of TOKENCTL_TEST_PG_FAILOVER, and the rest of the first (user, database). */

@@ -11,6 +11,7 @@ import { MemoryStore } from '../../src/store/memory/index.js';
 import type { ReceiverRecord, RevocationEvent } from '../../src/store/store.js';
 import { ManualTimers } from '../helpers/timers.js';
 import { GroupingMemoryStore } from './grouping-store.js';
+import { manualDeliverer, TEST_ISSUER } from './manual-deliverer.js';
 import { TestReceiver } from './receiver.js';
 import { recordedEndpoint } from '../../src/engine/push-destination.js';
 
@@ -34,12 +35,7 @@ async function setUp(answers: (set: string, r: ReceiverRecord) => PushResult, st
   const sent: { receiver: string; event: string }[] = [];
   await store.createReceiver(receiver('a'), {});
   await store.createReceiver(receiver('b'), {});
-  const deliverer = new PushDeliverer({
-    store,
-    keys: new SigningKeys(store, () => clock.now()),
-    issuer: () => 'https://issuer.example.test',
-    clock,
-    timers,
+  const deliverer = manualDeliverer(store, timers, {
     push: async (r, set) => {
       sent.push({ receiver: r.id, event: JSON.parse(Buffer.from(set.split('.')[1]!, 'base64url').toString()).jti });
       return answers(set, r);
@@ -115,7 +111,7 @@ describe('PushDeliverer', () => {
     const first = await keys.ensureCurrent();
     let purges = 0;
     store.purgeDeliveredEvents = async () => (purges++, 0);
-    const deliverer = new PushDeliverer({ store, keys, issuer: () => 'https://issuer.example.test', clock, timers, log: (level, _fields, message) => logged.push([level, message]) });
+    const deliverer = manualDeliverer(store, timers, { keys, log: (level, _fields, message) => logged.push([level, message]) });
     clock.advance(KEY_ROTATION_MS);
     const addKey = vi.spyOn(store, 'addSigningKey').mockRejectedValue(new Error('the store is unavailable'));
     // Started as serve does, right after its own check: the first round purges but leaves the keys.
@@ -246,7 +242,7 @@ describe('a receiver down for a minute, over HTTPS', () => {
       // The real push (pushSet) to a real receiver; only the waits between attempts are the clock's.
       const warned: Record<string, unknown>[] = [];
       const log = (level: string, fields: Record<string, unknown>) => void (level === 'warn' && warned.push(fields));
-      const deliverer = new PushDeliverer({ store, keys: new SigningKeys(store, () => clock.now()), issuer: () => 'https://issuer.example.test', clock, timers, log });
+      const deliverer = manualDeliverer(store, timers, { log });
       await rs.down();
       deliverer.start();
       const ids: string[] = [];
@@ -291,7 +287,7 @@ describe('a receiver that never answers', () => {
     const deliverer = new PushDeliverer({
       store,
       keys: new SigningKeys(store, () => Date.now()),
-      issuer: () => 'https://issuer.example.test',
+      issuer: () => TEST_ISSUER,
       intervalMs: 10,
       push: async (r, set) => {
         if (r.id === 'stalled') await stalled;

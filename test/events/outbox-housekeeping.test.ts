@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/engine/clock.js';
-import { PushDeliverer } from '../../src/events/deliverer.js';
-import { SigningKeys } from '../../src/events/keys.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
 import { RETENTION_ERROR, type ReceiverRecord } from '../../src/store/store.js';
 import { ManualTimers } from '../helpers/timers.js';
+import { manualDeliverer } from './manual-deliverer.js';
 
 /**
  * The bounded outbox in the deliverer's housekeeping (docs/events.md), on a manual clock: a poll
@@ -27,12 +26,7 @@ async function setUp(lagWarningMs?: number) {
   const logged: { level: string; fields: Record<string, unknown>; message: string }[] = [];
   await store.createReceiver(receiver('stopped-polling', 'poll', 30 * MINUTE), {});
   await store.createReceiver(receiver('never-answers', 'push', 10 * MINUTE), {});
-  const deliverer = new PushDeliverer({
-    store,
-    keys: new SigningKeys(store, () => clock.now()),
-    issuer: () => 'https://issuer.example.test',
-    clock,
-    timers,
+  const deliverer = manualDeliverer(store, timers, {
     log: (level, fields, message) => logged.push({ level, fields, message }),
     push: async () => ({ kind: 'failed', error: 'connect ECONNREFUSED' }),
     ...(lagWarningMs === undefined ? {} : { lagWarningMs }),

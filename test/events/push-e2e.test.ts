@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROTATION_RACE_WINDOW_MS } from '../../src/engine/context.js';
 import { createClient, issue, issueInThePast, rotateInThePast, tempStore, type TempStore } from '../helpers/cli.js';
 import { startServe, stopServe, type ServeProcess } from '../helpers/load.js';
-import { revocationsOf, subjectOf, TestReceiver, verifySets } from './receiver.js';
+import { allSettled, revocationsOf, subjectOf, TestReceiver, verifySets } from './receiver.js';
 
 /**
  * End to end on SQLite: a real `tokenctl serve` process pushes SETs (RFC 8935) to a real HTTPS
@@ -100,7 +100,7 @@ describe('push to a real HTTPS receiver, SQLite', () => {
 
     await receiver.waitFor(expected.length, 20_000);
     // Nothing more comes.
-    await new Promise((r) => setTimeout(r, 1_000));
+    await allSettled(() => store.json(['receiver', 'list']));
     expect(receiver.accepted).toHaveLength(expected.length);
     expect(receiver.duplicates()).toBe(0);
     for (const a of receiver.accepted) {
@@ -145,7 +145,7 @@ describe('serve --workers 2', () => {
       expect(res.status).toBe(200);
     }
     await receiver.waitFor(tokens.length, 20_000);
-    await new Promise((r) => setTimeout(r, 1_000));
+    await allSettled(() => store.json(['receiver', 'list']));
     expect(receiver.duplicates()).toBe(0);
     expect(revocationsOf(await verifySets(serve.url, receiver.accepted)).map((r) => r.jti)).toEqual(tokens.map((t) => t.jti));
   });

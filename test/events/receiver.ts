@@ -162,3 +162,17 @@ export function revocationsOf(claims: Record<string, any>[]): RevocationClaims[]
     return list;
   });
 }
+
+/**
+ * Resolves once `receiver list` (as `list` reads it) shows nothing pending, then after a moment for
+ * a push still on the loopback wire: with every delivery settled in the store, nothing more is sent,
+ * so a test need not wait a fixed second to see that nothing more comes.
+ */
+export async function allSettled(list: () => Promise<{ pending: number }[]>, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while ((await list()).some((r) => r.pending > 0)) {
+    if (Date.now() > until) throw new Error(`deliveries still pending after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await new Promise((r) => setTimeout(r, 200));
+}

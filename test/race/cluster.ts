@@ -5,7 +5,10 @@ import { PostgresStore } from '../../src/store/postgres/store.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { TokenStore } from '../../src/store/store.js';
 import { dropSchema, testSchemaName, withPg } from '../helpers/pg.js';
+import { postForm, type Reply } from '../helpers/form-post.js';
 import { startServe, stopServe, tempDir, type ServeProcess } from '../helpers/load.js';
+
+export type { Reply };
 
 /**
  * The real thing to race: several `tokenctl serve` processes on one store, and the test process
@@ -131,30 +134,9 @@ export async function storeIsolationOf(cluster: Cluster): Promise<string> {
   return db.transaction(async (tx) => (await tx.query("SELECT current_setting('transaction_isolation') AS level")).rows[0]!.level);
 }
 
-export interface Reply {
-  status: number;
-  body: Record<string, unknown>;
-}
-
 /** One form POST; a network failure is status 0 (counted, never thrown). */
-export async function post(base: string, path: string, form: Record<string, string>, headers: Record<string, string> = {}): Promise<Reply> {
-  try {
-    const res = await fetch(base + path, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
-      body: new URLSearchParams(form).toString(),
-    });
-    const text = await res.text();
-    let body: Record<string, unknown> = {};
-    try {
-      body = JSON.parse(text) as Record<string, unknown>;
-    } catch {
-      body = { text };
-    }
-    return { status: res.status, body };
-  } catch (error) {
-    return { status: 0, body: { error: String(error) } };
-  }
+export function post(base: string, path: string, form: Record<string, string>, headers: Record<string, string> = {}): Promise<Reply> {
+  return postForm(base + path, form, headers);
 }
 
 export function refreshAt(cluster: Cluster, node: number, refreshToken: string): Promise<Reply> {

@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SigningKeys } from '../../src/events/keys.js';
 import { signSet } from '../../src/events/set.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
@@ -261,10 +261,16 @@ describe('resource server module', () => {
     await rs!.verify('tok-a');
     await fake.emit({ scope: 'user', username: 'nobody' }); // the first key is fetched
     await until(() => rs!.stats().events === 1);
-    await new Promise((r) => setTimeout(r, 1100)); // the refetch interval
-    await fake.rotate(true);
-    await fake.emit({ scope: 'token', jti: 'j-a' });
-    await until(() => rs!.stats().events === 2);
+    // Past the refetch interval (1 s): the clock moved on, timers and sockets left real.
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+    try {
+      vi.setSystemTime(Date.now() + 1100);
+      await fake.rotate(true);
+      await fake.emit({ scope: 'token', jti: 'j-a' });
+      await until(() => rs!.stats().events === 2);
+    } finally {
+      vi.useRealTimers();
+    }
     expect(rs!.stats().dropped).toBe(1);
   });
 
