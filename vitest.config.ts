@@ -28,6 +28,7 @@ const INTEGRATION = [
   'test/events/multi-node-pg.test.ts',
   'test/events/poll-postgres.test.ts',
   'test/events/push-e2e.test.ts',
+  'test/events/push-paused.test.ts',
   'test/http/serve-process.test.ts',
   'test/http/workers.test.ts',
   'test/metrics/serve-metrics.test.ts',

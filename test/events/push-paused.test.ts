@@ -8,7 +8,7 @@ import { PushDeliverer } from '../../src/events/deliverer.js';
 import { SigningKeys } from '../../src/events/keys.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { PAUSED_STREAM_MARK, type ReceiverRecord, type TokenStore } from '../../src/store/store.js';
-import { PG_URL, openTestStore } from '../helpers/pg.js';
+import { PG_SKIP_MESSAGE, PG_URL, openTestStore } from '../helpers/pg.js';
 import { makeClient, makeToken } from '../helpers/records.js';
 
 /**
@@ -29,6 +29,8 @@ const backends: [string, () => Promise<{ store: TokenStore; cleanup: () => Promi
   ],
   ...(PG_URL !== undefined ? [['PostgreSQL', () => openTestStore(PG_URL!)] as [string, () => Promise<{ store: TokenStore; cleanup: () => Promise<void> }>]] : []),
 ];
+
+if (PG_URL === undefined) it.skip(`a paused push stream on PostgreSQL: ${PG_SKIP_MESSAGE}`, () => {});
 
 describe.each(backends)('a paused push stream on %s', (_name, open) => {
   it('holds its events while paused, pushes them once enabled; a disabled stream drops them', async () => {

@@ -8,7 +8,7 @@ import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgr
  * store lives in a schema of its own, so test files and parallel runs never see each other's
  * rows, and cleanup is one DROP SCHEMA.
  */
-export const PG_URL = process.env.TOKENCTL_TEST_PG;
+export const PG_URL = process.env.TOKENCTL_TEST_PG || undefined;
 
 export const PG_SKIP_MESSAGE = 'PostgreSQL tests skipped: set TOKENCTL_TEST_PG=postgres://user@host:5432/db to run them';
 
