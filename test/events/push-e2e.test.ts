@@ -135,7 +135,7 @@ describe('push to a real HTTPS receiver, SQLite', () => {
 describe('serve --workers 2', () => {
   const s = withSetup(['--workers', '2']);
 
-  it('both workers run a deliverer; each event goes out once, in order', async () => {
+  it('both workers run a deliverer; each event goes out once', async () => {
     const { store, receiver, serve } = s.current;
     const app = await createClient(store);
     const tokens = await store.json<{ access_token: string; jti: string }[]>(['token', 'issue', '--client', app.id, '--user', 'alice', '--count', '20']);
@@ -147,7 +147,10 @@ describe('serve --workers 2', () => {
     await receiver.waitFor(tokens.length, 20_000);
     await allSettled(() => store.json(['receiver', 'list']));
     expect(receiver.duplicates()).toBe(0);
-    expect(revocationsOf(await verifySets(serve.url, receiver.accepted)).map((r) => r.jti)).toEqual(tokens.map((t) => t.jti));
+    // SETs are started in event order, but up to 4 are in flight and may arrive in any order
+    // (docs/events.md, "Grouping, SETs in flight and order"; deliverer.test.ts checks the start order).
+    const arrived = revocationsOf(await verifySets(serve.url, receiver.accepted)).map((r) => r.jti);
+    expect([...arrived].sort()).toEqual(tokens.map((t) => t.jti).sort());
   });
 });
 
