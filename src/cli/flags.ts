@@ -1,4 +1,5 @@
 import { Flags } from '@oclif/core';
+import { EVENTS_SUPPORTED, SESSION_REVOKED, TOKENS_REVOKED } from '../engine/stream-settings.js';
 import { isWellFormedToken } from '../engine/tokens.js';
 import { MAX_LIFETIME_MS, parseDuration } from './duration.js';
 import { CliError, EXIT } from './errors.js';
@@ -15,16 +16,28 @@ export const receiverRetentionFlag = Flags.custom<number>({
   description: 'Deliveries pending longer than this (from their event) become dead letters, poll and push alike; 1m to 90d [default: 24h]',
 });
 
-/** Short names `receiver add/update --events` accepts for the supported event types (any other value is taken as a URI). */
-const EVENT_NAMES: Record<string, string> = {
-  'tokens-revoked': 'urn:tokenctl:secevent:tokens-revoked',
-  'session-revoked': 'https://schemas.openid.net/secevent/caep/event-type/session-revoked',
-};
+/** Short names `receiver add/update --events` accepts for the supported event types. */
+const EVENT_NAMES: Record<string, string> = { 'tokens-revoked': TOKENS_REVOKED, 'session-revoked': SESSION_REVOKED };
 
-/** `receiver add/update --events`: SSF `events_requested`, comma-separated (the engine checks it as the stream API does). */
+/**
+ * `receiver add/update --events`: SSF `events_requested`, comma-separated (the engine checks it as
+ * the stream API does). A value is a short name or an absolute URI; a list of which tokenctl sends
+ * nothing is refused here, since an operator's receiver would silently get no events at all.
+ */
 export const receiverEventsFlag = Flags.custom<string[]>({
   helpValue: '<list>',
-  parse: async (input: string) => input.split(',').map((e) => e.trim()).map((e) => EVENT_NAMES[e] ?? e),
+  parse: async (input: string) => {
+    const events = input.split(',').map((e) => e.trim()).map((e) => {
+      const uri = EVENT_NAMES[e] ?? e;
+      // An empty item is left to the engine's check, which names the list's rules.
+      if (uri !== '' && !/^[a-z][a-z0-9+.-]*:\S+$/i.test(uri)) throw new CliError(`--events: "${e}" is neither ${Object.keys(EVENT_NAMES).join(' nor ')} nor an event type URI`, EXIT.usage, 'bad_events');
+      return uri;
+    });
+    if (!events.some((e) => EVENTS_SUPPORTED.includes(e))) {
+      throw new CliError(`--events: tokenctl sends none of these events, so the receiver would get nothing: give ${Object.keys(EVENT_NAMES).join(' or ')}`, EXIT.usage, 'bad_events');
+    }
+    return events;
+  },
   description: 'The events its SETs carry (SSF events_requested), comma-separated: tokens-revoked, session-revoked (CAEP), or event type URIs [default: tokens-revoked]',
 });
 

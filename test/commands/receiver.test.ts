@@ -71,6 +71,8 @@ describe('receiver commands', () => {
       [['receiver', 'update', 'rs-caep', '--alg', 'none'], /--alg must be ES256 or RS256/],
       [['receiver', 'update', 'rs-caep', '--events', 'session-revoked,,tokens-revoked'], /--events must be a list of at most 64 event type URIs/],
       [['receiver', 'update', 'rs-caep'], /nothing to change: give --retention, --events or --alg/],
+      [['receiver', 'update', 'rs-caep', '--events', 'tokens-revoked,nope'], /--events: "nope" is neither tokens-revoked nor session-revoked nor an event type URI/],
+      [['receiver', 'add', 'x-none', '--push', 'https://x.example.test/events', '--events', 'urn:example:other'], /--events: tokenctl sends none of these events, so the receiver would get nothing/],
     ] as [string[], RegExp][]) {
       const r = await store.run(args);
       expect(r.code, args.join(' ')).toBe(2);
