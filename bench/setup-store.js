@@ -139,7 +139,7 @@ async function insertCodes(SqliteStore, file, count) {
           clientId: CODE_CLIENT.id, redirectUri: CODE_CLIENT.redirectUri, redirectUriSent: true, scope: 'read write', state: null,
           codeChallenge: s256(verifier), createdAt: now, expiresAt: now + LOGIN_CHALLENGE_TTL_MS, status: 'accepted', decidedAt: now,
           verifierDigest: sha256(randomBytes(32).toString('base64url')), subject: user, username: user, grantedScope: 'read write',
-          error: null, errorDescription: null, codeDigest: sha256(code), codeExpiresAt: now + 30 * DAY_MS, grantId: randomUUID(), redeemedAt: null,
+          error: null, errorDescription: null, codeDigest: sha256(code), codeExpiresAt: now + 30 * DAY_MS, grantId: randomUUID(), redeemedAt: null, dpopJkt: null,
         }));
         tails.push(`code=${code}&code_verifier=${verifier}`);
       }
