@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -24,6 +25,8 @@ export interface PgBouncer {
   port: number;
   /** What PgBouncer logged (its refusals name the startup parameter it refused). */
   log(): string;
+  /** Closes every server connection once released (the console's RECONNECT): what `server_lifetime` does hourly. */
+  reconnect(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -79,6 +82,7 @@ export async function startPgBouncer(databaseUrl: string, mode: PoolMode, server
         'max_client_conn = 500',
         `default_pool_size = ${serverPoolSize}`,
         'server_check_delay = 0',
+        `admin_users = ${user}`,
         '',
       ].join('\n'),
       { mode: 0o644 },
@@ -102,6 +106,15 @@ export async function startPgBouncer(databaseUrl: string, mode: PoolMode, server
         url: url.toString(),
         port,
         log: () => output,
+        reconnect: async () => {
+          const admin = new pg.Client({ host: '127.0.0.1', port, user, database: 'pgbouncer' });
+          await admin.connect();
+          try {
+            await admin.query('RECONNECT');
+          } finally {
+            await admin.end();
+          }
+        },
         stop: async () => {
           if (alive) {
             child.kill('SIGINT'); // immediate shutdown

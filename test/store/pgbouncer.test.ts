@@ -86,6 +86,35 @@ describe.skipIf(!enabled)('PgBouncer in transaction mode, as tokenctl met it bef
     expect((error as Error).message).toMatch(/unavailable: connection failure: unsupported startup parameter: options/);
   });
 
+  it("runs the store's reused statements although PgBouncer cannot keep them: named at first, then unnamed", async () => {
+    // Debian's PgBouncer (1.18) does not track prepared statements: a transaction of a client
+    // connection that prepared one lands on a server connection without it (26000), or one
+    // prepares a name another client's already holds there (42P05). Two server connections for twelve.
+    const few = await startPgBouncer(PG_URL ?? '', 'transaction', 2);
+    const { store, cleanup } = await openTestStore(few.url, { poolSize: 12 });
+    try {
+      await store.createClient(makeClient({ id: 'client-1' }), {});
+      const grants = Array.from({ length: 120 }, (_, i) => makeGrant({ clientId: 'client-1', grantId: `grant-${i}` }));
+      await store.insertTokens(grants.flatMap((g) => [g.refresh, g.access]));
+      const audit = (target: string) => ({ at: T0, actor: 'test', action: 'token.revoke', target, count: 1, detail: 'access_token' });
+      // Rounds of reads and access-token revocations at once: batched, on every client connection.
+      for (let round = 0; round < 6; round++) {
+        const mine = grants.slice(round * 20, round * 20 + 20);
+        const found = await Promise.all(mine.map((g) => store.findClientAndToken('client-1', g.access.digest)));
+        expect(found.map((f) => f.token?.jti)).toEqual(mine.map((g) => g.access.jti));
+        const revoked = await Promise.all(mine.map((g) => store.revokeToken(g.access.jti, T0 + round, false, { audit: audit(g.access.jti) })));
+        expect(revoked.every(Boolean)).toBe(true);
+        // New server connections, without the statements the client connections prepared.
+        if (round % 2 === 0) await few.reconnect();
+      }
+      for (const g of grants) expect((await store.findTokenByJti(g.access.jti))?.revokedAt).not.toBeNull();
+      expect(await store.listAudit({})).toHaveLength(120);
+    } finally {
+      await cleanup();
+      await few.stop();
+    }
+  });
+
   it('shares few server connections among many store connections without mixing their transactions', async () => {
     const { store, cleanup } = await openTestStore(bouncer.url, { poolSize: 12 });
     try {

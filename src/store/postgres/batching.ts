@@ -2,7 +2,7 @@ import { StoreUnavailableError, type AuditEntry, type ClientAndToken, type MintL
 import type { Database } from './database.js';
 import { eventParams } from './event-writes.js';
 import { FIND_CLIENTS_AND_TOKENS, optionalAudit, type ClientsAndTokensRow, REVOKE_ONE, REVOKE_ONE_LOGGED, REVOKE_TOKENS } from './statements.js';
-import { mintOutcomes } from './writes.js';
+import { mintOutcomes, revoking } from './writes.js';
 import { TurnBatch, type Queued } from '../turn-batch.js';
 
 /** An answer of a batch's `run` for one item that failed alone: that call is rejected with `error`. */
@@ -79,7 +79,7 @@ export const MAX_MINT_BATCH = 50;
 /** findClientAndToken for a batch: one statement, one snapshot, one row per pair in order. */
 export function readClientsAndTokens(db: Database): (pairs: { clientId: string; digest: string | null }[]) => Promise<ClientAndToken[]> {
   return async (pairs) => {
-    const { rows } = await db.query<ClientsAndTokensRow>(FIND_CLIENTS_AND_TOKENS, [pairs.map((p) => p.clientId), pairs.map((p) => p.digest)]);
+    const { rows } = await db.reuse<ClientsAndTokensRow>(FIND_CLIENTS_AND_TOKENS, [pairs.map((p) => p.clientId), pairs.map((p) => p.digest)]);
     const clients = rows[0]?.clients ?? {};
     const tokens = rows[0]?.tokens ?? [];
     // Each caller its own copy of its client (several may name one); own properties only (an id may be any string).
@@ -111,22 +111,24 @@ export function revokeTokens(db: Database): (items: Revocation[]) => Promise<(bo
       // In jti order: two batches that share tokens lock them in the same order.
       const distinct = [...first.values()].sort((x, y) => compare(x.jti, y.jti));
       const column = <T>(f: (r: Revocation) => T) => distinct.map(f);
-      const { rows } = await db.query<{ jti: string }>(REVOKE_TOKENS, [
+      const params = [
         column((r) => r.jti), column((r) => r.at), column((r) => r.audit?.at ?? 0), column((r) => r.audit?.actor ?? ''),
         column((r) => r.audit?.action ?? ''), column((r) => r.audit?.target ?? ''), column((r) => r.audit?.count ?? 0),
         column((r) => r.audit?.detail ?? ''), column((r) => r.audit !== undefined),
         column((r) => r.event?.id ?? null), column((r) => r.event?.at ?? null), column((r) => eventParams(r.event)[2]),
-      ]);
+      ];
+      const { rows } = await revoking(db, (tx) => tx.reuse<{ jti: string }>(REVOKE_TOKENS, params));
       const revoked = new Set(rows.map((r) => r.jti));
       return items.map((r) => first.get(r.jti) === r && revoked.has(r.jti));
     });
   };
 }
 
-/** One revocation, with its audit line and its event, in one statement. */
+/** One revocation, with its audit line and its event, in one statement (in a transaction of its own: {@link revoking}). */
 async function revokeOne(db: Database, r: Revocation): Promise<boolean> {
   if (r.audit === undefined && r.event === undefined) return ((await db.query(REVOKE_ONE, [r.at, r.jti])).rowCount ?? 0) === 1;
-  const { rows } = await db.query<{ revoked: boolean }>(REVOKE_ONE_LOGGED, [r.at, r.jti, ...optionalAudit(r.audit), ...eventParams(r.event)]);
+  const params = [r.at, r.jti, ...optionalAudit(r.audit), ...eventParams(r.event)];
+  const { rows } = await revoking(db, (tx) => tx.reuse<{ revoked: boolean }>(REVOKE_ONE_LOGGED, params));
   return rows[0]?.revoked === true;
 }
 

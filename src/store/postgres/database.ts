@@ -1,6 +1,7 @@
-import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
+import { createHash } from 'node:crypto';
+import type { Pool, PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
 import { StoreUnavailableError } from '../store.js';
-import { isRetryable, mapPgError } from './errors.js';
+import { errorCode, isRetryable, mapPgError } from './errors.js';
 import { Qualifier } from './qualify.js';
 
 /** What a transaction's work returns to roll back instead of committing. */
@@ -11,7 +12,22 @@ export class Rollback<T> {
 /** The connection a transaction's work runs its statements on (table names qualified, as {@link Database.query}). */
 export interface TransactionClient {
   query<R extends QueryResultRow = QueryResultRow>(sql: string, params?: unknown[]): Promise<QueryResult<R>>;
+  /**
+   * A statement of fixed text that runs often: prepared once per connection, under a name
+   * derived from its text, so that PostgreSQL plans it once per connection instead of at every
+   * call (a large part of a small batch's cost; bench/README.md). Sent as {@link query} once
+   * the store has met a pooler that cannot keep prepared statements ({@link Database}).
+   */
+  reuse<R extends QueryResultRow = QueryResultRow>(sql: string, params?: unknown[]): Promise<QueryResult<R>>;
 }
+
+/**
+ * What a pooler in transaction mode that does not track prepared statements (PgBouncer before
+ * 1.21, or with max_prepared_statements = 0) answers a named statement with, when the
+ * transaction lands on another server connection: "prepared statement does not exist"
+ * (26000) or "already exists" (42P05). Either fails before the statement runs.
+ */
+const PREPARED_STATEMENTS_LOST = new Set(['26000', '42P05']);
 
 /**
  * The isolation level every transaction names (contract 6): READ COMMITTED, whose row locks and
@@ -31,6 +47,8 @@ export interface DatabaseOptions {
   retryBudgetMs?: number;
   /** Every transaction's isolation level; default READ COMMITTED. */
   isolation?: Isolation;
+  /** Whether {@link TransactionClient.reuse} prepares its statements (default true; false: sent as `query`). */
+  prepare?: boolean;
 }
 
 /** The first retry waits up to this long, each next one up to twice as long as the one before ... */
@@ -59,6 +77,10 @@ export class Database {
   private readonly retryBudgetMs: number;
   /** One attempt's whole budget (waiting for a connection, every statement), 0 for none. */
   private readonly attemptDeadlineMs: number;
+  /** Named statements are used: until a pooler shows it cannot keep them (then never again). */
+  private prepare: boolean;
+  /** The name of each reused statement, by its qualified text. */
+  private readonly names = new Map<string, string>();
 
   constructor(
     private readonly pool: Pool,
@@ -70,6 +92,18 @@ export class Database {
     this.retryBudgetMs = options.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS;
     const statementTimeoutMs = options.statementTimeoutMs ?? 0;
     this.attemptDeadlineMs = statementTimeoutMs > 0 ? statementTimeoutMs + CLIENT_GRACE_MS : 0;
+    this.prepare = options.prepare ?? true;
+  }
+
+  /** pg's query of a reused statement: named after a digest of its text, so that one name is one text on every connection. */
+  private named(text: string, values: unknown[]): QueryConfig | string {
+    if (!this.prepare) return text;
+    let name = this.names.get(text);
+    if (name === undefined) {
+      name = `tokenctl_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
+      this.names.set(text, name);
+    }
+    return { name, text, values };
   }
 
   /** One statement, in its own transaction. */
@@ -77,6 +111,16 @@ export class Database {
     this.check();
     const text = this.qualify(sql);
     return this.retrying(() => this.pool.query<R>(text, params));
+  }
+
+  /** One statement of fixed text in its own transaction, reused as {@link TransactionClient.reuse} says. */
+  async reuse<R extends QueryResultRow = QueryResultRow>(sql: string, params: unknown[] = []): Promise<QueryResult<R>> {
+    this.check();
+    const text = this.qualify(sql);
+    return this.retrying(() => {
+      const query = this.named(text, params);
+      return typeof query === 'string' ? this.pool.query<R>(query, params) : this.pool.query<R>(query);
+    });
   }
 
   /**
@@ -95,6 +139,10 @@ export class Database {
       withClient(this.pool, async (connection) => {
         const db: TransactionClient = {
           query: <R extends QueryResultRow = QueryResultRow>(sql: string, params: unknown[] = []) => connection.query<R>(this.qualify(sql), params),
+          reuse: <R extends QueryResultRow = QueryResultRow>(sql: string, params: unknown[] = []) => {
+            const query = this.named(this.qualify(sql), params);
+            return typeof query === 'string' ? connection.query<R>(query, params) : connection.query<R>(query);
+          },
         };
         await connection.query(begin);
         try {
@@ -137,6 +185,11 @@ export class Database {
       try {
         return await this.withinDeadline(attempt);
       } catch (error) {
+        if (this.prepare && PREPARED_STATEMENTS_LOST.has(errorCode(error) ?? '')) {
+          // A pooler between us and PostgreSQL: the attempt failed before its statement ran; run it again unnamed.
+          this.prepare = false;
+          continue;
+        }
         if (!isRetryable(error)) throw mapPgError(error, this.location);
         const wait = Math.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** n);
         const elapsed = Date.now() - started;

@@ -14,12 +14,12 @@ import type { RevocationEvent } from '../event-records.js';
  * - at READ COMMITTED a statement's snapshot is taken after its locks: a revocation whose INSERT
  *   waited for a receiver's registration sees the receiver; a registration that waited for a
  *   revocation commits after it (its event was not owed to it);
- * - at SERIALIZABLE a transaction's snapshot is its first statement's: the revocation
- *   transactions take {@link OUTBOX_LOCK} with their BEGIN, before any snapshot. A single
- *   statement (a batch of token revocations) takes its snapshot just before its locks; the
- *   registration reads `tokens` ({@link RECEIVERS_READ_TOKENS}), which such a revocation writes:
- *   read-write conflicts both ways, one of them fails with a serialization error, and the
- *   revocation runs again in a snapshot that has the receiver.
+ * - at REPEATABLE READ and SERIALIZABLE a transaction's snapshot is its first statement's, and
+ *   a statement takes it before its locks: every revocation therefore runs in a transaction
+ *   that takes {@link OUTBOX_LOCK} with its BEGIN, before any snapshot (writes.ts `revoking`),
+ *   a batch of token revocations too, which would otherwise run at the database's default
+ *   level. At SERIALIZABLE the registration also reads `tokens` ({@link RECEIVERS_READ_TOKENS}),
+ *   which a revocation writes: read-write conflicts both ways, should a revocation ever miss it.
  */
 
 /** With the BEGIN of every revocation transaction: taken before its snapshot. */

@@ -31,9 +31,13 @@ import {
 
 /**
  * A transaction that revokes, and so may write a security event: the outbox's lock is taken with
- * its BEGIN, before its snapshot (event-writes.ts).
+ * its BEGIN, before its snapshot (event-writes.ts). Even a revocation of one statement runs in
+ * one: sent alone, it would run at the database's default level, and at REPEATABLE READ take
+ * its snapshot before waiting for a receiver's registration, whose event it then misses
+ * (test/race/postgres-events.test.ts); a named statement takes its snapshot at its Bind, before
+ * the locks its plan needs, at any level.
  */
-function revoking<T>(db: Database, work: (tx: TransactionClient) => Promise<T | Rollback<T>>, settings?: string): Promise<T> {
+export function revoking<T>(db: Database, work: (tx: TransactionClient) => Promise<T | Rollback<T>>, settings?: string): Promise<T> {
   return db.transaction(work, { lock: OUTBOX_LOCK, settings });
 }
 
