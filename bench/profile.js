@@ -6,7 +6,9 @@
  * functions with the most self time and the time by package, as shares of the busy (not idle)
  * time.
  *
- * Usage: node bench/profile.js [introspect|introspect_1m|revoke|revoke_events|refresh|ceiling] [--seconds N]
+ * Usage: node bench/profile.js [introspect|introspect_1m|revoke|revoke_events|revoke_pg|refresh|ceiling] [--seconds N]
+ * (`revoke_pg`: revocations on a PostgreSQL copy of the pool store, in TOKENCTL_BENCH_PG or the bench's
+ * default database, as pg_revocation_rps; the schema is dropped at the end.)
  * (`revoke_events`: revocations with a poll receiver registered and polling, as events_cost_ratio's "with".)
  * (`ceiling`: the bare node:http server under the introspection load, to compare with.)
  * The profile is kept in bench/results/<kind>.cpuprofile (open it in Chrome DevTools or
@@ -22,6 +24,7 @@ import { runLoad } from './lib/measure.js';
 import { REQUESTS, startTokenctl, tokenctlServeMissing } from './lib/contenders.js';
 import { copyStore, prepareStores } from './lib/stores.js';
 import { addReceiver, barePoller } from './events.js';
+import { copyToPg, DEFAULT_PG } from './lib/postgres.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const { values, positionals } = parseArgs({ options: { seconds: { type: 'string', default: '5' } }, allowPositionals: true });
@@ -102,13 +105,17 @@ function summarize(file) {
 async function main() {
   const missing = await tokenctlServeMissing();
   if (missing) throw new Error(`cannot profile: ${missing}`);
-  const req = kind === 'refresh' ? REQUESTS.tokenctl.refresh : kind === 'revoke' || kind === 'revoke_events' ? REQUESTS.tokenctl.revoke : REQUESTS.tokenctl.introspect;
+  const req = kind === 'refresh' ? REQUESTS.tokenctl.refresh : kind === 'revoke' || kind === 'revoke_events' || kind === 'revoke_pg' ? REQUESTS.tokenctl.revoke : REQUESTS.tokenctl.introspect;
   const stores = await prepareStores({ quick: false, rebuild: false, log });
   const s = kind === 'introspect_1m' ? stores.t1m : kind === 'introspect' || kind === 'ceiling' ? stores.t1k : stores.pool;
   if (!s) throw new Error('stores missing');
   const workDir = mkdtempSync(join(tmpdir(), 'tokenctl-profile-'));
+  /** @type {Awaited<ReturnType<typeof copyToPg>> | null} */
+  let pg = null;
   try {
-    const db = copyStore(s.db, join(workDir, 'tokens.db'));
+    const copy = copyStore(s.db, join(workDir, 'tokens.db'));
+    if (kind === 'revoke_pg') pg = await copyToPg({ base: process.env.TOKENCTL_BENCH_PG || DEFAULT_PG, sqlite: copy, log, what: 'the revocation pool' });
+    const db = pg?.url ?? copy;
     if (kind === 'revoke_events') await addReceiver(db);
     const profDir = join(workDir, 'prof');
     const profArgs = ['--cpu-prof', `--cpu-prof-dir=${profDir}`];
@@ -118,7 +125,7 @@ async function main() {
         : await startTokenctl(workDir, 'serve', db, profArgs);
     const stopPoller = kind === 'revoke_events' ? barePoller(server.url) : null;
     const r = await runLoad({
-      label: kind, server, ...req, tokenFile: kind === 'refresh' ? s.refreshFile : s.accessFile, fresh: kind === 'revoke' || kind === 'revoke_events',
+      label: kind, server, ...req, tokenFile: kind === 'refresh' ? s.refreshFile : s.accessFile, fresh: kind === 'revoke' || kind === 'revoke_events' || kind === 'revoke_pg',
       connections: 50, warmupS: 1, durationS: Number(values.seconds), workDir,
     });
     log(`${kind}: ${Math.round(r.rps)} req/s, p99 ${r.latency.p99} ms, server CPU ${r.serverCpuShare.toFixed(2)}`);
@@ -139,6 +146,7 @@ async function main() {
     log('\nself time by function:\n' + byFunction.join('\n'));
     log(`\nprofile: ${kept} (includes start-up and warm-up)`);
   } finally {
+    await pg?.drop();
     rmSync(workDir, { recursive: true, force: true });
   }
 }
