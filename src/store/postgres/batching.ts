@@ -1,8 +1,8 @@
 import { StoreUnavailableError, type AuditEntry, type ClientAndToken, type MintLimit, type MintOutcome, type RevocationEvent, type TokenRecord } from '../store.js';
 import type { Database } from './database.js';
-import { eventParams } from './event-writes.js';
+import { eventParams, OUTBOX_LOCK } from './event-writes.js';
 import { FIND_CLIENTS_AND_TOKENS, optionalAudit, type ClientsAndTokensRow, REVOKE_ONE, REVOKE_ONE_LOGGED, REVOKE_TOKENS } from './statements.js';
-import { mintOutcomes, revoking } from './writes.js';
+import { mintOutcomes } from './writes.js';
 import { TurnBatch, type Queued } from '../turn-batch.js';
 
 /** An answer of a batch's `run` for one item that failed alone: that call is rejected with `error`. */
@@ -117,18 +117,18 @@ export function revokeTokens(db: Database): (items: Revocation[]) => Promise<(bo
         column((r) => r.audit?.detail ?? ''), column((r) => r.audit !== undefined),
         column((r) => r.event?.id ?? null), column((r) => r.event?.at ?? null), column((r) => eventParams(r.event)[2]),
       ];
-      const { rows } = await revoking(db, (tx) => tx.reuse<{ jti: string }>(REVOKE_TOKENS, params));
+      const { rows } = await db.alone<{ jti: string }>(REVOKE_TOKENS, params, { lock: OUTBOX_LOCK });
       const revoked = new Set(rows.map((r) => r.jti));
       return items.map((r) => first.get(r.jti) === r && revoked.has(r.jti));
     });
   };
 }
 
-/** One revocation, with its audit line and its event, in one statement (in a transaction of its own: {@link revoking}). */
+/** One revocation, with its audit line and its event, in one statement (in a transaction of its own: writes.ts `revoking`). */
 async function revokeOne(db: Database, r: Revocation): Promise<boolean> {
   if (r.audit === undefined && r.event === undefined) return ((await db.query(REVOKE_ONE, [r.at, r.jti])).rowCount ?? 0) === 1;
   const params = [r.at, r.jti, ...optionalAudit(r.audit), ...eventParams(r.event)];
-  const { rows } = await revoking(db, (tx) => tx.reuse<{ revoked: boolean }>(REVOKE_ONE_LOGGED, params));
+  const { rows } = await db.alone<{ revoked: boolean }>(REVOKE_ONE_LOGGED, params, { lock: OUTBOX_LOCK });
   return rows[0]?.revoked === true;
 }
 

@@ -12,13 +12,6 @@ export class Rollback<T> {
 /** The connection a transaction's work runs its statements on (table names qualified, as {@link Database.query}). */
 export interface TransactionClient {
   query<R extends QueryResultRow = QueryResultRow>(sql: string, params?: unknown[]): Promise<QueryResult<R>>;
-  /**
-   * A statement of fixed text that runs often: prepared once per connection, under a name
-   * derived from its text, so that PostgreSQL plans it once per connection instead of at every
-   * call (a large part of a small batch's cost; bench/README.md). Sent as {@link query} once
-   * the store has met a pooler that cannot keep prepared statements ({@link Database}).
-   */
-  reuse<R extends QueryResultRow = QueryResultRow>(sql: string, params?: unknown[]): Promise<QueryResult<R>>;
 }
 
 /**
@@ -47,7 +40,7 @@ export interface DatabaseOptions {
   retryBudgetMs?: number;
   /** Every transaction's isolation level; default READ COMMITTED. */
   isolation?: Isolation;
-  /** Whether {@link TransactionClient.reuse} prepares its statements (default true; false: sent as `query`). */
+  /** Whether {@link Database.reuse} and {@link Database.alone} prepare their statements (default true). */
   prepare?: boolean;
 }
 
@@ -113,7 +106,12 @@ export class Database {
     return this.retrying(() => this.pool.query<R>(text, params));
   }
 
-  /** One statement of fixed text in its own transaction, reused as {@link TransactionClient.reuse} says. */
+  /**
+   * One statement of fixed text that runs often, in its own transaction: prepared once per
+   * connection, under a name derived from its text, so that PostgreSQL plans it once per
+   * connection instead of at every call (a large part of a small batch's cost; bench/README.md).
+   * Sent unnamed once the store has met a pooler that cannot keep prepared statements.
+   */
   async reuse<R extends QueryResultRow = QueryResultRow>(sql: string, params: unknown[] = []): Promise<QueryResult<R>> {
     this.check();
     const text = this.qualify(sql);
@@ -121,6 +119,31 @@ export class Database {
       const query = this.named(text, params);
       return typeof query === 'string' ? this.pool.query<R>(query, params) : this.pool.query<R>(query);
     });
+  }
+
+  /**
+   * One statement of fixed text (reused as {@link reuse} says) in a transaction of its own that
+   * names its isolation level, with `lock` taken before its snapshot, as {@link transaction}
+   * does: BEGIN, the statement and COMMIT go out together, pipelined (the pool's connections are
+   * in pg's pipeline mode, pool.ts), so the transaction costs one round trip, not three. A
+   * statement that fails leaves the transaction aborted, and the COMMIT behind it rolls it back.
+   */
+  async alone<R extends QueryResultRow = QueryResultRow>(sql: string, params: unknown[], options: { lock?: string } = {}): Promise<QueryResult<R>> {
+    this.check();
+    const text = this.qualify(sql);
+    const begin = [this.begin, ...(options.lock === undefined ? [] : [this.qualify(options.lock)])].join('; ');
+    return this.retrying(() =>
+      withClient(this.pool, async (connection) => {
+        const query = this.named(text, params);
+        const sent = [connection.query(begin), typeof query === 'string' ? connection.query<R>(query, params) : connection.query<R>(query), connection.query('COMMIT')] as const;
+        const [began, result, committed] = await Promise.allSettled(sent);
+        for (const step of [began, result, committed]) if (step.status === 'rejected') throw step.reason;
+        const answer = (result as PromiseFulfilledResult<QueryResult<R>>).value;
+        // COMMIT answers ROLLBACK for a transaction that failed; every step succeeded, so it did not.
+        if ((committed as PromiseFulfilledResult<QueryResult>).value.command !== 'COMMIT') throw new Error(`the transaction of ${this.location} ended in ${(committed as PromiseFulfilledResult<QueryResult>).value.command}`);
+        return answer;
+      }),
+    );
   }
 
   /**
@@ -139,10 +162,6 @@ export class Database {
       withClient(this.pool, async (connection) => {
         const db: TransactionClient = {
           query: <R extends QueryResultRow = QueryResultRow>(sql: string, params: unknown[] = []) => connection.query<R>(this.qualify(sql), params),
-          reuse: <R extends QueryResultRow = QueryResultRow>(sql: string, params: unknown[] = []) => {
-            const query = this.named(this.qualify(sql), params);
-            return typeof query === 'string' ? connection.query<R>(query, params) : connection.query<R>(query);
-          },
         };
         await connection.query(begin);
         try {

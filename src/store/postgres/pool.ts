@@ -89,6 +89,10 @@ export function createPool(url: string, settings: PoolSettings): pg.Pool {
     keepAlive: true,
     application_name: 'tokenctl', // the URL's application_name, if any, wins
     types: TYPES,
+    // Queries sent on a connection before the last is answered go out at once (pg's pipeline
+    // mode): Database.alone sends a transaction's BEGIN, statement and COMMIT in one round trip.
+    // Every other caller waits for each answer, as without it.
+    pipeline: true,
   };
   // Several hosts (or target_session_attrs): each connection finds the writable one (hosts.ts).
   const pool = new pg.Pool(hosts === undefined ? config : { ...config, Client: writableHostClient(hosts, config) });
