@@ -19,6 +19,7 @@ import { Session } from 'node:inspector/promises';
 import pg from 'pg';
 import { cpuSeconds } from '../lib/proc.js';
 import { withApplicationName } from '../lib/postgres.js';
+import { clientRecord, tokenRecord } from '../lib/records.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const [seconds = '3', callers = '50', rounds = '3', poolSize = '8'] = process.argv.slice(2);
@@ -49,10 +50,10 @@ const store = await PostgresStore.open(withApplicationName(url.toString(), app),
 let batches = 0;
 try {
   const now = Date.now();
-  await store.createClient({ id: 'bench', name: 'bench', secretHash: 'x', scope: '', orgId: 'org', audience: 'api', accessTtlMs: null, refreshTtlMs: null, createdAt: now, secretUpdatedAt: now, redirectUris: [], grantTypes: ['refresh_token'], loginProvider: false, requireDpop: false }, {});
+  await store.createClient(clientRecord({ secretHash: 'x', createdAt: now, secretUpdatedAt: now }), {});
   const tokens = Array.from({ length: N }, () => {
     const secret = randomBytes(32).toString('base64url');
-    return { jti: randomUUID(), digest: createHash('sha256').update(secret).digest('base64url'), type: 'access_token', grantId: randomUUID(), clientId: 'bench', username: 'alice', sub: 'alice', scope: 'read', audience: 'api', orgId: 'org', node: 'micro', issuedAt: now, notBefore: now, expiresAt: now + 86_400_000, revokedAt: null, replacedAt: null, replacedBy: null, jkt: null };
+    return tokenRecord({ jti: randomUUID(), digest: createHash('sha256').update(secret).digest('base64url'), type: 'access_token', grantId: randomUUID(), clientId: 'bench', issuedAt: now, notBefore: now, expiresAt: now + 86_400_000 });
   });
   for (let i = 0; i < N; i += 20_000) await store.insertTokens(tokens.slice(i, i + 20_000));
   await admin.query(`ANALYZE "${schema}".tokens`);

@@ -17,6 +17,7 @@ import { SqliteStore } from '../../dist/store/sqlite/index.js';
 import { newJti } from '../../dist/engine/tokens.js';
 import { poll } from '../../dist/events/poll.js';
 import { SigningKeys } from '../../dist/events/keys.js';
+import { clientRecord, receiverRecord, tokenRecord } from '../lib/records.js';
 
 const [cyclesArg = '2000', togetherArg = '17', commitsArg = '1'] = process.argv.slice(2);
 const CYCLES = Number(cyclesArg);
@@ -26,13 +27,13 @@ const dir = mkdtempSync(join(tmpdir(), 'tokenctl-micro-'));
 const store = await SqliteStore.open(join(dir, 'tokens.db'), { backgroundCheckpoints: true });
 try {
   const T0 = Date.now();
-  await store.createClient({ id: 'c', name: 'c', secretHash: null, scope: '', orgId: 'o', audience: 'a', accessTtlMs: null, refreshTtlMs: null, createdAt: T0, secretUpdatedAt: T0 }, {});
-  const receiver = { id: 'poll', delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId: 'c', audience: 'r', createdAt: T0 };
+  await store.createClient(clientRecord({ id: 'c', orgId: 'o', audience: 'a', createdAt: T0, secretUpdatedAt: T0 }), {});
+  const receiver = receiverRecord({ id: 'poll', delivery: 'poll', clientId: 'c', createdAt: T0 });
   await store.createReceiver(receiver, {});
   const keys = new SigningKeys(store);
   await keys.ensureCurrent();
   const deps = { store, keys, issuer: () => 'https://issuer.example' };
-  const tokens = Array.from({ length: CYCLES * COMMITS * TOGETHER }, () => ({ jti: newJti(), digest: randomUUID(), type: 'access_token', grantId: newJti(), clientId: 'c', username: 'alice', sub: 'alice', scope: 'read', audience: 'a', orgId: 'o', node: 'n', issuedAt: T0, notBefore: T0, expiresAt: T0 + 3_600_000, revokedAt: null, replacedAt: null, replacedBy: null }));
+  const tokens = Array.from({ length: CYCLES * COMMITS * TOGETHER }, () => tokenRecord({ jti: newJti(), digest: randomUUID(), type: 'access_token', grantId: newJti(), clientId: 'c', audience: 'a', orgId: 'o', node: 'n', issuedAt: T0, notBefore: T0, expiresAt: T0 + 3_600_000 }));
   for (let i = 0; i < tokens.length; i += 500) await store.insertTokens(tokens.slice(i, i + 500));
   let revokeCpu = 0;
   let pollCpu = 0;

@@ -17,6 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
 import { SqliteStore } from '../../dist/store/sqlite/index.js';
 import { newJti } from '../../dist/engine/tokens.js';
+import { clientRecord, receiverRecord, tokenRecord } from '../lib/records.js';
 
 const [rounds = '30', perRound = '3000'] = process.argv.slice(2);
 const ROUNDS = Number(rounds);
@@ -25,13 +26,13 @@ const TOGETHER = 30;
 const dir = mkdtempSync(join(tmpdir(), 'tokenctl-micro-'));
 const store = await SqliteStore.open(join(dir, 'tokens.db'), { backgroundCheckpoints: true });
 const T0 = Date.now();
-await store.createClient({ id: 'c', name: 'c', secretHash: null, scope: '', orgId: 'o', audience: 'a', accessTtlMs: null, refreshTtlMs: null, createdAt: T0, secretUpdatedAt: T0 }, {});
+await store.createClient(clientRecord({ id: 'c', orgId: 'o', audience: 'a', createdAt: T0, secretUpdatedAt: T0 }), {});
 
 /** @param {number} n */
 async function freshTokens(n) {
   const tokens = Array.from({ length: n }, () => {
     const jti = newJti();
-    return { jti, digest: randomUUID(), type: 'access_token', grantId: newJti(), clientId: 'c', username: 'alice', sub: 'alice', scope: 'read', audience: 'a', orgId: 'o', node: 'n', issuedAt: T0, notBefore: T0, expiresAt: T0 + 3_600_000, revokedAt: null, replacedAt: null, replacedBy: null };
+    return tokenRecord({ jti, digest: randomUUID(), type: 'access_token', grantId: newJti(), clientId: 'c', audience: 'a', orgId: 'o', node: 'n', issuedAt: T0, notBefore: T0, expiresAt: T0 + 3_600_000 });
   });
   for (let i = 0; i < n; i += 500) await store.insertTokens(tokens.slice(i, i + 500));
   return tokens;
@@ -41,8 +42,8 @@ async function freshTokens(n) {
 async function round(mode) {
   const receivers = mode === 'receivers';
   if (receivers) {
-    await store.createReceiver({ id: 'push', delivery: 'push', endpointUrl: 'https://r.example/events', authorization: null, caPem: null, clientId: null, audience: 'r', createdAt: T0 }, {});
-    await store.createReceiver({ id: 'poll', delivery: 'poll', endpointUrl: null, authorization: null, caPem: null, clientId: 'c', audience: 'r', createdAt: T0 }, {});
+    await store.createReceiver(receiverRecord({ id: 'push', endpointUrl: 'https://r.example/events', createdAt: T0 }), {});
+    await store.createReceiver(receiverRecord({ id: 'poll', delivery: 'poll', clientId: 'c', createdAt: T0 }), {});
   }
   const tokens = await freshTokens(PER_ROUND);
   const cpu0 = process.cpuUsage();
