@@ -5,7 +5,7 @@ import { findPresentedToken, type EngineContext, type Located } from './context.
 import { InvalidTokenError, NotFoundError, RefreshLimitError, ReuseDetectedError } from './errors.js';
 import { accessTtl, mint, narrowScope, refreshTtl, tokenResponse, type Minted } from './issue.js';
 import type { TokenResponse } from './results.js';
-import { BEARER, checkBoundRefresh, type TokenBinding } from './dpop/index.js';
+import { BEARER, BOUND_REFRESH, checkBoundKey, type TokenBinding } from './dpop/index.js';
 
 /** The store ports this module uses (store/ports/). */
 type Ports = ClientStore & TokenReads & TokenWrites & Located;
@@ -54,7 +54,7 @@ export async function refresh(ctx: EngineContext<Ports>, input: RefreshInput, fo
   if (!token || token.type !== 'refresh_token' || token.clientId !== client.id) {
     throw new InvalidTokenError('unknown', refreshToken);
   }
-  checkBoundRefresh(token.jkt ?? null, binding);
+  checkBoundKey(token.jkt ?? null, binding, BOUND_REFRESH);
   // Superseded by a grace-period re-use: revoked and replaced in one step (the same instant). Any
   // other revoked token is just revoked, replaced before or not.
   const superseded = token.replacedAt !== null && token.revokedAt === token.replacedAt;

@@ -11,6 +11,7 @@ export { DPOP_ALGORITHMS } from './dpop-rules.js';
 export type { DpopOptions } from './dpop-guard.js';
 export { covers, type IntrospectionAnswer, type RevokedTokens } from './cache.js';
 export { TOKENS_REVOKED } from './set-receiver.js';
+export type { ResourceServerClock } from './clock.js';
 
 import { ResourceServer, type ResourceServerOptions } from './resource-server.js';
 

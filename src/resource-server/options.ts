@@ -1,3 +1,4 @@
+import type { ResourceServerClock } from './clock.js';
 import type { DpopOptions } from './dpop-guard.js';
 
 export interface ResourceServerOptions {
@@ -63,6 +64,12 @@ export interface ResourceServerOptions {
   dpop?: DpopOptions;
   /** Errors of the event stream and of introspection (never with a token or secret in them). Default: none. */
   onError?: (error: Error) => void;
+  /**
+   * The time the cache's ages and the fallback are measured in, and what the poller's waits
+   * (its back-off, its pause after a refused SET) sleep on. Default: the system's (`Date.now`,
+   * `setTimeout`); a test gives its own to move time on instead of waiting.
+   */
+  clock?: ResourceServerClock;
 }
 
 export interface ResourceServerStats {

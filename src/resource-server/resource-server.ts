@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { expressMiddleware, fastifyHook, presentedToken, writeRefusal, type Check, type HeadersLike, type Principal, type Refusal } from './adapters.js';
 import { AnswerCache, covers, type IntrospectionAnswer, type RevokedTokens } from './cache.js';
+import { SYSTEM_CLOCK, type ResourceServerClock } from './clock.js';
 import { DpopGuard } from './dpop-guard.js';
 import type { ResourceServerOptions, ResourceServerStats } from './options.js';
 import { createPushHandler } from './push-handler.js';
@@ -48,9 +49,11 @@ export class ResourceServer {
   private readonly seen: SeenSet;
   private readonly audiences: readonly string[] | undefined;
   private readonly upWaiters: (() => void)[] = [];
+  private readonly clock: ResourceServerClock;
 
   constructor(private readonly options: ResourceServerOptions) {
     this.base = new URL(options.url.replace(/\/*$/, '/'));
+    this.clock = options.clock ?? SYSTEM_CLOCK;
     this.transport = new Transport(options.ca, 64);
     this.authorization = basicAuthorization(options.clientId, options.clientSecret);
     const maxAgeMs = options.cache?.maxAgeMs ?? 5 * 60_000;
@@ -78,6 +81,7 @@ export class ResourceServer {
       issuer: () => this.issuerUrl(),
       audience: options.audience,
       refetchIntervalMs: 1000,
+      clock: this.clock,
     });
     if (events === 'poll') {
       this.poller = new EventPoller({
@@ -90,6 +94,7 @@ export class ResourceServer {
         onError: (error) => this.options.onError?.(error),
         maxEvents: 1000,
         longPollTimeoutMs: 35_000,
+        clock: this.clock,
       });
       this.poller.start();
     }
@@ -98,7 +103,7 @@ export class ResourceServer {
   /** The introspection answer for `token`: from the cache when it holds a good one, else from tokenctl. */
   async introspect(token: string): Promise<IntrospectionAnswer> {
     const key = createHash('sha256').update(token).digest('base64url');
-    const now = Date.now();
+    const now = this.clock.now();
     const cached = this.cache.get(key, now, this.streamUp ? -Infinity : now - this.fallbackMaxAgeMs);
     if (cached) {
       this.counters.hits++;
@@ -220,7 +225,7 @@ export class ResourceServer {
     // time its event is out), and never cached stale.
     for (let attempt = 0; ; attempt++) {
       const since = this.seq;
-      const askedAt = Date.now();
+      const askedAt = this.clock.now();
       const answer = await this.post(token);
       if (answer.active && this.coveredSince(since, answer)) {
         if (attempt < 2) continue;
@@ -263,7 +268,7 @@ export class ResourceServer {
 
   /** Drops what each revocation of a SET covers, oldest first, and remembers them for {@link coveredSince}. */
   private apply(set: VerifiedSet): void {
-    const now = Date.now();
+    const now = this.clock.now();
     // Acknowledged again (202, or in the next poll) but not applied again: RFC 8935 §2 lets the
     // transmitter resend a SET whose acknowledgement it lost, and a captured one costs nothing.
     if (!this.seen.firstTime(set.jti, now)) {

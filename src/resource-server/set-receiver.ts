@@ -1,5 +1,6 @@
 import { createLocalJWKSet, errors, jwtVerify, type JSONWebKeySet } from 'jose';
 import type { RevokedTokens } from './cache.js';
+import type { ResourceServerClock } from './clock.js';
 import { replyJson, type Transport } from './transport.js';
 
 /** The event type tokenctl emits (docs/events.md). */
@@ -30,6 +31,7 @@ export interface SetVerifierOptions {
   audience: string | undefined;
   /** An unknown `kid` refetches the JWKS, at most this often (ms). */
   refetchIntervalMs: number;
+  clock: ResourceServerClock;
 }
 
 /**
@@ -51,7 +53,7 @@ export class SetVerifier {
     try {
       return await this.check(jws);
     } catch (error) {
-      if (!(error instanceof errors.JWKSNoMatchingKey) || Date.now() - this.fetchedAt < this.options.refetchIntervalMs) throw classify(error);
+      if (!(error instanceof errors.JWKSNoMatchingKey) || this.options.clock.now() - this.fetchedAt < this.options.refetchIntervalMs) throw classify(error);
       await this.refetch();
       try {
         return await this.check(jws);
@@ -65,7 +67,7 @@ export class SetVerifier {
     const reply = await this.transport.send(this.options.jwksUrl, { headers: { accept: 'application/json' }, timeoutMs: 10_000 });
     if (reply.status !== 200) throw new Error(`JWKS: HTTP ${reply.status} from ${this.options.jwksUrl.href}`);
     this.keys = createLocalJWKSet(replyJson(reply, 'JWKS') as JSONWebKeySet);
-    this.fetchedAt = Date.now();
+    this.fetchedAt = this.options.clock.now();
   }
 
   private async check(jws: string): Promise<VerifiedSet> {
@@ -135,6 +137,8 @@ export interface PollerOptions {
   maxEvents: number;
   /** A long poll with no answer after this many ms counts as a failure. */
   longPollTimeoutMs: number;
+  /** What the waits between polls (the back-off, the pause after a SET refused) sleep on. */
+  clock: ResourceServerClock;
 }
 
 /**
@@ -201,13 +205,13 @@ export class EventPoller {
         immediate = answer.moreAvailable === true;
         delay = 0;
         // A SET that could not be verified comes back on the next poll: not in a tight loop.
-        if (!allVerified) await sleep(1000, this.abort.signal);
+        if (!allVerified) await this.options.clock.sleep(1000, this.abort.signal);
       } catch (error) {
         if (this.stopped) break;
         this.setUp(false);
         this.options.onError(error instanceof Error ? error : new Error(String(error)));
         delay = Math.min(5000, Math.max(250, delay * 2));
-        await sleep(delay / 2 + Math.random() * (delay / 2), this.abort.signal);
+        await this.options.clock.sleep(delay / 2 + Math.random() * (delay / 2), this.abort.signal);
       }
     }
     this.setUp(false);
@@ -219,16 +223,4 @@ export class EventPoller {
       this.options.onState(up);
     }
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

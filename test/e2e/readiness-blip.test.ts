@@ -18,6 +18,8 @@ if (!PG_URL) {
 
 const NODES = 3;
 const BLIP_MS = 200;
+/** Ready answers in a row, each a read of the store, that a node gives after the return before probing ends. */
+const STREAK = 10;
 
 describe.skipIf(!PG_URL)('readiness through a database blip', { timeout: 60_000 }, () => {
   const schema = testSchemaName();
@@ -48,6 +50,7 @@ describe.skipIf(!PG_URL)('readiness through a database blip', { timeout: 60_000 
     let back = 0;
     let probing = true;
     const lastNotReady = new Array<number>(NODES).fill(0);
+    const readyInARow = new Array<number>(NODES).fill(0);
     const liveFailures: number[] = [];
     // Requests meet the blip too (each reads the store for its client): a node must not remember that.
     const requests = nodes.map(async (n) => {
@@ -62,8 +65,11 @@ describe.skipIf(!PG_URL)('readiness through a database blip', { timeout: 60_000 
     });
     const probes = nodes.map(async (n, i) => {
       while (probing) {
+        const sent = Date.now();
         const [ready, live] = await Promise.all([status(n, '/health/ready'), status(n, '/health/live')]);
         if (ready !== 200) lastNotReady[i] = Date.now();
+        // A streak counts only probes sent after the return.
+        if (back > 0 && sent >= back) readyInARow[i] = ready === 200 ? readyInARow[i]! + 1 : 0;
         if (live !== 200) liveFailures.push(live);
         await new Promise((r) => setTimeout(r, 20));
       }
@@ -73,7 +79,10 @@ describe.skipIf(!PG_URL)('readiness through a database blip', { timeout: 60_000 
     await new Promise((r) => setTimeout(r, BLIP_MS));
     await proxy.start();
     back = Date.now();
-    await new Promise((r) => setTimeout(r, 1_500));
+    // Probed until every node is back and has stayed ready STREAK probes (requests meeting the
+    // store all along), not for a fixed time; a node that is not ready within 10 s stops it too,
+    // and fails below.
+    while (readyInARow.some((n) => n < STREAK) && Date.now() - back < 10_000) await new Promise((r) => setTimeout(r, 20));
     probing = false;
     await Promise.all([...probes, ...requests]);
     const outAfterBack = lastNotReady.map((t) => Math.max(0, t - back));

@@ -272,13 +272,14 @@ describe('dpop_jkt: the code bound to a DPoP key (RFC 9449 §10)', () => {
     const key = await dpopKey();
     const other = await dpopKey();
     const { code, v } = await codeFor(s, { dpopJkt: key.jkt });
-    const refused = async (dpop: string | undefined, reason: string) => {
+    const refused = async (dpop: string | undefined, reason: string, message: RegExp) => {
       const err = await exchange(s.engine, code, v, REDIRECT, 'app', dpop).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(InvalidDpopProofError);
       expect((err as InvalidDpopProofError).reason).toBe(reason);
+      expect((err as InvalidDpopProofError).message).toMatch(message);
     };
-    await refused(undefined, 'required');
-    await refused(await proofBy(s, other), 'key_mismatch');
+    await refused(undefined, 'required', /^The authorization code is bound to a DPoP key \(dpop_jkt\): .*\(RFC 9449 §10\)$/);
+    await refused(await proofBy(s, other), 'key_mismatch', /the key the authorization request named in dpop_jkt \(RFC 9449 §10\)$/);
     expect(await s.store.countTokens({})).toBe(0);
     // The refusals consumed nothing: the code still works, with the right key, and its tokens are bound.
     const out = await exchange(s.engine, code, v, REDIRECT, 'app', await proofBy(s, key));

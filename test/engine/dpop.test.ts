@@ -140,9 +140,9 @@ describe('DPoP proofs at the token endpoint', () => {
     const countIn = async () => Object.values((await rotating.store.stats(rotating.clock.now())).tokens).reduce((n, s) => n + s.active + s.expired + s.revoked, 0);
     const before = await countIn();
     const stolen = await settle(again());
-    expect((stolen as { error: InvalidDpopProofError }).error).toMatchObject({ code: 'invalid_dpop_proof', reason: 'required' });
+    expect((stolen as { error: InvalidDpopProofError }).error).toMatchObject({ code: 'invalid_dpop_proof', reason: 'required', message: expect.stringMatching(/^The refresh token is bound to a DPoP key: .*\(RFC 9449 §5\)$/) });
     const wrongKey = await settle(again(at(await makeProof(await dpopKey(), { iatMs: rotating.clock.now() }))));
-    expect((wrongKey as { error: InvalidDpopProofError }).error).toMatchObject({ code: 'invalid_dpop_proof', reason: 'key_mismatch' });
+    expect((wrongKey as { error: InvalidDpopProofError }).error).toMatchObject({ code: 'invalid_dpop_proof', reason: 'key_mismatch', message: expect.stringMatching(/the key the refresh token is bound to \(RFC 9449 §5\)$/) });
     expect(await countIn()).toBe(before);
     // The holder of the key refreshes; the new tokens are bound too.
     const next = (await again(at(await makeProof(key, { iatMs: rotating.clock.now() })))).result as TokenResponse;

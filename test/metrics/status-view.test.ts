@@ -59,14 +59,15 @@ describe('tokenctl status --url: reading a server', () => {
     try {
       observe({ endpoint: 'token', status: 200, errorCode: null, reason: null, clientId: 'rs', outcome: { kind: 'refreshed', rotated: false }, durationMs: 3 });
       const shown: MetricsStatus[] = [];
-      const watching = watchStatus(listener.url, 1, (s) => shown.push(s), new AbortController().signal, 1);
-      await new Promise((r) => setTimeout(r, 300));
+      // A 0.4 s interval (the command's --interval is 1 s at least): the second view, after it, shows what happened meanwhile.
+      const watching = watchStatus(listener.url, 0.4, (s) => shown.push(s), new AbortController().signal, 1);
+      await expect.poll(() => shown.length, { interval: 5 }).toBe(1); // the first view taken: what follows is the interval's
       for (let i = 0; i < 4; i++) observe({ endpoint: 'token', status: 200, errorCode: null, reason: null, clientId: 'rs', outcome: { kind: 'refreshed', rotated: false }, durationMs: 3 });
       await watching;
       expect(shown).toHaveLength(2);
       expect(shown[0]!.interval_s).toBeNull();
       expect(shown[0]!.tokens.refreshed).toBe(1);
-      expect(shown[1]!.interval_s).toBeGreaterThan(0.9);
+      expect(shown[1]!.interval_s).toBeGreaterThan(0.39);
       expect(shown[1]!.tokens.refreshed).toBe(4);
       await expect(statusOnce(other.url)).rejects.toThrow(/not with tokenctl's metrics/);
       await expect(statusOnce('http://127.0.0.1:1/metrics')).rejects.toThrow(/no metrics at/);

@@ -59,6 +59,11 @@ async function refusedWithin(token: string, ms: number): Promise<number> {
   }
 }
 
+/** Until the module has seen the node it polls go (its long poll cut, or the next one refused): it is in its fallback. */
+async function streamDown(): Promise<void> {
+  await expect.poll(() => rs.stats().streamUp, { timeout: 5000, interval: 10 }).toBe(false);
+}
+
 type Client = { id: string; secret: string | null };
 const kinds: [string, (c: Client, t: IssuedTokens) => Promise<void>][] = [
   ['its client, over HTTP on the other node', async (c, t) => void expect((await post(nodeB, '/oauth/revocation', { token: t.access_token }, c)).status).toBe(200)],
@@ -109,7 +114,7 @@ describe('resource server module against real serve processes', () => {
     await nodeA.kill9();
     // t2 revoked while node A is down: its event waits in the outbox.
     expect((await post(nodeB, '/oauth/revocation', { token: t2.access_token }, app)).status).toBe(200);
-    await sleep(1500);
+    await streamDown();
     nodeA = startServe(store.db, tls, nodeA.port, ['--issuer', `https://127.0.0.1:${nodeA.port}`, '--rotate-refresh-tokens', '--node', 'a']);
     await nodeA.up;
     const upAt = Date.now();
@@ -130,7 +135,7 @@ describe('resource server module against real serve processes', () => {
     await store.json(['revoke', t.access_token]);
     const revokedAt = Date.now();
     await nodeA.kill9(); // the event may or may not have reached the module
-    await sleep(1000);
+    await streamDown();
     nodeA = startServe(store.db, tls, nodeA.port, ['--issuer', `https://127.0.0.1:${nodeA.port}`, '--rotate-refresh-tokens', '--node', 'a']);
     await nodeA.up;
     const upAt = Date.now();

@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { SigningKeys } from '../../src/events/keys.js';
 import { signSet } from '../../src/events/set.js';
 import { MemoryStore } from '../../src/store/memory/index.js';
@@ -8,11 +8,14 @@ import type { RevocationEvent } from '../../src/store/store.js';
 import { ResourceServer, type IntrospectionAnswer, type ResourceServerOptions } from '../../src/resource-server/index.js';
 import { AnswerCache, covers } from '../../src/resource-server/cache.js';
 import { startFakeTransmitter, type FakeTransmitter } from './fake-transmitter.js';
+import { ManualTimers } from './manual-clock.js';
 
 /**
  * The module against a transmitter whose timing the test controls: caching, each event scope,
  * the introspection in flight when an event arrives, the fallback while the stream is down, SET
- * verification. End to end against a real `serve`: e2e.test.ts.
+ * verification. Where the module itself waits (the fallback age, the poller's back-off and its
+ * pause after a refused SET, the JWKS refetch interval), a {@link ManualTimers} clock moves time
+ * on instead. End to end against a real `serve`: e2e.test.ts.
  */
 const soon = Math.floor(Date.now() / 1000) + 3600;
 const answer = (jti: string, username = 'alice', clientId = 'app', extra: Partial<IntrospectionAnswer> = {}): IntrospectionAnswer => ({
@@ -171,7 +174,8 @@ describe('resource server module', () => {
   });
 
   it('rejects a tokens-revoked SET without a non-empty revocations list, or with a malformed revocation: setErrs, nothing dropped', async () => {
-    await setup({ onError: () => undefined });
+    const clock = new ManualTimers(); // the poller pauses 1 s after a refused SET
+    await setup({ onError: () => undefined, clock });
     await rs!.ready();
     fake.answers.set('tok-a', answer('j-a'));
     await rs!.verify('tok-a');
@@ -182,7 +186,7 @@ describe('resource server module', () => {
       await fake.emit([], { payload: { revocations: [{ scope: 'token', jti: 42 }] } }),
     ];
     const reported = () => fake.polls.flatMap((p) => Object.keys((p['setErrs'] as object | undefined) ?? {}));
-    await until(() => bad.every((j) => reported().includes(j)));
+    await clock.runUntil(() => bad.every((j) => reported().includes(j)));
     for (const p of fake.polls) for (const e of Object.values((p['setErrs'] as Record<string, { err: string }> | undefined) ?? {})) expect(e.err).toBe('invalid_request');
     expect(rs!.stats()).toMatchObject({ events: 0, revocations: 0, dropped: 0, entries: 1 });
   });
@@ -207,32 +211,42 @@ describe('resource server module', () => {
   });
 
   it('while the event stream is down, trusts a cached answer only for fallbackMaxAgeMs, and recovers', async () => {
-    await setup({ fallbackMaxAgeMs: 300 });
+    const clock = new ManualTimers();
+    await setup({ fallbackMaxAgeMs: 300, clock });
     await rs!.ready();
     fake.answers.set('tok-a', answer('j-a'));
     await rs!.verify('tok-a');
     fake.pollStatus = 503;
     await fake.emit({ scope: 'client', client_id: 'nobody' }); // wakes the long poll: the next one fails
     await until(() => !rs!.stats().streamUp);
-    await new Promise((r) => setTimeout(r, 350));
+    clock.advance(299);
+    await rs!.verify('tok-a');
+    expect(fake.introspections).toBe(1); // younger than 300 ms: served from the cache
+    clock.advance(51);
     await rs!.verify('tok-a');
     expect(fake.introspections).toBe(2); // older than 300 ms: asked again
     await rs!.verify('tok-a');
     expect(fake.introspections).toBe(2); // young enough
     fake.answers.set('tok-a', { active: false });
-    await new Promise((r) => setTimeout(r, 350));
+    clock.advance(350);
     expect(await rs!.verify('tok-a')).toBeNull(); // a revocation whose event cannot arrive: refused within the fallback age
+    expect(rs!.stats().streamUp).toBe(false); // the polls failed all along: the fallback, not an event, refused it
     fake.pollStatus = undefined;
-    await until(() => rs!.stats().streamUp, 8000);
+    // Its back-off is at most 5 s: once that has passed, the next poll brings the stream up.
+    await until(() => rs!.stats().streamUp || clock.sleeping > 0);
+    clock.advance(5000);
+    await until(() => rs!.stats().streamUp);
   });
 
   it('does not accept tokens before the stream is up for longer than the fallback age', async () => {
-    await setup({ fallbackMaxAgeMs: 200, events: false });
+    const clock = new ManualTimers();
+    await setup({ fallbackMaxAgeMs: 200, events: false, clock });
     fake.answers.set('tok-a', answer('j-a'));
     await rs!.verify('tok-a');
+    clock.advance(199);
     await rs!.verify('tok-a');
     expect(fake.introspections).toBe(1);
-    await new Promise((r) => setTimeout(r, 250));
+    clock.advance(51);
     await rs!.verify('tok-a');
     expect(fake.introspections).toBe(2);
     expect(fake.polls).toHaveLength(0);
@@ -240,13 +254,14 @@ describe('resource server module', () => {
 
   it('rejects a forged SET or one for another audience: reported in setErrs, nothing dropped, stream down', async () => {
     const errors: Error[] = [];
-    await setup({ onError: (e) => errors.push(e) });
+    const clock = new ManualTimers(); // the poller pauses 1 s after a refused SET
+    await setup({ onError: (e) => errors.push(e), clock });
     await rs!.ready();
     fake.answers.set('tok-a', answer('j-a'));
     await rs!.verify('tok-a');
     const forged = await fake.emit({ scope: 'client', client_id: 'app' }, { forge: true });
     const other = await fake.emit({ scope: 'client', client_id: 'app' }, { audience: 'someone-else' });
-    await until(() => fake.polls.some((p) => p['setErrs'] && Object.keys(p['setErrs'] as object).length === 2));
+    await clock.runUntil(() => fake.polls.some((p) => p['setErrs'] && Object.keys(p['setErrs'] as object).length === 2));
     const errs = fake.polls.find((p) => p['setErrs'] && Object.keys(p['setErrs'] as object).length === 2)!['setErrs'] as Record<string, { err: string }>;
     expect(errs[forged]!.err).toBe('invalid_key');
     expect(errs[other]!.err).toBe('invalid_audience');
@@ -255,22 +270,18 @@ describe('resource server module', () => {
   });
 
   it('refetches the JWKS for a SET signed with a rotated key', async () => {
-    await setup();
+    const clock = new ManualTimers();
+    await setup({ clock });
     await rs!.ready();
     fake.answers.set('tok-a', answer('j-a'));
     await rs!.verify('tok-a');
     await fake.emit({ scope: 'user', username: 'nobody' }); // the first key is fetched
     await until(() => rs!.stats().events === 1);
-    // Past the refetch interval (1 s): the clock moved on, timers and sockets left real.
-    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
-    try {
-      vi.setSystemTime(Date.now() + 1100);
-      await fake.rotate(true);
-      await fake.emit({ scope: 'token', jti: 'j-a' });
-      await until(() => rs!.stats().events === 2);
-    } finally {
-      vi.useRealTimers();
-    }
+    // Past the refetch interval (1 s): the module's clock moved on, sockets left real.
+    clock.advance(1100);
+    await fake.rotate(true);
+    await fake.emit({ scope: 'token', jti: 'j-a' });
+    await until(() => rs!.stats().events === 2);
     expect(rs!.stats().dropped).toBe(1);
   });
 

@@ -82,12 +82,31 @@ export class DpopChecks {
   }
 }
 
+/** What a bound grant's refusals say: without a proof, and with a proof by another key. */
+export interface BoundKeyRefusals {
+  readonly required: string;
+  readonly keyMismatch: string;
+}
+
+/** RFC 9449 §10: an authorization code whose request named `dpop_jkt`. */
+export const BOUND_CODE: BoundKeyRefusals = Object.freeze({
+  required: 'The authorization code is bound to a DPoP key (dpop_jkt): the token request needs a DPoP proof made with it (RFC 9449 §10)',
+  keyMismatch: 'The DPoP proof is not made with the key the authorization request named in dpop_jkt (RFC 9449 §10)',
+});
+
+/** RFC 9449 §5: a refresh token issued with a proof (a public client's). */
+export const BOUND_REFRESH: BoundKeyRefusals = Object.freeze({
+  required: 'The refresh token is bound to a DPoP key: the request needs a DPoP proof made with it (RFC 9449 §5)',
+  keyMismatch: 'The DPoP proof is not made with the key the refresh token is bound to (RFC 9449 §5)',
+});
+
 /**
- * RFC 9449 §5: a refresh token bound to a key is refreshed only with a proof by that key.
- * Throws {@link InvalidDpopProofError} otherwise; nothing is issued.
+ * RFC 9449 §5, §10: a grant bound to the key thumbprint `boundJkt` is used only with a proof by
+ * that key; null binds nothing. Throws {@link InvalidDpopProofError} with the `refusals` of that
+ * grant otherwise, before anything is issued.
  */
-export function checkBoundRefresh(tokenJkt: string | null, binding: TokenBinding): void {
-  if (tokenJkt === null || tokenJkt === binding.jkt) return;
-  if (binding.jkt === null) throw new InvalidDpopProofError('required', 'The refresh token is bound to a DPoP key: the request needs a DPoP proof made with it (RFC 9449 §5)');
-  throw new InvalidDpopProofError('key_mismatch', 'The DPoP proof is not made with the key the refresh token is bound to (RFC 9449 §5)');
+export function checkBoundKey(boundJkt: string | null, binding: TokenBinding, refusals: BoundKeyRefusals): void {
+  if (boundJkt === null || boundJkt === binding.jkt) return;
+  if (binding.jkt === null) throw new InvalidDpopProofError('required', refusals.required);
+  throw new InvalidDpopProofError('key_mismatch', refusals.keyMismatch);
 }

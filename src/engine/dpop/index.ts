@@ -10,4 +10,4 @@ export { htuMatches, normaliseHtu } from './htu.js';
 // The proof algorithms, one list with the resource-server module's (RFC 9449 §4.3 point 5).
 export { DPOP_ALGORITHMS } from '../../resource-server/dpop-rules.js';
 export { DpopNonces, NONCE_SLOT_MS } from './nonce.js';
-export { BEARER, checkBoundRefresh, DpopChecks, type DpopPresentation, type TokenBinding } from './binding.js';
+export { BEARER, BOUND_CODE, BOUND_REFRESH, checkBoundKey, DpopChecks, type BoundKeyRefusals, type DpopPresentation, type TokenBinding } from './binding.js';

@@ -1,8 +1,8 @@
 import type { AuditStore, AuthorizationRecord, AuthorizationStore, ClientRecord, TokenWrites } from '../../store/store.js';
 import { auditLine } from '../audit.js';
-import { checkCodeBinding } from '../authorization/code-binding.js';
 import { verifierMatches } from '../authorization/pkce.js';
 import type { EngineContext } from '../context.js';
+import { BOUND_CODE, checkBoundKey } from '../dpop/index.js';
 import { CodeReplayedError, InvalidGrantError } from '../errors.js';
 import { accessTtl, mint, refreshTtl, tokenResponse } from '../issue.js';
 import { optional, required } from '../parameters.js';
@@ -41,7 +41,8 @@ export function codeGrant(code: string, verifier: string, redirectUri: string | 
         throw new InvalidGrantError('redirect_uri does not match the one the code was issued for');
       }
       if (!verifierMatches(verifier, a.codeChallenge)) throw new InvalidGrantError('code_verifier does not match the code_challenge of the authorization request (RFC 7636 §4.6)');
-      checkCodeBinding(a.dpopJkt ?? null, binding);
+      // RFC 9449 §10: a code whose request named dpop_jkt is redeemed only with a proof by that key.
+      checkBoundKey(a.dpopJkt ?? null, binding, BOUND_CODE);
       const common = { client, grantId: a.grantId, username: a.username ?? a.subject ?? '', sub: a.subject ?? '', scope: a.grantedScope ?? '', jkt: binding.jkt };
       const refresh = mint(ctx, { ...common, type: 'refresh_token', ttlMs: refreshTtl(ctx, client) }, presentedAt);
       const access = mint(ctx, { ...common, type: 'access_token', ttlMs: accessTtl(ctx, client) }, presentedAt);

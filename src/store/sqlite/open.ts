@@ -47,6 +47,11 @@ export interface SqliteOpenOptions {
    */
   checkpointPages?: number;
   /**
+   * With `backgroundCheckpoints`: the thread checkpoints at least this often (ms), however few
+   * pages the WAL holds (default 5 s, checkpointer.ts). For tests.
+   */
+  checkpointMaxIntervalMs?: number;
+  /**
    * A long-running server: commits do not wait for the disk on the event loop; each is
    * acknowledged once the WAL has been synced on a thread (wal-sync.ts). Same durability.
    */

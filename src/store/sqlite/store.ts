@@ -27,7 +27,7 @@ export class SqliteStore extends SqliteAuditStore implements TokenStore {
   static async open(file: string, options: SqliteOpenOptions = {}): Promise<SqliteStore> {
     const { db, location, readonly } = openFile(file, options);
     const store = new SqliteStore(db, location, readonly ? { ...options, syncOffLoop: false } : options);
-    if (options.backgroundCheckpoints && !readonly) store.checkpointInBackground(options.checkpointPages);
+    if (options.backgroundCheckpoints && !readonly) store.checkpointInBackground(options.checkpointPages, options.checkpointMaxIntervalMs);
     return store;
   }
 
@@ -70,14 +70,14 @@ export class SqliteStore extends SqliteAuditStore implements TokenStore {
    * thread has not yet (little, as a rule), with no writer beside it, so the next write restarts the
    * WAL.
    */
-  private checkpointInBackground(pages = WAL_AUTOCHECKPOINT_PAGES): void {
+  private checkpointInBackground(pages = WAL_AUTOCHECKPOINT_PAGES, maxIntervalMs?: number): void {
     this.db.pragma(`wal_autocheckpoint = ${WAL_HIGH_WATER_FACTOR * pages}`);
     this.checkpointer = new BackgroundCheckpointer(
       this.location,
       () => {
         if (!this.closed) this.db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
       },
-      { frames: pages },
+      { frames: pages, maxIntervalMs },
     );
   }
 }
