@@ -177,7 +177,7 @@ function checkedPush(ctx: EngineContext<Ports>, endpointUrl: string, authorizati
   return { endpointUrl: recordedEndpoint(url, ctx.config.ssfPrivateNetwork), authorization: authorization?.trim() ?? null };
 }
 
-async function saved(ctx: EngineContext<Ports>, r: ReceiverRecord, change: Pick<ReceiverRecord, 'endpointUrl' | 'authorization'> & { stream: string }, what: string): Promise<ReceiverRecord> {
+async function saved(ctx: EngineContext<Ports>, r: ReceiverRecord, change: Partial<Pick<ReceiverRecord, 'endpointUrl' | 'authorization'>> & { stream: string }, what: string): Promise<ReceiverRecord> {
   const owner = streamSettingsOf(r.stream).owner ?? '';
   const audit = auditLine(ctx, `ssf:${owner}`, 'receiver.update', `receiver:${r.id}`, 1, what);
   if (!(await ctx.store.updateReceiver(r.id, change, { audit }))) throw new NotFoundError(`no stream with stream_id "${r.id}"`);
@@ -200,7 +200,7 @@ export async function setStreamStatus(ctx: EngineContext<Ports>, clientId: strin
   if (body.reason !== undefined && (typeof body.reason !== 'string' || body.reason.length > 1024)) throw new InvalidInputError('reason must be a string of at most 1024 characters');
   const { reason: _old, ...settings } = streamSettingsOf(r.stream);
   const next: StreamSettings = { ...settings, status: body.status as StreamStatus, ...(typeof body.reason === 'string' ? { reason: body.reason } : {}) };
-  return saved(ctx, r, { endpointUrl: r.endpointUrl, authorization: r.authorization, stream: streamJson(next) }, `status ${next.status}`);
+  return saved(ctx, r, { stream: streamJson(next) }, `status ${next.status}`);
 }
 
 /**
@@ -219,8 +219,8 @@ export async function requestVerification(ctx: EngineContext<Ports>, clientId: s
   if (wait > 0) throw new VerificationTooSoonError(`a verification was asked for less than min_verification_interval (${MIN_VERIFICATION_INTERVAL_S} s) ago: ask again in ${Math.ceil(wait / 1000)} s`, Math.ceil(wait / 1000));
   const jti = newJti(now);
   const settings: StreamSettings = { ...before, lastVerificationAt: now, ...(r.delivery === 'poll' ? { verification: { jti, ...(state !== undefined ? { state } : {}), at: now } } : {}) };
-  // No audit line: a verification changes nothing the operator decided.
-  await ctx.store.updateReceiver(r.id, { endpointUrl: r.endpointUrl, authorization: r.authorization, stream: streamJson(settings) }, {});
+  // No audit line: a verification changes nothing the operator decided. Only the settings: the endpoint stays as the store has it.
+  await ctx.store.updateReceiver(r.id, { stream: streamJson(settings) }, {});
   return { stream: r, jti, ...(state !== undefined ? { state } : {}) };
 }
 

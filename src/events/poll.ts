@@ -170,7 +170,7 @@ async function verificationAfter(deps: PollDeps, receiver: ReceiverRecord, setti
   const v = settings.verification;
   if (v === undefined || !done.includes(v.jti)) return v;
   const { verification: _gone, ...rest } = settings;
-  await deps.store.updateReceiver(receiver.id, { endpointUrl: receiver.endpointUrl, authorization: receiver.authorization, stream: streamJson(rest) }, {});
+  await deps.store.updateReceiver(receiver.id, { stream: streamJson(rest) }, {});
   return undefined;
 }
 

@@ -91,8 +91,12 @@ export interface ReceiverRecord {
   retentionMs: number;
 }
 
-/** What an update of a receiver (SSF stream update, engine/streams.ts) may change. */
-export type ReceiverChange = Pick<ReceiverRecord, 'endpointUrl' | 'authorization'> & { stream: string | null };
+/**
+ * What one update of a receiver changes (an SSF stream update, engine/streams.ts; `receiver
+ * update`): the fields it names, in one transaction with its trail, so that a change of several
+ * is made whole or not at all. A field left out (undefined) keeps its value; null is a value.
+ */
+export type ReceiverChange = Partial<Pick<ReceiverRecord, 'endpointUrl' | 'authorization' | 'stream' | 'retentionMs'>>;
 
 /**
  * What the stream settings' JSON holds when the stream is paused (SSF 1.0 §8.1.2: its events are

@@ -143,6 +143,17 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         expect(await store.updateReceiver('nobody', change, {})).toBe(false);
       });
 
+      it('updates only the fields a change names, null a value; the stream and the retention in one call', async () => {
+        const push = makePushReceiver('push-1', { stream: '{"status":"enabled"}' });
+        await store.createReceiver(push, {});
+        expect(await store.updateReceiver('push-1', { stream: '{"status":"paused"}', retentionMs: 7 * 24 * HOUR }, {})).toBe(true);
+        expect(await store.getReceiver('push-1')).toEqual({ ...push, stream: '{"status":"paused"}', retentionMs: 7 * 24 * HOUR });
+        expect(await store.updateReceiver('push-1', { authorization: null, stream: null }, {})).toBe(true);
+        expect(await store.getReceiver('push-1')).toEqual({ ...push, authorization: null, stream: null, retentionMs: 7 * 24 * HOUR });
+        expect(await store.updateReceiver('push-1', {}, {})).toBe(true);
+        expect(await store.getReceiver('push-1')).toEqual({ ...push, authorization: null, stream: null, retentionMs: 7 * 24 * HOUR });
+      });
+
       it('rejects a duplicate id with DuplicateReceiverError and keeps the first', async () => {
         await store.createReceiver(makePushReceiver('r-1'), {});
         const dup = makePollReceiver('r-1', 'client-1');
@@ -575,13 +586,14 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
     });
 
     describe('retention: the bounded outbox', () => {
-      it('updateReceiverRetention sets a receiver\'s retention; false for an unknown receiver', async () => {
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
+      it('updateReceiver sets a receiver\'s retention alone, the rest kept; false for an unknown receiver', async () => {
+        const poll = makePollReceiver('poll-1', 'client-1', { stream: '{"status":"enabled"}' });
+        await store.createReceiver(poll, {});
         expect((await store.getReceiver('poll-1'))!.retentionMs).toBe(24 * HOUR);
-        expect(await store.updateReceiverRetention('poll-1', HOUR, {})).toBe(true);
-        expect((await store.getReceiver('poll-1'))!.retentionMs).toBe(HOUR);
+        expect(await store.updateReceiver('poll-1', { retentionMs: HOUR }, {})).toBe(true);
+        expect(await store.getReceiver('poll-1')).toEqual({ ...poll, retentionMs: HOUR });
         expect((await store.listReceivers())[0]!.retentionMs).toBe(HOUR);
-        expect(await store.updateReceiverRetention('nobody', HOUR, {})).toBe(false);
+        expect(await store.updateReceiver('nobody', { retentionMs: HOUR }, {})).toBe(false);
       });
 
       it('expireDeliveries makes dead letters of what is pending longer than the retention, poll and push, oldest first, up to the limit', async () => {

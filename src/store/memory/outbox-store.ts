@@ -95,16 +95,14 @@ export class MemoryEvents implements EventStore {
   async updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean> {
     const r = this.receivers.get(id);
     if (!r) return false;
+    // The audit line first: when it throws, nothing of the change is made either.
     if (trail.audit) this.appendAudit(trail.audit);
-    r.record = { ...r.record, endpointUrl: change.endpointUrl, authorization: change.authorization, stream: change.stream };
-    return true;
-  }
-
-  async updateReceiverRetention(id: string, retentionMs: number, trail: Trail): Promise<boolean> {
-    const r = this.receivers.get(id);
-    if (!r) return false;
-    r.record.retentionMs = retentionMs;
-    if (trail.audit) this.appendAudit(trail.audit);
+    const record = { ...r.record };
+    if (change.endpointUrl !== undefined) record.endpointUrl = change.endpointUrl;
+    if (change.authorization !== undefined) record.authorization = change.authorization;
+    if (change.stream !== undefined) record.stream = change.stream;
+    if (change.retentionMs !== undefined) record.retentionMs = change.retentionMs;
+    r.record = record;
     return true;
   }
 

@@ -82,6 +82,18 @@ const ACK = `WITH runs AS (SELECT r.lo, r.hi FROM unnest($4::text[], $5::bigint[
     seen AS (UPDATE receiver_leases SET last_delivered_at = $3 WHERE receiver_id = $1 AND EXISTS (SELECT 1 FROM gone))
   SELECT count(*)::int AS n FROM gone`;
 
+/**
+ * A ReceiverChange of receiver $1 in one statement: $2, $4 and $6 say whether it names the
+ * endpoint ($3), the Authorization value ($5) and the stream settings ($7), each of which may be
+ * null; a null $8 keeps the retention.
+ */
+const UPDATE_RECEIVER = `UPDATE receivers SET
+    endpoint_url = CASE WHEN $2::bool THEN $3::text ELSE endpoint_url END,
+    auth_header = CASE WHEN $4::bool THEN $5::text ELSE auth_header END,
+    stream = CASE WHEN $6::bool THEN $7::text ELSE stream END,
+    retention_ms = coalesce($8::bigint, retention_ms)
+  WHERE id = $1`;
+
 const STATUS = `SELECT ${receiverColumns('r')},
     (SELECT count(*) FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'pending') AS pending,
     (SELECT count(*) FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'dead') AS dead,
@@ -165,24 +177,16 @@ export class PostgresEvents implements EventStore {
 
   async updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean> {
     const { audit } = trail;
+    const { endpointUrl, authorization, stream, retentionMs } = change;
     return this.db.transaction(
       async (tx) => {
-        const sql = 'UPDATE receivers SET endpoint_url = $2, auth_header = $3, stream = $4 WHERE id = $1';
-        if ((await tx.query(sql, [id, change.endpointUrl, change.authorization, change.stream])).rowCount !== 1) return false;
+        const params = [id, endpointUrl !== undefined, endpointUrl ?? null, authorization !== undefined, authorization ?? null, stream !== undefined, stream ?? null, retentionMs ?? null];
+        if ((await tx.query(UPDATE_RECEIVER, params)).rowCount !== 1) return false;
         if (audit) await tx.query(INSERT_AUDIT, auditParams(audit));
         return true;
       },
       { lock: RECEIVERS_CHANGE },
     );
-  }
-
-  async updateReceiverRetention(id: string, retentionMs: number, trail: Trail): Promise<boolean> {
-    const { audit } = trail;
-    return this.db.transaction(async (tx) => {
-      if ((await tx.query('UPDATE receivers SET retention_ms = $2 WHERE id = $1', [id, retentionMs])).rowCount !== 1) return false;
-      if (audit) await tx.query(INSERT_AUDIT, auditParams(audit));
-      return true;
-    });
   }
 
   async expireDeliveries(now: number, limit: number): Promise<number> {
