@@ -421,18 +421,28 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       });
 
       it('passes over a paused stream, its deliveries kept, and claims it again once enabled', async () => {
-        const paused = JSON.stringify({ eventsRequested: [], alg: 'ES256', status: 'paused', description: 'not "status":"paused" here' });
-        const settings = (stream: string) => ({ endpointUrl: makePushReceiver('push-1').endpointUrl, authorization: null, stream });
-        expect(await store.updateReceiver('push-1', settings(paused), {})).toBe(true);
-        // The mark inside a string value (escaped quotes) is not a paused stream.
-        expect(await store.updateReceiver('push-2', settings(JSON.stringify({ status: 'enabled', description: '"status":"paused"' })), {})).toBe(true);
+        // Formatted as another writer might (spaces, newlines): the status is read from the JSON, not its text.
+        const paused = JSON.stringify({ eventsRequested: [], alg: 'ES256', status: 'paused', description: 'not "status":"paused" here' }, null, 2);
+        expect(await store.updateReceiver('push-1', { stream: paused }, {})).toBe(true);
+        // The words inside a string value are not a paused stream; nor is a nested status.
+        expect(await store.updateReceiver('push-2', { stream: JSON.stringify({ status: 'enabled', description: '"status":"paused"', reason: { status: 'paused' } }) }, {})).toBe(true);
         const e = await emit();
         expect((await claim('node-a', AT)).map((c) => c.receiver.id)).toEqual(['push-2', 'push-3']);
         expect(await store.pendingDeliveries('push-1', 10)).toHaveLength(1);
-        expect(await store.updateReceiver('push-1', settings(paused.replace('"status":"paused"', '"status":"enabled"')), {})).toBe(true);
+        expect(await store.updateReceiver('push-1', { stream: JSON.stringify({ ...JSON.parse(paused), status: 'enabled' }) }, {})).toBe(true);
         const [c] = await claim('node-a', AT + 1);
         expect(c!.receiver.id).toBe('push-1');
         expect(c!.deliveries.flatMap((d) => d.events.map((x) => x.id))).toEqual([e.id]);
+      });
+
+      it('a receiver registered paused is passed over until enabled; a stream that is no JSON object is not paused', async () => {
+        await store.createReceiver(makePushReceiver('push-4', { stream: '{"status":"paused"}' }), {});
+        await store.updateReceiver('push-2', { stream: '["paused"]' }, {});
+        await store.updateReceiver('push-3', { stream: '"paused"' }, {});
+        await emit();
+        expect((await claim('node-a', AT)).map((c) => c.receiver.id)).toEqual(['push-1', 'push-2', 'push-3']);
+        expect(await store.updateReceiver('push-4', { stream: '{"status":"enabled"}' }, {})).toBe(true);
+        expect((await claim('node-a', AT + 1)).map((c) => c.receiver.id)).toEqual(['push-4']);
       });
 
       it('claims only push receivers with a due delivery, up to the limits', async () => {

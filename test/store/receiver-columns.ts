@@ -1,17 +1,19 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { AuditEntry, TokenStore } from '../../src/store/store.js';
-import { HOUR, T0, makeClient } from '../helpers/records.js';
+import { HOUR, T0, makeClient, makeToken } from '../helpers/records.js';
 import { makePushReceiver } from './events-contract.js';
 
 /**
- * What the SQL stores keep of a receiver, on SQLite and PostgreSQL: a change of several fields
- * (`receiver update --events … --retention …`) made in one transaction with its audit line, or
- * not at all.
+ * What the SQL stores keep beside a receiver's stream JSON, on SQLite and PostgreSQL: the
+ * generated `paused` column that the push claim reads, right whoever writes the JSON (a node of
+ * the release before writes nothing else), and a change of several fields (`receiver update
+ * --events … --retention …`) made in one transaction with its audit line, or not at all.
  */
 
 /** A store, and a way to run SQL on its database beside it, as another node would. */
@@ -43,6 +45,8 @@ export async function sqliteBackend(): Promise<Backend> {
   };
 }
 
+const AT = T0 + 60_000;
+
 export function describeReceiverColumns(name: string, open: () => Promise<Backend>): void {
   describe(`receiver columns on ${name}`, () => {
     const withBackend = async (test: (b: Backend) => Promise<void>) => {
@@ -54,6 +58,42 @@ export function describeReceiverColumns(name: string, open: () => Promise<Backen
         await b.cleanup();
       }
     };
+    const emit = async (store: TokenStore) => {
+      const t = makeToken({ clientId: 'client-1' });
+      await store.insertTokens([t]);
+      expect(await store.revokeToken(t.jti, AT, false, { event: { id: randomUUID(), at: AT, reason: 'revoked', scope: 'token', jti: t.jti, clientId: 'client-1' } })).toBe(true);
+    };
+    const claimed = async (store: TokenStore, now: number) => (await store.claimPushReceivers('node-a', now, 1_000, 10, 10)).map((c) => c.receiver.id);
+
+    it('paused follows the stream JSON that another node writes alone, however it is formatted', async () => {
+      await withBackend(async ({ store, sql }) => {
+        await store.createReceiver(makePushReceiver('rs'), {});
+        await emit(store);
+        const paused = async () => Boolean(((await sql('SELECT paused FROM receivers WHERE id = $1', ['rs'])) as { paused: unknown }[])[0]!.paused);
+        expect(await paused()).toBe(false);
+        // What an older node writes: the JSON, nothing else (formatted otherwise, to be sure the text does not matter).
+        await sql('UPDATE receivers SET stream = $1 WHERE id = $2', ['{ "status" : "paused", "alg": "ES256" }', 'rs']);
+        expect(await paused()).toBe(true);
+        expect(await claimed(store, AT)).toEqual([]);
+        await sql('UPDATE receivers SET stream = $1 WHERE id = $2', ['{"status":"enabled","description":"\\"status\\":\\"paused\\""}', 'rs']);
+        expect(await paused()).toBe(false);
+        expect(await claimed(store, AT + 1)).toEqual(['rs']);
+      });
+    });
+
+    it('paused is read from settings that hold a NUL (JSON.stringify writes \\u0000), and the store takes them', async () => {
+      await withBackend(async ({ store }) => {
+        await store.createReceiver(makePushReceiver('rs'), {});
+        await emit(store);
+        const stream = JSON.stringify({ status: 'paused', description: 'a\u0000b', verification: { jti: 'v', state: '\\u0000\u0000', at: T0 } });
+        expect(stream).toContain('\\u0000');
+        expect(await store.updateReceiver('rs', { stream }, {})).toBe(true);
+        expect((await store.getReceiver('rs'))!.stream).toBe(stream);
+        expect(await claimed(store, AT)).toEqual([]);
+        expect(await store.updateReceiver('rs', { stream: stream.replace('"paused"', '"enabled"') }, {})).toBe(true);
+        expect(await claimed(store, AT + 1)).toEqual(['rs']);
+      });
+    });
 
     it('a change of the stream and the retention whose audit line fails leaves the receiver as it was', async () => {
       await withBackend(async ({ store }) => {

@@ -1,6 +1,6 @@
 import type { Trail } from '../trail.js';
 import type { EventStore } from '../store.js';
-import { DuplicateReceiverError, PAUSED_STREAM_MARK, RETENTION_ERROR, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type ReceiverChange, type ReceiverRecord, type ReceiverStatus, type RevocationEvent, type SigningKeyRecord } from '../event-records.js';
+import { DuplicateReceiverError, RETENTION_ERROR, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type ReceiverChange, type ReceiverRecord, type ReceiverStatus, type RevocationEvent, type SigningKeyRecord } from '../event-records.js';
 import { Rollback, type Database } from './database.js';
 import { isUniqueViolation } from './errors.js';
 import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './event-writes.js';
@@ -27,14 +27,15 @@ const PENDING = `SELECT d.receiver_id AS "receiverId", d.event_seq AS seq, e.pay
 
 /**
  * Leases up to $4 push receivers to $1 until $2 + $3: those nobody holds (no lease, or one ended
- * by $2), not paused (PAUSED_STREAM_MARK), whose oldest pending delivery is due at $2, the longest unleased first. SKIP LOCKED: a
+ * by $2), not paused (the generated column of migration 15, from the stream's JSON), whose oldest
+ * pending delivery is due at $2, the longest unleased first. SKIP LOCKED: a
  * receiver another claim (or a settlement) holds right now is passed over, never waited for;
  * and a lease another claim took after this statement's snapshot is checked again, in its new
  * version (READ COMMITTED; SERIALIZABLE fails and runs again), so each goes to one owner.
  */
 const CLAIM = `WITH c AS (SELECT l.receiver_id FROM receiver_leases l JOIN receivers r ON r.id = l.receiver_id
     WHERE r.delivery = 'push' AND (l.lease_owner IS NULL OR l.lease_until <= $2)
-      AND strpos(coalesce(r.stream, ''), '${PAUSED_STREAM_MARK}') = 0
+      AND NOT r.paused
       AND (SELECT d.next_attempt_at FROM event_deliveries d WHERE d.receiver_id = l.receiver_id AND d.state = 'pending' ORDER BY d.event_seq LIMIT 1) <= $2
     ORDER BY l.lease_until, l.receiver_id COLLATE "C" LIMIT $4 FOR UPDATE OF l SKIP LOCKED)
   UPDATE receiver_leases l SET lease_owner = $1, lease_until = $2::bigint + $3::bigint FROM c, receivers r
