@@ -270,10 +270,12 @@ export class Engine {
   deleteStream(clientId: string, streamId: unknown): Promise<void> {
     return streams.deleteStream(this.ctx, clientId, streamId);
   }
-  setStreamStatus(clientId: string, body: unknown): Promise<ReceiverRecord> {
+  /** `push`: a verification held while the push stream was paused, for the caller to push now that it is enabled. */
+  setStreamStatus(clientId: string, body: unknown): Promise<{ stream: ReceiverRecord; push?: streams.VerificationToPush }> {
     return streams.setStreamStatus(this.ctx, clientId, body);
   }
-  requestVerification(clientId: string, body: unknown): Promise<{ stream: ReceiverRecord; jti: string; state?: string }> {
+  /** `push`: the verification event for the caller to push now; none when it is kept with the stream (poll, or a paused push stream). */
+  requestVerification(clientId: string, body: unknown): Promise<{ stream: ReceiverRecord; jti: string; state?: string; push?: streams.VerificationToPush }> {
     return streams.requestVerification(this.ctx, clientId, body);
   }
   /** RFC 8936 with an access token: the poll stream of the token's client (`ssf.manage`), as {@link ssfAccess} says. */

@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { DEFAULT_RETENTION_MS, DuplicateReceiverError, type ClientRecord, type ReceiverRecord, type ReceiverStatus } from '../store/store.js';
+import { DEFAULT_RETENTION_MS, DuplicateReceiverError, type ClientRecord, type ReceiverChange, type ReceiverRecord, type ReceiverStatus } from '../store/store.js';
 import { auditLine } from './audit.js';
 import type { EngineContext } from './context.js';
 import { AccessDeniedError, InvalidInputError, NotFoundError } from './errors.js';
@@ -229,7 +229,8 @@ export async function receiverStatus(ctx: EngineContext<Ports>, id: string): Pro
 
 /**
  * Changes a receiver (`receiver update`): its retention, applied from the next housekeeping on,
- * and its stream's events and algorithm, applied from its next SET. Each change is audited.
+ * and its stream's events and algorithm, applied from its next SET. One store call with one audit
+ * line naming what changed: the whole change is made, or (a failure) none of it.
  */
 export async function updateReceiver(ctx: EngineContext<Ports>, id: string, change: { retentionMs?: number } & StreamChoice, actor: string): Promise<ReceiverStatusView> {
   if (change.retentionMs === undefined && change.eventsRequested === undefined && change.alg === undefined) throw new InvalidInputError('nothing to change: give --retention, --events or --alg');
@@ -237,15 +238,16 @@ export async function updateReceiver(ctx: EngineContext<Ports>, id: string, chan
   if (!r) throw new NotFoundError(`no receiver with id "${id}"`);
   const retentionMs = change.retentionMs === undefined ? undefined : checkRetention(change.retentionMs);
   const stream = chosenStream(r.stream, change);
+  const what: string[] = [];
   if (stream !== undefined) {
     const s = streamSettingsOf(stream);
-    const line = auditLine(ctx, actor, 'receiver.update', `receiver:${id}`, 1, `events ${s.eventsRequested.join(' ')}; alg ${s.alg}`);
-    if (!(await ctx.store.updateReceiver(id, { endpointUrl: r.endpointUrl, authorization: r.authorization, stream }, { audit: line }))) throw new NotFoundError(`no receiver with id "${id}"`);
+    what.push(`events ${s.eventsRequested.join(' ')}; alg ${s.alg}`);
   }
-  if (retentionMs !== undefined) {
-    const line = auditLine(ctx, actor, 'receiver.update', `receiver:${id}`, 1, `retention ${retentionMs} ms`);
-    if (!(await ctx.store.updateReceiverRetention(id, retentionMs, { audit: line }))) throw new NotFoundError(`no receiver with id "${id}"`);
-  }
+  if (retentionMs !== undefined) what.push(`retention ${retentionMs} ms`);
+  const line = auditLine(ctx, actor, 'receiver.update', `receiver:${id}`, 1, what.join('; '));
+  // Only what the operator chose: the endpoint, and the stream when unchanged, stay as they are in the store.
+  const storeChange: ReceiverChange = { ...(stream !== undefined ? { stream } : {}), ...(retentionMs !== undefined ? { retentionMs } : {}) };
+  if (!(await ctx.store.updateReceiver(id, storeChange, { audit: line }))) throw new NotFoundError(`no receiver with id "${id}"`);
   return receiverStatus(ctx, id);
 }
 

@@ -177,7 +177,7 @@ function checkedPush(ctx: EngineContext<Ports>, endpointUrl: string, authorizati
   return { endpointUrl: recordedEndpoint(url, ctx.config.ssfPrivateNetwork), authorization: authorization?.trim() ?? null };
 }
 
-async function saved(ctx: EngineContext<Ports>, r: ReceiverRecord, change: Pick<ReceiverRecord, 'endpointUrl' | 'authorization'> & { stream: string }, what: string): Promise<ReceiverRecord> {
+async function saved(ctx: EngineContext<Ports>, r: ReceiverRecord, change: Partial<Pick<ReceiverRecord, 'endpointUrl' | 'authorization'>> & { stream: string }, what: string): Promise<ReceiverRecord> {
   const owner = streamSettingsOf(r.stream).owner ?? '';
   const audit = auditLine(ctx, `ssf:${owner}`, 'receiver.update', `receiver:${r.id}`, 1, what);
   if (!(await ctx.store.updateReceiver(r.id, change, { audit }))) throw new NotFoundError(`no stream with stream_id "${r.id}"`);
@@ -192,23 +192,41 @@ export async function deleteStream(ctx: EngineContext<Ports>, clientId: string, 
   }
 }
 
-/** SSF §8.1.2.2: sets a stream's status (and its reason). */
-export async function setStreamStatus(ctx: EngineContext<Ports>, clientId: string, body: unknown): Promise<ReceiverRecord> {
+/** A verification event for the caller to push now (SSF §8.1.4.2, events/verification.ts): its SET's `jti` and the receiver's `state`. */
+export interface VerificationToPush {
+  jti: string;
+  state?: string;
+}
+
+/**
+ * SSF §8.1.2.2: sets a stream's status (and its reason). A push stream's verification held while
+ * it was paused (see {@link requestVerification}) leaves the settings when it is enabled, handed
+ * to the caller to push, or when it is disabled (SSF §8.1.2.1: a disabled stream holds nothing).
+ */
+export async function setStreamStatus(ctx: EngineContext<Ports>, clientId: string, body: unknown): Promise<{ stream: ReceiverRecord; push?: VerificationToPush }> {
   if (!isObject(body)) throw new InvalidInputError('the request body must be a JSON object (SSF 1.0 §8.1.2.2)');
   const r = await getStream(ctx, clientId, body.stream_id, true);
   if (!STREAM_STATUSES.includes(body.status as StreamStatus)) throw new InvalidInputError(`status must be one of ${STREAM_STATUSES.join(', ')}`);
   if (body.reason !== undefined && (typeof body.reason !== 'string' || body.reason.length > 1024)) throw new InvalidInputError('reason must be a string of at most 1024 characters');
-  const { reason: _old, ...settings } = streamSettingsOf(r.stream);
-  const next: StreamSettings = { ...settings, status: body.status as StreamStatus, ...(typeof body.reason === 'string' ? { reason: body.reason } : {}) };
-  return saved(ctx, r, { endpointUrl: r.endpointUrl, authorization: r.authorization, stream: streamJson(next) }, `status ${next.status}`);
+  const { reason: _old, verification, ...settings } = streamSettingsOf(r.stream);
+  const status = body.status as StreamStatus;
+  // A poll stream's verification stays until its SET is acknowledged (events/poll.ts); a push stream's goes now.
+  const keep = verification !== undefined && (r.delivery === 'poll' || status === 'paused');
+  const next: StreamSettings = { ...settings, status, ...(typeof body.reason === 'string' ? { reason: body.reason } : {}), ...(keep ? { verification } : {}) };
+  const stream = await saved(ctx, r, { stream: streamJson(next) }, `status ${next.status}`);
+  if (verification === undefined || keep || status !== 'enabled') return { stream };
+  return { stream, push: { jti: verification.jti, ...(verification.state !== undefined ? { state: verification.state } : {}) } };
 }
 
 /**
- * SSF §8.1.4.2: a verification event for a stream the client may read: its `jti` and `state`. A
- * poll stream keeps it until the receiver acknowledges its SET (events/poll.ts); a push one is
- * sent at once by the caller (events/verification.ts).
+ * SSF §8.1.4.2: a verification event for a stream the client may read. A poll stream keeps it
+ * until the receiver acknowledges its SET (events/poll.ts), answered by no poll while the stream is
+ * paused; a push one is handed to the caller to push at once (`push`, events/verification.ts),
+ * unless the stream is paused: SSF §8.1.2.1 has the transmitter transmit no event while paused
+ * and hold them, and makes no exception for this one, so it is kept in the settings until the
+ * stream is enabled ({@link setStreamStatus}), the newest request replacing an older one.
  */
-export async function requestVerification(ctx: EngineContext<Ports>, clientId: string, body: unknown): Promise<{ stream: ReceiverRecord; jti: string; state?: string }> {
+export async function requestVerification(ctx: EngineContext<Ports>, clientId: string, body: unknown): Promise<{ stream: ReceiverRecord; jti: string; state?: string; push?: VerificationToPush }> {
   if (!isObject(body)) throw new InvalidInputError('the request body must be a JSON object (SSF 1.0 §8.1.4.2)');
   const r = await getStream(ctx, clientId, body.stream_id);
   if (body.state !== undefined && (typeof body.state !== 'string' || body.state.length > 1024)) throw new InvalidInputError('state must be a string of at most 1024 characters');
@@ -218,10 +236,12 @@ export async function requestVerification(ctx: EngineContext<Ports>, clientId: s
   const wait = before.lastVerificationAt === undefined ? 0 : before.lastVerificationAt + MIN_VERIFICATION_INTERVAL_S * 1000 - now;
   if (wait > 0) throw new VerificationTooSoonError(`a verification was asked for less than min_verification_interval (${MIN_VERIFICATION_INTERVAL_S} s) ago: ask again in ${Math.ceil(wait / 1000)} s`, Math.ceil(wait / 1000));
   const jti = newJti(now);
-  const settings: StreamSettings = { ...before, lastVerificationAt: now, ...(r.delivery === 'poll' ? { verification: { jti, ...(state !== undefined ? { state } : {}), at: now } } : {}) };
-  // No audit line: a verification changes nothing the operator decided.
-  await ctx.store.updateReceiver(r.id, { endpointUrl: r.endpointUrl, authorization: r.authorization, stream: streamJson(settings) }, {});
-  return { stream: r, jti, ...(state !== undefined ? { state } : {}) };
+  const held = r.delivery === 'poll' || before.status === 'paused';
+  const settings: StreamSettings = { ...before, lastVerificationAt: now, ...(held ? { verification: { jti, ...(state !== undefined ? { state } : {}), at: now } } : {}) };
+  // No audit line: a verification changes nothing the operator decided. Only the settings: the endpoint stays as the store has it.
+  await ctx.store.updateReceiver(r.id, { stream: streamJson(settings) }, {});
+  const wanted = { jti, ...(state !== undefined ? { state } : {}) };
+  return { stream: r, ...wanted, ...(held ? {} : { push: wanted }) };
 }
 
 /** A stream that cannot be made (SSF §8.1.1.1: 409), as InvalidInputError for every other caller. */

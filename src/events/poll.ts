@@ -117,6 +117,9 @@ export async function poll(deps: PollDeps, receiver: ReceiverRecord, request: Po
   const selection = eventSelection(receiver.stream);
   // A CAEP stream's SETs tell of one commit each, not of a merge of many (fewer subjects in one SET).
   const mergeUpTo = selection.caep ? undefined : MERGE_UP_TO;
+  // SSF 1.0 §8.1.2: a paused stream's events are held, not answered, until it is enabled again;
+  // the verification event too (§8.1.2.1 makes no exception for it): nothing is transmitted.
+  if (settings.status === 'paused') return outcome(pollAnswer(false));
   if (request.maxEvents === 0) {
     // Whether anything is pending: one delivery, unmerged, tells (a merge would read a thousand rows).
     return outcome(pollAnswer(verification !== undefined || (await deps.store.pendingDeliveries(receiver.id, 1)).length > 0));
@@ -127,8 +130,6 @@ export async function poll(deps: PollDeps, receiver: ReceiverRecord, request: Po
     const set = signClaims(verificationClaims(verification.jti, deps.issuer(), receiver.audience, receiver.id, verification.state, now()), key);
     return outcome(pollAnswer(true, undefined, { [verification.jti]: set }));
   }
-  // SSF 1.0 §8.1.2: a paused stream's events are held, not answered, until it is enabled again.
-  if (settings.status === 'paused') return outcome(pollAnswer(false));
   const until = now() + LONG_POLL_MS;
   if (!request.returnImmediately && deps.lastAnswered) {
     const wait = (deps.lastAnswered.get(receiver.id) ?? -Infinity) + LONG_POLL_MIN_INTERVAL_MS - now();
@@ -170,7 +171,7 @@ async function verificationAfter(deps: PollDeps, receiver: ReceiverRecord, setti
   const v = settings.verification;
   if (v === undefined || !done.includes(v.jti)) return v;
   const { verification: _gone, ...rest } = settings;
-  await deps.store.updateReceiver(receiver.id, { endpointUrl: receiver.endpointUrl, authorization: receiver.authorization, stream: streamJson(rest) }, {});
+  await deps.store.updateReceiver(receiver.id, { stream: streamJson(rest) }, {});
   return undefined;
 }
 

@@ -67,7 +67,6 @@ const OPERATIONS = {
   updateClientSecret: true,
   updateClientSettings: true,
   updateReceiver: true,
-  updateReceiverRetention: true,
 } as const satisfies Record<Operation, true>;
 
 /**

@@ -91,16 +91,30 @@ export interface ReceiverRecord {
   retentionMs: number;
 }
 
-/** What an update of a receiver (SSF stream update, engine/streams.ts) may change. */
-export type ReceiverChange = Pick<ReceiverRecord, 'endpointUrl' | 'authorization'> & { stream: string | null };
+/**
+ * What one update of a receiver changes (an SSF stream update, engine/streams.ts; `receiver
+ * update`): the fields it names, in one transaction with its trail, so that a change of several
+ * is made whole or not at all. A field left out (undefined) keeps its value; null is a value.
+ */
+export type ReceiverChange = Partial<Pick<ReceiverRecord, 'endpointUrl' | 'authorization' | 'stream' | 'retentionMs'>>;
 
 /**
- * What the stream settings' JSON holds when the stream is paused (SSF 1.0 §8.1.2: its events are
- * held): a push claim passes over such a receiver, its deliveries staying pending until it is
- * enabled again or its retention makes them dead letters. The engine writes the settings with
- * JSON.stringify, which never writes this inside a string value (it escapes the quotes).
+ * Whether a receiver's stream settings (their JSON) say the stream is paused (SSF 1.0 §8.1.2: its
+ * events are held): a push claim passes over such a receiver, its deliveries staying pending until
+ * it is enabled again or its retention makes them dead letters. The settings' top-level `status`
+ * is exactly `"paused"`; null, a value that does not parse, or anything else is not paused. The SQL
+ * stores keep the same test as a generated column of the JSON (`receivers.paused`), so a node that
+ * writes only the JSON keeps it right.
  */
-export const PAUSED_STREAM_MARK = '"status":"paused"';
+export function isPausedStream(stream: string | null | undefined): boolean {
+  if (!stream) return false;
+  try {
+    const parsed: unknown = JSON.parse(stream);
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && (parsed as { status?: unknown }).status === 'paused';
+  } catch {
+    return false;
+  }
+}
 
 /** A receiver's retention unless the operator sets one (`receiver add --retention`): 24 hours. */
 export const DEFAULT_RETENTION_MS = 24 * 3_600_000;

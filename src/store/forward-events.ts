@@ -36,9 +36,6 @@ export abstract class ForwardsEventStore implements EventStore {
   async updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean> {
     return this._eventStore().updateReceiver(id, change, trail);
   }
-  async updateReceiverRetention(id: string, retentionMs: number, trail: Trail): Promise<boolean> {
-    return this._eventStore().updateReceiverRetention(id, retentionMs, trail);
-  }
   async expireDeliveries(now: number, limit: number): Promise<number> {
     return this._eventStore().expireDeliveries(now, limit);
   }

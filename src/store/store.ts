@@ -31,7 +31,7 @@ export type * from './authorization-records.js';
 export type { AuditStore, AuthorizationStore, ClientStore, DpopProofStore, MaintenanceStore, OutboxStore, SigningKeyStore, TokenReads, TokenWrites };
 export { tokenState, TOKEN_TYPES } from './records.js';
 export * from './errors.js';
-export { DEFAULT_RETENTION_MS, DuplicateReceiverError, PAUSED_STREAM_MARK, RETENTION_ERROR } from './event-records.js';
+export { DEFAULT_RETENTION_MS, DuplicateReceiverError, isPausedStream, RETENTION_ERROR } from './event-records.js';
 
 /**
  * The security events' part of a store (the outbox, its receivers, the signing keys): what the

@@ -100,6 +100,10 @@ describe.skipIf(!PG_URL || previous === undefined)('the previous release on a sc
   const schema = testSchemaName();
   const db = `${PG_URL}${PG_URL?.includes('?') ? '&' : '?'}schema=${schema}`;
   let old: { url: string; child: ChildProcess; output: () => string } | undefined;
+  let release = '';
+  /** A command of the previous release against the store, its --json output. */
+  const oldCli = <T>(args: string[]): T =>
+    JSON.parse(execFileSync(process.execPath, [join(release, 'bin/run.js'), ...args, '--db', db, '--json'], { encoding: 'utf8', stdio: 'pipe', timeout: 30_000, env: { ...process.env, NO_COLOR: '1' } })) as T;
 
   const cli = async <T>(args: string[]): Promise<T> => {
     const r = await tokenctl([...args, '--db', db, '--json'], { timeoutMs: 30_000 });
@@ -108,7 +112,7 @@ describe.skipIf(!PG_URL || previous === undefined)('the previous release on a sc
   };
 
   beforeAll(async () => {
-    const dir = buildRelease(previous!);
+    const dir = (release = buildRelease(previous!));
     // A store of the release before (its nodes made it), then this build's migrate, as an
     // operator would run it before replacing any node.
     execFileSync(process.execPath, [join(dir, 'bin/run.js'), 'client', 'create', '--name', 'before', '--db', db, '--json'], { stdio: 'pipe', timeout: 30_000, env: { ...process.env, NO_COLOR: '1' } });
@@ -140,6 +144,10 @@ describe.skipIf(!PG_URL || previous === undefined)('the previous release on a sc
     // This build reads what the old node wrote.
     const seen = await tokenctl(['introspect', minted, '--db', db, '--json'], { timeoutMs: 30_000 });
     expect(seen.json()).toEqual({ active: false });
+    // A receiver the old node registers and changes (its columns only, the stream as JSON) is this build's too.
+    oldCli(['receiver', 'add', 'rs-old', '--push', 'https://rs.example.test/events']);
+    oldCli(['receiver', 'update', 'rs-old', '--alg', 'RS256', '--retention', '2d']);
+    expect(await cli(['receiver', 'show', 'rs-old'])).toMatchObject({ id: 'rs-old', signing_alg: 'RS256', status: 'enabled', retention_ms: 2 * 86_400_000 });
     // The old node applied nothing, and the schema still says which nodes may run on it.
     const meta = await withPg(PG_URL!, schema, async (c) => (await c.query("SELECT key, value FROM tokenctl_meta WHERE key <> 'application' ORDER BY key")).rows);
     // schema_version: the newest contract step's nodesFrom, which the previous release knows.

@@ -65,7 +65,7 @@ describe('retry policy', () => {
 
   it('a push receiver\'s failing delivery becomes a dead letter at its retention (here 1 minute), not after a fixed day', async () => {
     const s = await setUp(() => ({ kind: 'failed', error: 'HTTP 503' }));
-    await s.store.updateReceiverRetention('a', 60_000, {});
+    await s.store.updateReceiver('a', { retentionMs: 60_000 }, {});
     await s.emit(1);
     const a = async () => (await s.store.listReceivers()).find((r) => r.id === 'a')!;
     while (s.now() < T0 + 60_000 && (await a()).dead === 0) {

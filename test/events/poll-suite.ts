@@ -136,6 +136,25 @@ export function describePoll(stores: PollStore[]): void {
         expect(JSON.stringify(JSON.parse(Buffer.from(sets[0]!.split('.')[1]!, 'base64url').toString()))).toContain(jti);
       });
 
+      it('a verification asked for on a paused stream is held like its events (SSF §8.1.2.1), answered first once enabled', async () => {
+        const write = async (status: 'paused' | 'enabled') => {
+          const r = (await server.store.getReceiver('rs-poll'))!;
+          const verification = { jti: 'verify-1', state: 'asked-while-paused', at: Date.now() };
+          expect(await server.store.updateReceiver('rs-poll', { stream: streamJson({ ...streamSettingsOf(r.stream), status, verification }) }, {})).toBe(true);
+        };
+        await write('paused');
+        await revokeOne();
+        expect((await pollRequest({ returnImmediately: true })).body).toEqual({ sets: {}, moreAvailable: false });
+        // Not even "more available": nothing will be answered until the stream is enabled.
+        expect((await pollRequest({ maxEvents: 0 })).body).toEqual({ sets: {}, moreAvailable: false });
+        await write('enabled');
+        const answered = await pollRequest({ returnImmediately: true });
+        expect(Object.keys(answered.body.sets as object)).toEqual(['verify-1']);
+        expect(answered.body.moreAvailable).toBe(true);
+        const claims = JSON.parse(Buffer.from((answered.body.sets as Record<string, string>)['verify-1']!.split('.')[1]!, 'base64url').toString()) as { events: Record<string, { state?: string }> };
+        expect(Object.values(claims.events)[0]!.state).toBe('asked-while-paused');
+      });
+
       it('refuses a wrong secret (401), a client that is no poll receiver (403), and a bad body (400), as RFC 8935 error objects', async () => {
         const bad = await pollRequest({}, rfcBasic({ id: rs.id, secret: 'wrong-secret-wrong-secret' }));
         expect(bad.status).toBe(401);

@@ -7,7 +7,7 @@ import { streamJson, streamSettingsOf, type StreamStatus } from '../../src/engin
 import { PushDeliverer } from '../../src/events/deliverer.js';
 import { SigningKeys } from '../../src/events/keys.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
-import { PAUSED_STREAM_MARK, type ReceiverRecord, type TokenStore } from '../../src/store/store.js';
+import { isPausedStream, type ReceiverRecord, type TokenStore } from '../../src/store/store.js';
 import { PG_SKIP_MESSAGE, PG_URL, openTestStore } from '../helpers/pg.js';
 import { makeClient, makeToken } from '../helpers/records.js';
 
@@ -50,7 +50,7 @@ describe.each(backends)('a paused push stream on %s', (_name, open) => {
       });
       const setStatus = async (status: StreamStatus) => {
         const stream = streamJson({ ...streamSettingsOf(null), status });
-        expect(stream.includes(PAUSED_STREAM_MARK)).toBe(status === 'paused');
+        expect(isPausedStream(stream)).toBe(status === 'paused');
         expect(await store.updateReceiver('rs', { endpointUrl: receiver.endpointUrl, authorization: null, stream }, {})).toBe(true);
       };
       const revoke = async () => {

@@ -1,18 +1,21 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createClient, issue, startTestServer, type TestServer } from '../helpers/server.js';
+import { createClient, issue, startTestServer, type TestServer, type TestServerOptions } from '../helpers/server.js';
 
 const PUSH = 'urn:ietf:rfc:8935';
 const POLL = 'urn:ietf:rfc:8936';
 const SESSION_REVOKED = 'https://schemas.openid.net/secevent/caep/event-type/session-revoked';
 const TOKENS_REVOKED = 'urn:tokenctl:secevent:tokens-revoked';
+const VERIFICATION = 'https://schemas.openid.net/secevent/ssf/event-type/verification';
 
 /** SSF 1.0 §7 and §8 through the server: discovery, authorization by scope, the stream API's shapes and statuses. */
 describe('SSF stream management', () => {
   let s: TestServer;
   afterEach(() => s?.close());
 
-  const setUp = async (issuer?: string) => {
-    s = await startTestServer(issuer ? { issuer } : {});
+  const setUp = async (issuer?: string, options: TestServerOptions = {}) => {
+    s = await startTestServer({ ...options, ...(issuer ? { issuer } : {}) });
     const rs = await createClient(s.engine, 'rs', { scope: 'ssf.manage ssf.read read' });
     const token = async (scope: string) => (await issue(s.engine, rs, { scope })).access_token;
     const call = async (method: string, path: string, access: string | undefined, body?: unknown) => {
@@ -137,5 +140,47 @@ describe('SSF stream management', () => {
     expect(await poll()).toEqual({});
     // Disabled: nothing held, the one answered but not acknowledged before included.
     expect((await s.engine.listReceivers()).find((r) => r.id === id)).toMatchObject({ pending: 0 });
+  });
+
+  it('a verification asked for on a paused push stream is held like its events (SSF §8.1.2.1), pushed once it is enabled', async () => {
+    // A push receiver on this machine: every SET it is sent, answered 202 (RFC 8935 §2.2).
+    const received: string[] = [];
+    const rx = createServer((req, res) => {
+      let body = '';
+      req.setEncoding('utf8').on('data', (d: string) => (body += d));
+      req.on('end', () => {
+        received.push(body);
+        res.writeHead(202).end();
+      });
+    });
+    await new Promise<void>((listening) => rx.listen(0, '127.0.0.1', listening));
+    try {
+      const { token, call } = await setUp(undefined, { ssfPrivateNetwork: true });
+      const t = await token('ssf.manage');
+      const endpoint = `http://127.0.0.1:${(rx.address() as AddressInfo).port}/events`;
+      const id = (await call('POST', '/ssf/stream', t, { delivery: { method: PUSH, endpoint_url: endpoint } })).body!.stream_id as string;
+      const states = () => received.map((set) => (JSON.parse(Buffer.from(set.split('.')[1]!, 'base64url').toString()) as { events: Record<string, { state?: string }> }).events[VERIFICATION]?.state);
+      const arrived = async (n: number, ms: number) => {
+        for (const until = Date.now() + ms; received.length < n && Date.now() < until; ) await new Promise((r) => setTimeout(r, 20));
+        return received.length >= n;
+      };
+
+      await call('POST', '/ssf/status', t, { stream_id: id, status: 'paused' });
+      expect((await call('POST', '/ssf/verify', t, { stream_id: id, state: 'asked-while-paused' })).status).toBe(204);
+      // Pushed at once, it would be here within milliseconds: it is not.
+      expect(await arrived(1, 300)).toBe(false);
+      expect((await call('POST', '/ssf/status', t, { stream_id: id, status: 'enabled' })).body).toMatchObject({ status: 'enabled' });
+      expect(await arrived(1, 5_000)).toBe(true);
+      expect(states()).toEqual(['asked-while-paused']);
+      // Delivered once: enabling it again sends nothing more; a verification now goes at once.
+      await call('POST', '/ssf/status', t, { stream_id: id, status: 'enabled' });
+      s.clock.advance(15_000);
+      expect((await call('POST', '/ssf/verify', t, { stream_id: id, state: 'asked-while-enabled' })).status).toBe(204);
+      expect(await arrived(2, 5_000)).toBe(true);
+      expect(states()).toEqual(['asked-while-paused', 'asked-while-enabled']);
+    } finally {
+      rx.closeAllConnections();
+      await new Promise((closed) => rx.close(closed));
+    }
   });
 });

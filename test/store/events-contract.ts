@@ -143,6 +143,17 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
         expect(await store.updateReceiver('nobody', change, {})).toBe(false);
       });
 
+      it('updates only the fields a change names, null a value; the stream and the retention in one call', async () => {
+        const push = makePushReceiver('push-1', { stream: '{"status":"enabled"}' });
+        await store.createReceiver(push, {});
+        expect(await store.updateReceiver('push-1', { stream: '{"status":"paused"}', retentionMs: 7 * 24 * HOUR }, {})).toBe(true);
+        expect(await store.getReceiver('push-1')).toEqual({ ...push, stream: '{"status":"paused"}', retentionMs: 7 * 24 * HOUR });
+        expect(await store.updateReceiver('push-1', { authorization: null, stream: null }, {})).toBe(true);
+        expect(await store.getReceiver('push-1')).toEqual({ ...push, authorization: null, stream: null, retentionMs: 7 * 24 * HOUR });
+        expect(await store.updateReceiver('push-1', {}, {})).toBe(true);
+        expect(await store.getReceiver('push-1')).toEqual({ ...push, authorization: null, stream: null, retentionMs: 7 * 24 * HOUR });
+      });
+
       it('rejects a duplicate id with DuplicateReceiverError and keeps the first', async () => {
         await store.createReceiver(makePushReceiver('r-1'), {});
         const dup = makePollReceiver('r-1', 'client-1');
@@ -410,18 +421,28 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
       });
 
       it('passes over a paused stream, its deliveries kept, and claims it again once enabled', async () => {
-        const paused = JSON.stringify({ eventsRequested: [], alg: 'ES256', status: 'paused', description: 'not "status":"paused" here' });
-        const settings = (stream: string) => ({ endpointUrl: makePushReceiver('push-1').endpointUrl, authorization: null, stream });
-        expect(await store.updateReceiver('push-1', settings(paused), {})).toBe(true);
-        // The mark inside a string value (escaped quotes) is not a paused stream.
-        expect(await store.updateReceiver('push-2', settings(JSON.stringify({ status: 'enabled', description: '"status":"paused"' })), {})).toBe(true);
+        // Formatted as another writer might (spaces, newlines): the status is read from the JSON, not its text.
+        const paused = JSON.stringify({ eventsRequested: [], alg: 'ES256', status: 'paused', description: 'not "status":"paused" here' }, null, 2);
+        expect(await store.updateReceiver('push-1', { stream: paused }, {})).toBe(true);
+        // The words inside a string value are not a paused stream; nor is a nested status.
+        expect(await store.updateReceiver('push-2', { stream: JSON.stringify({ status: 'enabled', description: '"status":"paused"', reason: { status: 'paused' } }) }, {})).toBe(true);
         const e = await emit();
         expect((await claim('node-a', AT)).map((c) => c.receiver.id)).toEqual(['push-2', 'push-3']);
         expect(await store.pendingDeliveries('push-1', 10)).toHaveLength(1);
-        expect(await store.updateReceiver('push-1', settings(paused.replace('"status":"paused"', '"status":"enabled"')), {})).toBe(true);
+        expect(await store.updateReceiver('push-1', { stream: JSON.stringify({ ...JSON.parse(paused), status: 'enabled' }) }, {})).toBe(true);
         const [c] = await claim('node-a', AT + 1);
         expect(c!.receiver.id).toBe('push-1');
         expect(c!.deliveries.flatMap((d) => d.events.map((x) => x.id))).toEqual([e.id]);
+      });
+
+      it('a receiver registered paused is passed over until enabled; a stream that is no JSON object is not paused', async () => {
+        await store.createReceiver(makePushReceiver('push-4', { stream: '{"status":"paused"}' }), {});
+        await store.updateReceiver('push-2', { stream: '["paused"]' }, {});
+        await store.updateReceiver('push-3', { stream: '"paused"' }, {});
+        await emit();
+        expect((await claim('node-a', AT)).map((c) => c.receiver.id)).toEqual(['push-1', 'push-2', 'push-3']);
+        expect(await store.updateReceiver('push-4', { stream: '{"status":"enabled"}' }, {})).toBe(true);
+        expect((await claim('node-a', AT + 1)).map((c) => c.receiver.id)).toEqual(['push-4']);
       });
 
       it('claims only push receivers with a due delivery, up to the limits', async () => {
@@ -575,13 +596,14 @@ export function describeEventStoreContract(name: string, factory: StoreFactory):
     });
 
     describe('retention: the bounded outbox', () => {
-      it('updateReceiverRetention sets a receiver\'s retention; false for an unknown receiver', async () => {
-        await store.createReceiver(makePollReceiver('poll-1', 'client-1'), {});
+      it('updateReceiver sets a receiver\'s retention alone, the rest kept; false for an unknown receiver', async () => {
+        const poll = makePollReceiver('poll-1', 'client-1', { stream: '{"status":"enabled"}' });
+        await store.createReceiver(poll, {});
         expect((await store.getReceiver('poll-1'))!.retentionMs).toBe(24 * HOUR);
-        expect(await store.updateReceiverRetention('poll-1', HOUR, {})).toBe(true);
-        expect((await store.getReceiver('poll-1'))!.retentionMs).toBe(HOUR);
+        expect(await store.updateReceiver('poll-1', { retentionMs: HOUR }, {})).toBe(true);
+        expect(await store.getReceiver('poll-1')).toEqual({ ...poll, retentionMs: HOUR });
         expect((await store.listReceivers())[0]!.retentionMs).toBe(HOUR);
-        expect(await store.updateReceiverRetention('nobody', HOUR, {})).toBe(false);
+        expect(await store.updateReceiver('nobody', { retentionMs: HOUR }, {})).toBe(false);
       });
 
       it('expireDeliveries makes dead letters of what is pending longer than the retention, poll and push, oldest first, up to the limit', async () => {

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { engineErrorName } from '../../engine/errors.js';
 import { pushDestination } from '../../engine/push-destination.js';
 import { EVENTS_SUPPORTED, eventsDelivered, MIN_VERIFICATION_INTERVAL_S, streamSettingsOf } from '../../engine/stream-settings.js';
-import { DELIVERY_POLL, DELIVERY_PUSH, StreamConflictError, VerificationTooSoonError, type SsfAccess } from '../../engine/streams.js';
+import { DELIVERY_POLL, DELIVERY_PUSH, StreamConflictError, VerificationTooSoonError, type SsfAccess, type VerificationToPush } from '../../engine/streams.js';
 import type { SigningKeys } from '../../events/keys.js';
 import { pushVerification } from '../../events/verification.js';
 import type { ReceiverRecord } from '../../store/store.js';
@@ -139,18 +139,28 @@ export function ssfRoutes(scope: FastifyInstance, deps: HandlerDeps, keys: Signi
       return { ...answer(204, ''), payload: '' };
     }),
   );
+  /** Pushes a verification event after the answer, as SSF §8.1.4.2 has it (the answer says the request was taken); never throws. */
+  const pushLater = (request: FastifyRequest, stream: ReceiverRecord, v: VerificationToPush) => {
+    void pushVerification({ keys, issuer: issuer() }, stream, v.jti, v.state).then((result) => {
+      if (result.kind !== 'accepted') request.log.warn({ stream: stream.id, error: result.error }, 'SSF verification event not delivered');
+    });
+  };
   scope.get(SSF_STATUS_PATH, route(false, async (clientId, request) => answer(200, streamStatus(await engine.getStream(clientId, streamIdOf(request))))));
-  scope.post(SSF_STATUS_PATH, route(true, async (clientId, request) => answer(200, streamStatus(await engine.setStreamStatus(clientId, request.body)))));
+  scope.post(
+    SSF_STATUS_PATH,
+    route(true, async (clientId, request) => {
+      const changed = await engine.setStreamStatus(clientId, request.body);
+      // A verification held while the push stream was paused goes now that it is enabled.
+      if (changed.push) pushLater(request, changed.stream, changed.push);
+      return answer(200, streamStatus(changed.stream));
+    }),
+  );
   scope.post(
     SSF_VERIFY_PATH,
     route(true, async (clientId, request) => {
       const v = await engine.requestVerification(clientId, request.body);
-      if (v.stream.delivery === 'push') {
-        // Sent after the answer, as SSF §8.1.4.2 has it: the 204 says the request was taken.
-        void pushVerification({ keys, issuer: issuer() }, v.stream, v.jti, v.state).then((result) => {
-          if (result.kind !== 'accepted') request.log.warn({ stream: v.stream.id, error: result.error }, 'SSF verification event not delivered');
-        });
-      }
+      // None to push: a poll stream's waits for the next poll, a paused push stream's until it is enabled.
+      if (v.push) pushLater(request, v.stream, v.push);
       return { ...answer(204, ''), payload: '' };
     }),
   );

@@ -2,7 +2,7 @@ import type { Trail } from '../trail.js';
 import type { EventStore } from '../store.js';
 import {
   DuplicateReceiverError,
-  PAUSED_STREAM_MARK,
+  isPausedStream,
   RETENTION_ERROR,
   type ClaimedReceiver,
   type Delivery,
@@ -27,6 +27,8 @@ interface MemoryDelivery {
 
 interface MemoryReceiver {
   record: ReceiverRecord;
+  /** Whether its stream is paused, read from the settings as they are written (the SQL stores' generated column). */
+  paused: boolean;
   leaseOwner: string | null;
   leaseUntil: number;
   lastError: string | null;
@@ -60,7 +62,7 @@ export class MemoryEvents implements EventStore {
   async createReceiver(receiver: ReceiverRecord, trail: Trail): Promise<void> {
     const { audit } = trail;
     if (this.receivers.has(receiver.id)) throw new DuplicateReceiverError(receiver.id);
-    this.receivers.set(receiver.id, { record: { stream: null, ...receiver }, leaseOwner: null, leaseUntil: 0, lastError: null, lastDeliveredAt: null });
+    this.receivers.set(receiver.id, { record: { stream: null, ...receiver }, paused: isPausedStream(receiver.stream), leaseOwner: null, leaseUntil: 0, lastError: null, lastDeliveredAt: null });
     if (audit) this.appendAudit(audit);
   }
 
@@ -95,16 +97,15 @@ export class MemoryEvents implements EventStore {
   async updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean> {
     const r = this.receivers.get(id);
     if (!r) return false;
+    // The audit line first: when it throws, nothing of the change is made either.
     if (trail.audit) this.appendAudit(trail.audit);
-    r.record = { ...r.record, endpointUrl: change.endpointUrl, authorization: change.authorization, stream: change.stream };
-    return true;
-  }
-
-  async updateReceiverRetention(id: string, retentionMs: number, trail: Trail): Promise<boolean> {
-    const r = this.receivers.get(id);
-    if (!r) return false;
-    r.record.retentionMs = retentionMs;
-    if (trail.audit) this.appendAudit(trail.audit);
+    const record = { ...r.record };
+    if (change.endpointUrl !== undefined) record.endpointUrl = change.endpointUrl;
+    if (change.authorization !== undefined) record.authorization = change.authorization;
+    if (change.stream !== undefined) record.stream = change.stream;
+    if (change.retentionMs !== undefined) record.retentionMs = change.retentionMs;
+    r.record = record;
+    r.paused = isPausedStream(record.stream);
     return true;
   }
 
@@ -134,7 +135,7 @@ export class MemoryEvents implements EventStore {
     for (const r of this.receivers.values()) {
       if (claimed.length >= limit) break;
       if (r.record.delivery !== 'push' || (r.leaseOwner !== null && r.leaseUntil > now)) continue;
-      if (r.record.stream?.includes(PAUSED_STREAM_MARK)) continue;
+      if (r.paused) continue;
       const pending = this.pendingOf(r.record.id);
       if (pending.length === 0 || pending[0]!.nextAttemptAt > now) continue;
       r.leaseOwner = owner;

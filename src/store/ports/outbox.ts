@@ -20,12 +20,11 @@ export interface OutboxStore {
   /** Every receiver with its delivery counts, by id. */
   listReceivers(): Promise<ReceiverStatus[]>;
   /**
-   * Changes a receiver's endpoint, Authorization value and stream settings (an SSF stream update),
-   * with the trail's audit line in the same transaction. False if there was none. Its deliveries stay.
+   * Changes what `change` names of a receiver (its endpoint, Authorization value, stream settings,
+   * retention), all of it with the trail's audit line in one transaction: a failure leaves the
+   * receiver as it was. False if there was none. Its deliveries stay.
    */
   updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean>;
-  /** Sets a receiver's retention (ms), with the trail's audit line. False if there is no such receiver. */
-  updateReceiverRetention(id: string, retentionMs: number, trail: Trail): Promise<boolean>;
   /** Removes a receiver and its pending and dead deliveries. False if there was none. */
   deleteReceiver(id: string, trail: Trail): Promise<boolean>;
 

@@ -3,6 +3,7 @@ import { MIGRATIONS_1_TO_2 } from './migrations/v1-2.js';
 import { MIGRATIONS_3_TO_5 } from './migrations/v3-5.js';
 import { MIGRATIONS_6_TO_8 } from './migrations/v6-8.js';
 import { MIGRATIONS_9_TO_13 } from './migrations/v9-13.js';
+import { MIGRATION_15_STREAM_PAUSED } from './migrations/v15.js';
 
 export { APPLICATION, BEFORE_ROLLING_UPGRADES, META_TABLE, type Migration } from './migrations/migration.js';
 
@@ -31,6 +32,7 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE authorizations ADD COLUMN dpop_jkt TEXT;
     `,
   },
+  MIGRATION_15_STREAM_PAUSED,
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

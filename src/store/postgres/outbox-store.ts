@@ -1,6 +1,6 @@
 import type { Trail } from '../trail.js';
 import type { EventStore } from '../store.js';
-import { DuplicateReceiverError, PAUSED_STREAM_MARK, RETENTION_ERROR, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type ReceiverChange, type ReceiverRecord, type ReceiverStatus, type RevocationEvent, type SigningKeyRecord } from '../event-records.js';
+import { DuplicateReceiverError, RETENTION_ERROR, type ClaimedReceiver, type Delivery, type DeliveryOutcome, type ReceiverChange, type ReceiverRecord, type ReceiverStatus, type RevocationEvent, type SigningKeyRecord } from '../event-records.js';
 import { Rollback, type Database } from './database.js';
 import { isUniqueViolation } from './errors.js';
 import { RECEIVERS_CHANGE, RECEIVERS_READ_TOKENS } from './event-writes.js';
@@ -27,14 +27,15 @@ const PENDING = `SELECT d.receiver_id AS "receiverId", d.event_seq AS seq, e.pay
 
 /**
  * Leases up to $4 push receivers to $1 until $2 + $3: those nobody holds (no lease, or one ended
- * by $2), not paused (PAUSED_STREAM_MARK), whose oldest pending delivery is due at $2, the longest unleased first. SKIP LOCKED: a
+ * by $2), not paused (the generated column of migration 15, from the stream's JSON), whose oldest
+ * pending delivery is due at $2, the longest unleased first. SKIP LOCKED: a
  * receiver another claim (or a settlement) holds right now is passed over, never waited for;
  * and a lease another claim took after this statement's snapshot is checked again, in its new
  * version (READ COMMITTED; SERIALIZABLE fails and runs again), so each goes to one owner.
  */
 const CLAIM = `WITH c AS (SELECT l.receiver_id FROM receiver_leases l JOIN receivers r ON r.id = l.receiver_id
     WHERE r.delivery = 'push' AND (l.lease_owner IS NULL OR l.lease_until <= $2)
-      AND strpos(coalesce(r.stream, ''), '${PAUSED_STREAM_MARK}') = 0
+      AND NOT r.paused
       AND (SELECT d.next_attempt_at FROM event_deliveries d WHERE d.receiver_id = l.receiver_id AND d.state = 'pending' ORDER BY d.event_seq LIMIT 1) <= $2
     ORDER BY l.lease_until, l.receiver_id COLLATE "C" LIMIT $4 FOR UPDATE OF l SKIP LOCKED)
   UPDATE receiver_leases l SET lease_owner = $1, lease_until = $2::bigint + $3::bigint FROM c, receivers r
@@ -81,6 +82,18 @@ const ACK = `WITH runs AS (SELECT r.lo, r.hi FROM unnest($4::text[], $5::bigint[
       RETURNING 1),
     seen AS (UPDATE receiver_leases SET last_delivered_at = $3 WHERE receiver_id = $1 AND EXISTS (SELECT 1 FROM gone))
   SELECT count(*)::int AS n FROM gone`;
+
+/**
+ * A ReceiverChange of receiver $1 in one statement: $2, $4 and $6 say whether it names the
+ * endpoint ($3), the Authorization value ($5) and the stream settings ($7), each of which may be
+ * null; a null $8 keeps the retention.
+ */
+const UPDATE_RECEIVER = `UPDATE receivers SET
+    endpoint_url = CASE WHEN $2::bool THEN $3::text ELSE endpoint_url END,
+    auth_header = CASE WHEN $4::bool THEN $5::text ELSE auth_header END,
+    stream = CASE WHEN $6::bool THEN $7::text ELSE stream END,
+    retention_ms = coalesce($8::bigint, retention_ms)
+  WHERE id = $1`;
 
 const STATUS = `SELECT ${receiverColumns('r')},
     (SELECT count(*) FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'pending') AS pending,
@@ -165,24 +178,16 @@ export class PostgresEvents implements EventStore {
 
   async updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean> {
     const { audit } = trail;
+    const { endpointUrl, authorization, stream, retentionMs } = change;
     return this.db.transaction(
       async (tx) => {
-        const sql = 'UPDATE receivers SET endpoint_url = $2, auth_header = $3, stream = $4 WHERE id = $1';
-        if ((await tx.query(sql, [id, change.endpointUrl, change.authorization, change.stream])).rowCount !== 1) return false;
+        const params = [id, endpointUrl !== undefined, endpointUrl ?? null, authorization !== undefined, authorization ?? null, stream !== undefined, stream ?? null, retentionMs ?? null];
+        if ((await tx.query(UPDATE_RECEIVER, params)).rowCount !== 1) return false;
         if (audit) await tx.query(INSERT_AUDIT, auditParams(audit));
         return true;
       },
       { lock: RECEIVERS_CHANGE },
     );
-  }
-
-  async updateReceiverRetention(id: string, retentionMs: number, trail: Trail): Promise<boolean> {
-    const { audit } = trail;
-    return this.db.transaction(async (tx) => {
-      if ((await tx.query('UPDATE receivers SET retention_ms = $2 WHERE id = $1', [id, retentionMs])).rowCount !== 1) return false;
-      if (audit) await tx.query(INSERT_AUDIT, auditParams(audit));
-      return true;
-    });
   }
 
   async expireDeliveries(now: number, limit: number): Promise<number> {

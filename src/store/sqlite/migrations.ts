@@ -4,6 +4,7 @@ import type { Migration } from './migrations/migration.js';
 import { MIGRATIONS_1_TO_3 } from './migrations/v1-3.js';
 import { MIGRATIONS_4_TO_5 } from './migrations/v4-5.js';
 import { MIGRATIONS_6_TO_9 } from './migrations/v6-9.js';
+import { MIGRATION_11_STREAM_PAUSED } from './migrations/v11.js';
 
 export type { Migration } from './migrations/migration.js';
 
@@ -32,6 +33,7 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE authorizations ADD COLUMN dpop_jkt TEXT;
     `,
   },
+  MIGRATION_11_STREAM_PAUSED,
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

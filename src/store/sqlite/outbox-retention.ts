@@ -16,7 +16,6 @@ const SCAN = 5_000;
 export function prepareRetention(db: Database.Database) {
   const p = (sql: string) => db.prepare(sql);
   const st = {
-    setRetention: p('UPDATE receivers SET retention_ms = ? WHERE id = ?'),
     receivers: p('SELECT id, delivery, acked_through AS cursor, retention_ms AS retention FROM receivers ORDER BY id'),
     expirePush: p(`UPDATE event_deliveries SET state = 'dead', last_error = @error
       WHERE receiver_id = @id AND state = 'pending' AND event_seq IN (
@@ -46,9 +45,6 @@ export function prepareRetention(db: Database.Database) {
   };
 
   return {
-    /** Sets a receiver's retention; false if there is none. Inside a write step. */
-    setRetention: (id: string, retentionMs: number): boolean => st.setRetention.run(retentionMs, id).changes === 1,
-
     /** OutboxStore.expireDeliveries, inside a write step. */
     expire(now: number, limit: number): number {
       let n = 0;

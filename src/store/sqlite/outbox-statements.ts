@@ -1,5 +1,4 @@
 import type Database from 'better-sqlite3';
-import { PAUSED_STREAM_MARK } from '../event-records.js';
 
 /*
  * The SQL of the SQLite outbox, its receivers and its signing keys (outbox-store.ts), prepared
@@ -9,10 +8,13 @@ import { PAUSED_STREAM_MARK } from '../event-records.js';
 const RECEIVER_COLUMNS = `r.id, r.delivery, r.endpoint_url AS endpointUrl, r.authorization, r.ca_pem AS caPem,
   r.client_id AS clientId, r.audience, r.created_at AS createdAt, r.stream, r.retention_ms AS retentionMs`;
 const KEY_COLUMNS = 'kid, alg, private_jwk AS privateJwk, public_jwk AS publicJwk, created_at AS createdAt, retired_at AS retiredAt';
-/** Push receivers nobody holds (no lease, or one that ended by @now), not paused (PAUSED_STREAM_MARK), whose oldest pending delivery is due at @now. */
+/**
+ * Push receivers nobody holds (no lease, or one that ended by @now), not paused (the generated
+ * column of migration 11, read from the stream's JSON), whose oldest pending delivery is due at @now.
+ */
 const DUE_PUSH = `SELECT r.id FROM receivers r
   WHERE r.delivery = 'push' AND (r.lease_owner IS NULL OR r.lease_until <= @now)
-    AND (r.stream IS NULL OR instr(r.stream, '${PAUSED_STREAM_MARK}') = 0)
+    AND NOT r.paused
     AND (SELECT d.next_attempt_at FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'pending'
          ORDER BY d.event_seq LIMIT 1) <= @now
   ORDER BY r.id LIMIT @limit`;
@@ -77,7 +79,13 @@ export function prepareEventStatements(db: Database.Database) {
     insertReceiver: p(`INSERT INTO receivers (id, delivery, endpoint_url, authorization, ca_pem, client_id, audience, created_at, stream, retention_ms, acked_through)
       VALUES (@id, @delivery, @endpointUrl, @authorization, @caPem, @clientId, @audience, @createdAt, @stream, @retentionMs,
               CASE WHEN @delivery = 'poll' THEN (SELECT coalesce(max(seq), 0) FROM security_events) ELSE 0 END)`),
-    updateReceiver: p('UPDATE receivers SET endpoint_url = @endpointUrl, authorization = @authorization, stream = @stream WHERE id = @id'),
+    // A ReceiverChange in one statement: @set* (1 or 0) say which of the nullable fields it names; a null @retentionMs keeps the retention.
+    updateReceiver: p(`UPDATE receivers SET
+        endpoint_url = CASE WHEN @setEndpointUrl THEN @endpointUrl ELSE endpoint_url END,
+        authorization = CASE WHEN @setAuthorization THEN @authorization ELSE authorization END,
+        stream = CASE WHEN @setStream THEN @stream ELSE stream END,
+        retention_ms = coalesce(@retentionMs, retention_ms)
+      WHERE id = @id`),
     deliveryOf: p('SELECT delivery FROM receivers WHERE id = ?').pluck(true),
     getReceiver: p(`SELECT ${RECEIVER_COLUMNS} FROM receivers r WHERE r.id = ?`),
     pollReceiver: p(`SELECT ${RECEIVER_COLUMNS} FROM receivers r WHERE r.delivery = 'poll' AND r.client_id = ? ORDER BY r.created_at, r.id LIMIT 1`),

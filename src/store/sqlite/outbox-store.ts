@@ -92,10 +92,19 @@ export class SqliteEvents implements EventStore {
   }
 
   async updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean> {
-    return this.write(() => {
-      const updated = this.st.updateReceiver.run({ id, endpointUrl: change.endpointUrl, authorization: change.authorization, stream: change.stream }).changes === 1;
-      return this.trail(updated, trail);
-    });
+    const { endpointUrl, authorization, stream, retentionMs } = change;
+    const params = {
+      id,
+      setEndpointUrl: endpointUrl === undefined ? 0 : 1,
+      endpointUrl: endpointUrl ?? null,
+      setAuthorization: authorization === undefined ? 0 : 1,
+      authorization: authorization ?? null,
+      setStream: stream === undefined ? 0 : 1,
+      stream: stream ?? null,
+      retentionMs: retentionMs ?? null,
+    };
+    // One write step (a savepoint): the change and its audit line commit together or not at all.
+    return this.write(() => this.trail(this.st.updateReceiver.run(params).changes === 1, trail));
   }
 
   async getReceiver(id: string): Promise<ReceiverRecord | null> {
@@ -108,10 +117,6 @@ export class SqliteEvents implements EventStore {
 
   async listReceivers(): Promise<ReceiverStatus[]> {
     return this.read(() => this.st.listReceivers.all() as ReceiverStatus[]);
-  }
-
-  async updateReceiverRetention(id: string, retentionMs: number, trail: Trail): Promise<boolean> {
-    return this.write(() => this.trail(this.retention.setRetention(id, retentionMs), trail));
   }
 
   async expireDeliveries(now: number, limit: number): Promise<number> {
