@@ -11,6 +11,10 @@
 const fs = require('node:fs');
 const v8 = require('node:v8');
 const { setInterval } = require('node:timers');
+const { monitorEventLoopDelay } = require('node:perf_hooks');
+
+/** How long the event loop was held: what keeps a request's objects alive across scavenges. */
+const delay = monitorEventLoopDelay({ resolution: 10 });
 
 const out = process.env.TOKENCTL_MEMORY_PROBE;
 const MB = 1024 * 1024;
@@ -71,6 +75,8 @@ function sample() {
     rss_anon_mb: kb('RssAnon'),
     rss_file_mb: kb('RssFile'),
     rss_shmem_mb: kb('RssShmem'),
+    loop_delay_max_ms: +(delay.max / 1e6).toFixed(1),
+    loop_delay_p99_ms: +(delay.percentile(99) / 1e6).toFixed(1),
     threads: Number(/Threads:\s+(\d+)/.exec(status)?.[1]),
     heap_total_mb: +(mu.heapTotal / MB).toFixed(1),
     heap_used_mb: +(mu.heapUsed / MB).toFixed(1),
@@ -88,4 +94,7 @@ function sample() {
 }
 
 // The main thread only: a worker thread (the store's checkpointer) loads it too, with a heap of its own.
-if (out && require('node:worker_threads').isMainThread) setInterval(sample, 100).unref();
+if (out && require('node:worker_threads').isMainThread) {
+  delay.enable();
+  setInterval(sample, 100).unref();
+}
