@@ -124,7 +124,7 @@ export function revokeTokens(db: Database): (items: Revocation[]) => Promise<(bo
   };
 }
 
-/** One revocation, with its audit line and its event, in one statement (in a transaction of its own: writes.ts `revoking`). */
+/** One revocation, with its audit line and its event, in one statement (in a transaction of its own, with the outbox's lock: writes.ts `revoking` says why). */
 async function revokeOne(db: Database, r: Revocation): Promise<boolean> {
   if (r.audit === undefined && r.event === undefined) return ((await db.query(REVOKE_ONE, [r.at, r.jti])).rowCount ?? 0) === 1;
   const params = [r.at, r.jti, ...optionalAudit(r.audit), ...eventParams(r.event)];

@@ -40,8 +40,6 @@ export interface DatabaseOptions {
   retryBudgetMs?: number;
   /** Every transaction's isolation level; default READ COMMITTED. */
   isolation?: Isolation;
-  /** Whether {@link Database.reuse} and {@link Database.alone} prepare their statements (default true). */
-  prepare?: boolean;
 }
 
 /** The first retry waits up to this long, each next one up to twice as long as the one before ... */
@@ -71,7 +69,7 @@ export class Database {
   /** One attempt's whole budget (waiting for a connection, every statement), 0 for none. */
   private readonly attemptDeadlineMs: number;
   /** Named statements are used: until a pooler shows it cannot keep them (then never again). */
-  private prepare: boolean;
+  private prepare = true;
   /** The name of each reused statement, by its qualified text. */
   private readonly names = new Map<string, string>();
 
@@ -85,12 +83,11 @@ export class Database {
     this.retryBudgetMs = options.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS;
     const statementTimeoutMs = options.statementTimeoutMs ?? 0;
     this.attemptDeadlineMs = statementTimeoutMs > 0 ? statementTimeoutMs + CLIENT_GRACE_MS : 0;
-    this.prepare = options.prepare ?? true;
   }
 
   /** pg's query of a reused statement: named after a digest of its text, so that one name is one text on every connection. */
-  private named(text: string, values: unknown[]): QueryConfig | string {
-    if (!this.prepare) return text;
+  private named(text: string, values: unknown[]): QueryConfig {
+    if (!this.prepare) return { text, values };
     let name = this.names.get(text);
     if (name === undefined) {
       name = `tokenctl_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
@@ -115,10 +112,7 @@ export class Database {
   async reuse<R extends QueryResultRow = QueryResultRow>(sql: string, params: unknown[] = []): Promise<QueryResult<R>> {
     this.check();
     const text = this.qualify(sql);
-    return this.retrying(() => {
-      const query = this.named(text, params);
-      return typeof query === 'string' ? this.pool.query<R>(query, params) : this.pool.query<R>(query);
-    });
+    return this.retrying(() => this.pool.query<R>(this.named(text, params)));
   }
 
   /**
@@ -131,11 +125,10 @@ export class Database {
   async alone<R extends QueryResultRow = QueryResultRow>(sql: string, params: unknown[], options: { lock?: string } = {}): Promise<QueryResult<R>> {
     this.check();
     const text = this.qualify(sql);
-    const begin = [this.begin, ...(options.lock === undefined ? [] : [this.qualify(options.lock)])].join('; ');
+    const begin = this.beginWith(options);
     return this.retrying(() =>
       withClient(this.pool, async (connection) => {
-        const query = this.named(text, params);
-        const sent = [connection.query(begin), typeof query === 'string' ? connection.query<R>(query, params) : connection.query<R>(query), connection.query('COMMIT')] as const;
+        const sent = [connection.query(begin), connection.query<R>(this.named(text, params)), connection.query('COMMIT')] as const;
         const [began, result, committed] = await Promise.allSettled(sent);
         for (const step of [began, result, committed]) if (step.status === 'rejected') throw step.reason;
         const answer = (result as PromiseFulfilledResult<QueryResult<R>>).value;
@@ -157,7 +150,7 @@ export class Database {
    */
   async transaction<T>(work: (db: TransactionClient) => Promise<T | Rollback<T>>, options: { lock?: string; settings?: string } = {}): Promise<T> {
     this.check();
-    const begin = [this.begin, ...(options.lock === undefined ? [] : [this.qualify(options.lock)]), ...(options.settings === undefined ? [] : [options.settings])].join('; ');
+    const begin = this.beginWith(options);
     return this.retrying(() =>
       withClient(this.pool, async (connection) => {
         const db: TransactionClient = {
@@ -174,6 +167,11 @@ export class Database {
         }
       }),
     );
+  }
+
+  /** BEGIN with `lock` and `settings` after it, in the same round trip (see {@link transaction}). */
+  private beginWith(options: { lock?: string; settings?: string }): string {
+    return [this.begin, ...(options.lock === undefined ? [] : [this.qualify(options.lock)]), ...(options.settings === undefined ? [] : [options.settings])].join('; ');
   }
 
   /** The pool's connections now (open, idle) and the callers waiting for one. */

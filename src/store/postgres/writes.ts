@@ -37,7 +37,7 @@ import {
  * (test/race/postgres-events.test.ts); a named statement takes its snapshot at its Bind, before
  * the locks its plan needs, at any level.
  */
-export function revoking<T>(db: Database, work: (tx: TransactionClient) => Promise<T | Rollback<T>>, settings?: string): Promise<T> {
+function revoking<T>(db: Database, work: (tx: TransactionClient) => Promise<T | Rollback<T>>, settings?: string): Promise<T> {
   return db.transaction(work, { lock: OUTBOX_LOCK, settings });
 }
 
