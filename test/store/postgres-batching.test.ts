@@ -158,8 +158,8 @@ describe.skipIf(!PG_URL)('PostgresStore batching and revocation layout', () => {
     }));
     expect(indexes.filter((d) => / ON "?[a-z_0-9]+"?\.(tokens|grants) /.test(d) && /revoked_at/.test(d))).toEqual([]);
     expect(options).toEqual([
-      { name: 'grants', options: ['fillfactor=70'] },
-      { name: 'tokens', options: ['fillfactor=70'] },
+      { name: 'grants', options: ['fillfactor=50'] },
+      { name: 'tokens', options: ['fillfactor=50'] },
     ]);
   });
 

@@ -4,6 +4,7 @@ import { MIGRATIONS_3_TO_5 } from './migrations/v3-5.js';
 import { MIGRATIONS_6_TO_8 } from './migrations/v6-8.js';
 import { MIGRATIONS_9_TO_13 } from './migrations/v9-13.js';
 import { MIGRATION_15_STREAM_PAUSED } from './migrations/v15.js';
+import { MIGRATION_16_FILLFACTOR_50 } from './migrations/v16.js';
 
 export { APPLICATION, BEFORE_ROLLING_UPGRADES, META_TABLE, type Migration } from './migrations/migration.js';
 
@@ -33,6 +34,7 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   MIGRATION_15_STREAM_PAUSED,
+  MIGRATION_16_FILLFACTOR_50,
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
