@@ -43,10 +43,16 @@ export function codeGrant(code: string, verifier: string, redirectUri: string | 
       if (!verifierMatches(verifier, a.codeChallenge)) throw new InvalidGrantError('code_verifier does not match the code_challenge of the authorization request (RFC 7636 §4.6)');
       // RFC 9449 §10: a code whose request named dpop_jkt is redeemed only with a proof by that key.
       checkBoundKey(a.dpopJkt ?? null, binding, BOUND_CODE);
-      const common = { client, grantId: a.grantId, username: a.username ?? a.subject ?? '', sub: a.subject ?? '', scope: a.grantedScope ?? '', jkt: binding.jkt };
-      const refresh = mint(ctx, { ...common, type: 'refresh_token', ttlMs: refreshTtl(ctx, client) }, presentedAt);
-      const access = mint(ctx, { ...common, type: 'access_token', ttlMs: accessTtl(ctx, client) }, presentedAt);
-      const line = auditLine(ctx, client.id, 'grant.authorize', `grant:${a.grantId} client:${client.id}`, 2, `user ${common.username}; scope ${common.scope || 'none'}`, presentedAt);
+      // Each spec is written out, not spread from a shared one: the spread copies outlived two
+      // scavenges under load and grew the old generation (bench/README.md, server RSS).
+      const grantId = a.grantId;
+      const username = a.username ?? a.subject ?? '';
+      const sub = a.subject ?? '';
+      const scope = a.grantedScope ?? '';
+      const jkt = binding.jkt;
+      const refresh = mint(ctx, { type: 'refresh_token', client, grantId, username, sub, scope, ttlMs: refreshTtl(ctx, client), jkt }, presentedAt);
+      const access = mint(ctx, { type: 'access_token', client, grantId, username, sub, scope, ttlMs: accessTtl(ctx, client), jkt }, presentedAt);
+      const line = auditLine(ctx, client.id, 'grant.authorize', `grant:${grantId} client:${client.id}`, 2, `user ${username}; scope ${scope || 'none'}`, presentedAt);
       const outcome = await ctx.store.redeemAuthorizationCode(digest, presentedAt, [refresh.record, access.record], { audit: line });
       if (outcome === 'used') return replayed(ctx, client, a, presentedAt);
       if (outcome === 'invalid') throw new InvalidGrantError(NOT_RECOGNISED);
