@@ -132,7 +132,7 @@ function redactDeep(value: unknown): unknown {
 }
 
 /** Duck-typed so that this module need not load the HTTP client (`remote/http-client.ts`). */
-function isRemoteError(err: unknown): err is Error & { status: number; body: unknown } {
+function isRemoteError(err: unknown): err is Error & { status: number; body: unknown; usage?: boolean } {
   return err instanceof Error && err.name === 'RemoteError' && typeof (err as { status?: unknown }).status === 'number';
 }
 
@@ -153,6 +153,8 @@ function render(err: unknown): RenderedError {
   if (err instanceof MigrateError) return { code: err.code, message: err.message, exitCode: err.code === 'same_store' ? EXIT.usage : EXIT.failure, hint: err.hint };
   if (err instanceof DurationError) return { code: 'invalid_duration', message: unwrapFlagParsing(err.message), exitCode: EXIT.usage };
   if (isRemoteError(err)) {
+    // The user's own --url or --ca was wrong: bad input (exit 2), no server was asked.
+    if (err.usage === true) return { code: 'usage', message: err.message, exitCode: EXIT.usage };
     const hint = err.status === 401 ? 'check the client ID and secret (--client-id, TOKENCTL_CLIENT_SECRET, or the profile)' : undefined;
     return { code: 'remote_error', message: err.message, exitCode: EXIT.failure, hint, details: { status: err.status, body: redactDeep(err.body) } };
   }

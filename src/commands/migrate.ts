@@ -9,7 +9,7 @@ import { confirmOrStop } from '../cli/prompts.js';
 import { migrateQuestion, migrateResult, plannedReport, renderMigrate, type MigrateResult } from '../cli/render/migrate.js';
 import { DEFAULT_BATCH_SIZE, migrateStore, planMigration } from '../migrate/migrate-store.js';
 import { storeKindOf } from '../store/open-store.js';
-import type { TokenStore } from '../store/store.js';
+import { NoStoreError, type TokenStore } from '../store/store.js';
 
 export type { MigrateResult };
 
@@ -77,7 +77,11 @@ Without --from, applies the schema migrations of this build to --db (or --to) an
    */
   private async migrateSchema(location: string): Promise<SchemaMigrateResult> {
     const { openStore } = await import('../store/open-store.js');
-    const store = await openStore(location, { create: false });
+    const store = await openStore(location, { create: false }).catch((error: unknown) => {
+      // The generic answer would say that migrate --to creates a store, which is true only with --from.
+      if (!(error instanceof NoStoreError)) throw error;
+      throw new CliError(error.message, EXIT.noStore, 'no_store', `without --from, migrate only brings an existing store's schema up to date; to fill a new store with a copy, add --from <file|url>`);
+    });
     try {
       const result = { store: store.location, schema_version: await store.schemaVersion() };
       if (!this.jsonEnabled()) this.log(`${result.store}: schema version ${result.schema_version}`);

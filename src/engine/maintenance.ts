@@ -1,10 +1,11 @@
-import type { AuditStore, AuthorizationStore, DpopProofStore, MaintenanceStore, OutboxStore, StoreStats, TokenFilter, TokenReads, TokenStore } from '../store/store.js';
+import type { AuditStore, AuthorizationStore, ClientStore, DpopProofStore, MaintenanceStore, OutboxStore, StoreStats, TokenFilter, TokenReads, TokenStore } from '../store/store.js';
 import { audit, auditLine } from './audit.js';
 import { tokenView, type EngineContext } from './context.js';
 import type { TokenView } from './results.js';
+import { NotFoundError } from './errors.js';
 
 /** The store ports this module uses (store/ports/). */
-type Ports = TokenReads & MaintenanceStore & AuditStore & OutboxStore & Pick<AuthorizationStore, 'purgeAuthorizations'> & Pick<DpopProofStore, 'purgeDpopProofs'> & Pick<TokenStore, 'location' | 'schemaVersion'>;
+type Ports = TokenReads & Pick<ClientStore, 'getClient'> & MaintenanceStore & AuditStore & OutboxStore & Pick<AuthorizationStore, 'purgeAuthorizations'> & Pick<DpopProofStore, 'purgeDpopProofs'> & Pick<TokenStore, 'location' | 'schemaVersion'>;
 
 export interface PurgeOptions {
   /** Delete tokens that expired or were revoked more than this long ago. */
@@ -162,9 +163,17 @@ export function countTokens(ctx: EngineContext<Ports>, filter: Omit<TokenFilter,
   return ctx.store.countTokens({ ...filter, now: ctx.clock.now() });
 }
 
+/**
+ * The tokens that match, newest first. A first page with none for a client that does not exist
+ * is NotFoundError, as `revoke --client` has it: a mistyped client id must not read as a client
+ * without tokens (a deleted client's tokens went with it).
+ */
 export async function listTokens(ctx: EngineContext<Ports>, filter: Omit<TokenFilter, 'now'>): Promise<TokenView[]> {
   const now = ctx.clock.now();
   const records = await ctx.store.listTokens({ ...filter, now });
+  if (records.length === 0 && filter.clientId !== undefined && filter.after === undefined && !(await ctx.store.getClient(filter.clientId))) {
+    throw new NotFoundError(`no client with id "${filter.clientId}" (see: tokenctl client list)`);
+  }
   return records.map((r) => tokenView(r, now));
 }
 

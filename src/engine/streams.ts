@@ -201,7 +201,8 @@ export interface VerificationToPush {
 /**
  * SSF §8.1.2.2: sets a stream's status (and its reason). A push stream's verification held while
  * it was paused (see {@link requestVerification}) leaves the settings when it is enabled, handed
- * to the caller to push, or when it is disabled (SSF §8.1.2.1: a disabled stream holds nothing).
+ * to the caller to push. Disabling a stream drops its verification, push or poll (SSF §8.1.2.1:
+ * a disabled stream holds nothing).
  */
 export async function setStreamStatus(ctx: EngineContext<Ports>, clientId: string, body: unknown): Promise<{ stream: ReceiverRecord; push?: VerificationToPush }> {
   if (!isObject(body)) throw new InvalidInputError('the request body must be a JSON object (SSF 1.0 §8.1.2.2)');
@@ -211,7 +212,7 @@ export async function setStreamStatus(ctx: EngineContext<Ports>, clientId: strin
   const { reason: _old, verification, ...settings } = streamSettingsOf(r.stream);
   const status = body.status as StreamStatus;
   // A poll stream's verification stays until its SET is acknowledged (events/poll.ts); a push stream's goes now.
-  const keep = verification !== undefined && (r.delivery === 'poll' || status === 'paused');
+  const keep = verification !== undefined && status !== 'disabled' && (r.delivery === 'poll' || status === 'paused');
   const next: StreamSettings = { ...settings, status, ...(typeof body.reason === 'string' ? { reason: body.reason } : {}), ...(keep ? { verification } : {}) };
   const stream = await saved(ctx, r, { stream: streamJson(next) }, `status ${next.status}`);
   if (verification === undefined || keep || status !== 'enabled') return { stream };
@@ -224,7 +225,9 @@ export async function setStreamStatus(ctx: EngineContext<Ports>, clientId: strin
  * paused; a push one is handed to the caller to push at once (`push`, events/verification.ts),
  * unless the stream is paused: SSF §8.1.2.1 has the transmitter transmit no event while paused
  * and hold them, and makes no exception for this one, so it is kept in the settings until the
- * stream is enabled ({@link setStreamStatus}), the newest request replacing an older one.
+ * stream is enabled ({@link setStreamStatus}), the newest request replacing an older one. A
+ * disabled stream transmits nothing and holds nothing (§8.1.2.1): the request is refused
+ * (InvalidInputError, 400) before anything is written, so it counts for no interval either.
  */
 export async function requestVerification(ctx: EngineContext<Ports>, clientId: string, body: unknown): Promise<{ stream: ReceiverRecord; jti: string; state?: string; push?: VerificationToPush }> {
   if (!isObject(body)) throw new InvalidInputError('the request body must be a JSON object (SSF 1.0 §8.1.4.2)');
@@ -233,6 +236,9 @@ export async function requestVerification(ctx: EngineContext<Ports>, clientId: s
   const state = typeof body.state === 'string' ? body.state : undefined;
   const now = ctx.clock.now();
   const before = streamSettingsOf(r.stream);
+  if (before.status === 'disabled') {
+    throw new InvalidInputError(`stream "${r.id}" is disabled, and a disabled stream transmits nothing, a verification event included (SSF 1.0 §8.1.2.1): enable it through POST /ssf/status {"stream_id": "${r.id}", "status": "enabled"}, then ask again`);
+  }
   const wait = before.lastVerificationAt === undefined ? 0 : before.lastVerificationAt + MIN_VERIFICATION_INTERVAL_S * 1000 - now;
   if (wait > 0) throw new VerificationTooSoonError(`a verification was asked for less than min_verification_interval (${MIN_VERIFICATION_INTERVAL_S} s) ago: ask again in ${Math.ceil(wait / 1000)} s`, Math.ceil(wait / 1000));
   const jti = newJti(now);

@@ -165,11 +165,12 @@ async function pendingFor(deps: PollDeps, receiverId: string, limit: number, mer
 
 /**
  * The verification event still to answer (SSF 1.0 §8.1.4), or none: a receiver's ack (or error
- * report) of its SET is the last of it, and clears it from the stream.
+ * report) of its SET is the last of it, and clears it from the stream. A disabled stream answers
+ * none and holds none (§8.1.2.1), whatever its settings kept from before it was disabled.
  */
 async function verificationAfter(deps: PollDeps, receiver: ReceiverRecord, settings: StreamSettings, done: readonly string[]): Promise<StreamSettings['verification']> {
   const v = settings.verification;
-  if (v === undefined || !done.includes(v.jti)) return v;
+  if (v === undefined || (settings.status !== 'disabled' && !done.includes(v.jti))) return v;
   const { verification: _gone, ...rest } = settings;
   await deps.store.updateReceiver(receiver.id, { stream: streamJson(rest) }, {});
   return undefined;

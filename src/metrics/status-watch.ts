@@ -13,13 +13,23 @@ export async function scrapeText(url: string, timeoutMs = 5000): Promise<string>
   try {
     res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
-    const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error instanceof Error ? error.message : String(error));
-    throw new Error(`no metrics at ${url}: ${cause}`);
+    throw new Error(`no metrics at ${url}: ${whyNoAnswer(error, url)}`);
   }
   const text = await res.text();
   if (res.status !== 200) throw new Error(`no metrics at ${url}: HTTP ${res.status} ${text.trim().slice(0, 200)}`);
   if (!text.includes('# TYPE tokenctl_http_requests_total')) throw new Error(`${url} answers, but not with tokenctl's metrics (is it serve --metrics-port?)`);
   return text;
+}
+
+/** Why fetch got no answer, in words: its own message is only "fetch failed", the reason is in its cause. */
+function whyNoAnswer(error: unknown, url: string): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  const words: Record<string, string> = { ECONNREFUSED: 'connection refused', ENOTFOUND: 'no such host', ECONNRESET: 'the connection was reset', ETIMEDOUT: 'timed out' };
+  if (cause?.code !== undefined) return words[cause.code] ?? cause.code;
+  // WHATWG fetch refuses some ports (6000, 6665-6669, …) before connecting.
+  if (cause?.message === 'bad port') return `fetch refuses port ${new URL(url).port} (one of the ports it blocks): serve the metrics on another --metrics-port`;
+  if ((error as Error).name === 'TimeoutError') return 'no answer in time';
+  return cause?.message ?? (error instanceof Error ? error.message : String(error));
 }
 
 /** The status from one scrape: totals since the server started. */

@@ -32,12 +32,16 @@ export class RemoteError extends Error {
     message: string,
     readonly status: number,
     readonly body: unknown,
-    options?: { cause?: unknown; headers?: IncomingHttpHeaders },
+    options?: { cause?: unknown; headers?: IncomingHttpHeaders; usage?: boolean },
   ) {
     super(message, options);
     this.name = 'RemoteError';
     this.headers = options?.headers;
+    this.usage = options?.usage ?? false;
   }
+
+  /** The user's own input was wrong (a URL that is none, a CA file that cannot be used): no server was asked. */
+  readonly usage: boolean;
 
   /** The answer's headers, when there was an answer (a `DPoP-Nonce` to retry with). */
   readonly headers: IncomingHttpHeaders | undefined;
@@ -112,10 +116,10 @@ export function endpointUrl(base: string, endpoint: string): URL {
   try {
     url = new URL(base);
   } catch {
-    throw new RemoteError(`"${base}" is not a URL: give the server's base URL, like https://127.0.0.1:8443`, 0, null);
+    throw new RemoteError(`"${base}" is not a URL: give the server's base URL, like https://127.0.0.1:8443`, 0, null, { usage: true });
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new RemoteError(`"${base}" is not an http(s) URL`, 0, null);
+    throw new RemoteError(`"${base}" is not an http(s) URL: give the server's base URL, like https://127.0.0.1:8443`, 0, null, { usage: true });
   }
   if (!url.pathname.endsWith('/')) url.pathname += '/';
   return new URL(endpoint, url);
@@ -159,6 +163,27 @@ export function absoluteUrl(value: unknown, name: string): URL {
   return url;
 }
 
+/** Why a CA file cannot be read, in words rather than an errno. */
+const CA_READ_ERRORS: Record<string, string> = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a directory' };
+
+/**
+ * The `--ca` file: PEM certificates, or a usage RemoteError saying what is wrong with it. A file
+ * that holds no certificate would otherwise surface as a TLS failure that blames the server.
+ */
+function readCaFile(path: string): Buffer {
+  let ca: Buffer;
+  try {
+    ca = readFileSync(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? '';
+    throw new RemoteError(`cannot read the CA file ${path}: ${CA_READ_ERRORS[code] ?? (err as Error).message}`, 0, null, { cause: err, usage: true });
+  }
+  if (!ca.includes('-----BEGIN CERTIFICATE-----')) {
+    throw new RemoteError(`the CA file ${path} holds no PEM certificate (a "-----BEGIN CERTIFICATE-----" block): give --ca the server's certificate, e.g. the one serve --tls-self-signed wrote`, 0, null, { usage: true });
+  }
+  return ca;
+}
+
 function post(opts: RemoteOptions, endpoint: string, form: Record<string, string>, authorization?: string): Promise<unknown> {
   return send(opts, 'POST', endpointUrl(opts.url, endpoint), form, authorization);
 }
@@ -171,14 +196,7 @@ function send(opts: RemoteOptions, method: 'GET' | 'POST', url: URL, form?: Reco
     headers['content-length'] = String(Buffer.byteLength(body));
   }
   if (authorization) headers.authorization = authorization;
-  let ca: Buffer | undefined;
-  if (opts.ca !== undefined) {
-    try {
-      ca = readFileSync(opts.ca);
-    } catch (err) {
-      throw new RemoteError(`cannot read the CA file ${opts.ca}: ${(err as Error).message}`, 0, null, { cause: err });
-    }
-  }
+  const ca = opts.ca === undefined ? undefined : readCaFile(opts.ca);
   const timeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
 
   return new Promise((resolve, reject) => {

@@ -55,6 +55,16 @@ describe('the store rule', () => {
     expect(existsSync(missing)).toBe(false);
   });
 
+  it('migrate --to a store that is not there, without --from: refused (exit 6), the hint naming --from, nothing created', async () => {
+    const missing = join(store.dir, 'missing-migrate-target.db');
+    const r = await tokenctl(['migrate', '--to', missing, '--json']);
+    expect(r.code).toBe(6);
+    const { error } = JSON.parse(r.stderr) as { error: { code: string; message: string; hint: string } };
+    expect(error).toMatchObject({ code: 'no_store', message: expect.stringContaining(missing) });
+    expect(error.hint).toMatch(/without --from, migrate only brings an existing store's schema up to date.*add --from/);
+    expect(existsSync(missing)).toBe(false);
+  });
+
   it('the default store missing: says it is the default, and does not create the data directory', async () => {
     const home = mkdtempSync(join(tmpdir(), 'tokenctl-home-'));
     try {

@@ -79,6 +79,13 @@ describe('token issue, token list, refresh', () => {
     expect(byClient.tokens.every((t) => t.client_id === other.id)).toBe(true);
   });
 
+  it('token list --client with an id no client has: not found (exit 4), not an empty list', async () => {
+    const r = await store.run(['token', 'list', '--client', `${web.id}-typo`]);
+    expect(r.code).toBe(4);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(new RegExp(`no client with id "${web.id}-typo"`));
+  });
+
   it('token list pages with --cursor: every token once, and the total on each page', async () => {
     const seen: string[] = [];
     const all = await store.json<{ tokens: { jti: string }[]; total: number }>(['token', 'list', '--limit', '1000']);

@@ -109,7 +109,9 @@ describe('client delete', () => {
     await expect(engine.getClient('app')).rejects.toBeInstanceOf(NotFoundError);
     expect(await introspected(engine, issued.access_token)).toEqual({ active: false });
     expect(await introspected(engine, issued.refresh_token)).toEqual({ active: false });
-    expect(await engine.listTokens({ clientId: 'app' })).toEqual([]);
+    expect((await engine.listTokens({})).filter((t) => t.client_id === 'app')).toEqual([]);
+    // Gone with its tokens: listing by its id says there is no such client, as for a mistyped id.
+    await expect(engine.listTokens({ clientId: 'app' })).rejects.toBeInstanceOf(NotFoundError);
     expect(await introspected(engine, kept.access_token)).toMatchObject({ active: true });
     // Its refresh token is gone, and so is the client: it can no longer authenticate to present one.
     await expect(refreshAs(engine, { client: app, refreshToken: issued.refresh_token })).rejects.toMatchObject({ code: 'invalid_client', reason: 'unknown_client' });

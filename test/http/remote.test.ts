@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXIT, renderCliError } from '../../src/cli/errors.js';
 import { endpointUrl, RemoteError, remoteIntrospect, remoteRefresh, remoteRevoke, type RemoteOptions } from '../../src/remote/http-client.js';
 import { selfSignedCertificate } from '../../src/serve/tls.js';
 import { createClient, issue, startTestServer, type Client, type TestServer } from '../helpers/server.js';
@@ -85,9 +86,21 @@ describe('remote client over HTTPS with a self-signed certificate', () => {
     expect((err as RemoteError).message).toMatch(new RegExp(`TLS failure.*${otherCaFile.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`));
   });
 
-  it('a CA file that cannot be read', async () => {
-    const err = await remoteIntrospect(opts(web, { ca: join(dir, 'missing.pem') }), 'x').catch((e: unknown) => e);
-    expect((err as RemoteError).message).toMatch(/cannot read the CA file/);
+  it('a CA file that cannot be read: said in words, bad input (exit 2), no server asked', async () => {
+    const missing = join(dir, 'missing.pem');
+    const err = await remoteIntrospect(opts(web, { ca: missing }), 'x').catch((e: unknown) => e);
+    expect((err as RemoteError).message).toBe(`cannot read the CA file ${missing}: no such file`);
+    expect((err as RemoteError).usage).toBe(true);
+    expect(renderCliError(err)).toMatchObject({ code: 'usage', exitCode: EXIT.usage });
+  });
+
+  it('a CA file that holds no certificate: said so, not blamed on the server\'s TLS', async () => {
+    const notPem = join(dir, 'not-a-cert.pem');
+    writeFileSync(notPem, 'hostname\n');
+    const err = await remoteIntrospect(opts(web, { ca: notPem }), 'x').catch((e: unknown) => e);
+    expect((err as RemoteError).message).toMatch(/holds no PEM certificate/);
+    expect((err as RemoteError).message).not.toMatch(/TLS failure/);
+    expect(renderCliError(err).exitCode).toBe(EXIT.usage);
   });
 
   it('plain HTTP against the HTTPS port: an error, not a hang', async () => {
@@ -124,9 +137,13 @@ describe('remote client: connection problems and URLs', () => {
     }
   });
 
-  it('not a URL', async () => {
+  it('not a URL: bad input (exit 2), as any other bad flag value', async () => {
     await expect(remoteIntrospect({ url: 'localhost:8443', clientId: 'x' }, 't')).rejects.toThrow(/http\(s\) URL|not a URL/);
-    await expect(remoteIntrospect({ url: 'nope', clientId: 'x' }, 't')).rejects.toThrow(/not a URL/);
+    const err = await remoteIntrospect({ url: 'nope', clientId: 'x' }, 't').catch((e: unknown) => e);
+    expect((err as RemoteError).message).toMatch(/not a URL/);
+    expect(renderCliError(err)).toMatchObject({ code: 'usage', exitCode: EXIT.usage });
+    const ftp = await remoteIntrospect({ url: 'ftp://h', clientId: 'x' }, 't').catch((e: unknown) => e);
+    expect(renderCliError(ftp)).toMatchObject({ exitCode: EXIT.usage, message: expect.stringMatching(/like https:\/\/127\.0\.0\.1:8443/) });
   });
 
   it.each([

@@ -85,3 +85,20 @@ describe('tokenctl status --url: reading a server', () => {
     expect(at('10.0.0.5', true)).toMatch(/client ids/);
   });
 });
+
+describe('status --url when no metrics answer: the reason in words', () => {
+  it('a port nothing listens on: connection refused; a port fetch blocks: said so, not "fetch failed"', async () => {
+    const { createServer } = await import('node:net');
+    const server = createServer();
+    await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+    const port = (server.address() as { port: number }).port;
+    await new Promise((closed) => server.close(closed));
+    await expect(statusOnce(`http://127.0.0.1:${port}/metrics`)).rejects.toThrow(`no metrics at http://127.0.0.1:${port}/metrics: connection refused`);
+    const blocked = await statusOnce('http://127.0.0.1:6000/metrics').then(
+      () => '',
+      (e: unknown) => (e as Error).message,
+    );
+    expect(blocked).toMatch(/fetch refuses port 6000/);
+    expect(blocked).not.toMatch(/fetch failed/);
+  });
+});
