@@ -96,7 +96,12 @@ export interface ReceiverRecord {
  * update`): the fields it names, in one transaction with its trail, so that a change of several
  * is made whole or not at all. A field left out (undefined) keeps its value; null is a value.
  */
-export type ReceiverChange = Partial<Pick<ReceiverRecord, 'endpointUrl' | 'authorization' | 'stream' | 'retentionMs'>>;
+/**
+ * What `updateReceiver` changes. `ifStream`, when given, makes it a conditional write: only if the
+ * receiver's stream settings are still exactly that JSON (null: none), so that a read-modify-write
+ * of the settings never writes over a change made since its read; otherwise nothing is written.
+ */
+export type ReceiverChange = Partial<Pick<ReceiverRecord, 'endpointUrl' | 'authorization' | 'stream' | 'retentionMs'>> & { ifStream?: string | null };
 
 /**
  * Whether a receiver's stream settings (their JSON) say the stream is paused (SSF 1.0 §8.1.2: its

@@ -26,4 +26,17 @@ describe('receiver changes on the memory store', () => {
     expect(await events.getReceiver('rs')).toEqual({ ...before, ...change });
     expect(written).toEqual([audit]);
   });
+
+  it('a write conditional on the stream (ifStream) lands only over exactly that JSON, and writes no audit line otherwise', async () => {
+    const written: AuditEntry[] = [];
+    const events = new MemoryEvents((entry) => written.push(entry));
+    await events.createReceiver(makePushReceiver('rs', { stream: '{"status":"enabled"}' }), {});
+    const audit: AuditEntry = { at: T0, actor: 'ssf:rs', action: 'receiver.update', target: 'receiver:rs', count: 1, detail: 'x' };
+    expect(await events.updateReceiver('rs', { stream: '{"status":"disabled"}', ifStream: '{"status":"paused"}' }, { audit })).toBe(false);
+    expect((await events.getReceiver('rs'))!.stream).toBe('{"status":"enabled"}');
+    expect(written).toEqual([]);
+    expect(await events.updateReceiver('rs', { stream: '{"status":"disabled"}', ifStream: '{"status":"enabled"}' }, { audit })).toBe(true);
+    expect((await events.getReceiver('rs'))!.stream).toBe('{"status":"disabled"}');
+    expect(written).toEqual([audit]);
+  });
 });

@@ -111,5 +111,18 @@ export function describeReceiverColumns(name: string, open: () => Promise<Backen
         expect((await store.listAudit({})).map((a) => a.actor)).toEqual(['cli:op']);
       });
     });
+
+    it('a write conditional on the stream (ifStream) lands only over exactly that JSON, null included', async () => {
+      await withBackend(async ({ store }) => {
+        await store.createReceiver(makePushReceiver('rs', { stream: null }), {});
+        expect(await store.updateReceiver('rs', { stream: '{"status":"enabled"}', ifStream: '{"status":"paused"}' }, {})).toBe(false);
+        expect((await store.getReceiver('rs'))!.stream).toBeNull();
+        expect(await store.updateReceiver('rs', { stream: '{"status":"enabled"}', ifStream: null }, {})).toBe(true);
+        expect(await store.updateReceiver('rs', { stream: '{"status":"disabled"}', ifStream: null }, {})).toBe(false);
+        expect(await store.updateReceiver('rs', { stream: '{"status":"disabled"}', ifStream: '{"status":"enabled"}' }, {})).toBe(true);
+        expect((await store.getReceiver('rs'))!.stream).toBe('{"status":"disabled"}');
+        expect(await store.updateReceiver('gone', { stream: '{}', ifStream: null }, {})).toBe(false);
+      });
+    });
   });
 }

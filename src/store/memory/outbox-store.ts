@@ -97,6 +97,7 @@ export class MemoryEvents implements EventStore {
   async updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean> {
     const r = this.receivers.get(id);
     if (!r) return false;
+    if (change.ifStream !== undefined && (r.record.stream ?? null) !== change.ifStream) return false;
     // The audit line first: when it throws, nothing of the change is made either.
     if (trail.audit) this.appendAudit(trail.audit);
     const record = { ...r.record };

@@ -22,7 +22,8 @@ export interface OutboxStore {
   /**
    * Changes what `change` names of a receiver (its endpoint, Authorization value, stream settings,
    * retention), all of it with the trail's audit line in one transaction: a failure leaves the
-   * receiver as it was. False if there was none. Its deliveries stay.
+   * receiver as it was. False if there was none, or if `change.ifStream` is given and the
+   * receiver's stream settings are no longer exactly that (nothing written). Its deliveries stay.
    */
   updateReceiver(id: string, change: ReceiverChange, trail: Trail): Promise<boolean>;
   /** Removes a receiver and its pending and dead deliveries. False if there was none. */

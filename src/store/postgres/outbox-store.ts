@@ -86,14 +86,14 @@ const ACK = `WITH runs AS (SELECT r.lo, r.hi FROM unnest($4::text[], $5::bigint[
 /**
  * A ReceiverChange of receiver $1 in one statement: $2, $4 and $6 say whether it names the
  * endpoint ($3), the Authorization value ($5) and the stream settings ($7), each of which may be
- * null; a null $8 keeps the retention.
+ * null; a null $8 keeps the retention. With $9, only if the stream is still $10 (null: none).
  */
 const UPDATE_RECEIVER = `UPDATE receivers SET
     endpoint_url = CASE WHEN $2::bool THEN $3::text ELSE endpoint_url END,
     auth_header = CASE WHEN $4::bool THEN $5::text ELSE auth_header END,
     stream = CASE WHEN $6::bool THEN $7::text ELSE stream END,
     retention_ms = coalesce($8::bigint, retention_ms)
-  WHERE id = $1`;
+  WHERE id = $1 AND (NOT $9::bool OR stream IS NOT DISTINCT FROM $10::text)`;
 
 const STATUS = `SELECT ${receiverColumns('r')},
     (SELECT count(*) FROM event_deliveries d WHERE d.receiver_id = r.id AND d.state = 'pending') AS pending,
@@ -181,7 +181,7 @@ export class PostgresEvents implements EventStore {
     const { endpointUrl, authorization, stream, retentionMs } = change;
     return this.db.transaction(
       async (tx) => {
-        const params = [id, endpointUrl !== undefined, endpointUrl ?? null, authorization !== undefined, authorization ?? null, stream !== undefined, stream ?? null, retentionMs ?? null];
+        const params = [id, endpointUrl !== undefined, endpointUrl ?? null, authorization !== undefined, authorization ?? null, stream !== undefined, stream ?? null, retentionMs ?? null, change.ifStream !== undefined, change.ifStream ?? null];
         if ((await tx.query(UPDATE_RECEIVER, params)).rowCount !== 1) return false;
         if (audit) await tx.query(INSERT_AUDIT, auditParams(audit));
         return true;

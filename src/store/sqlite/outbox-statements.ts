@@ -80,12 +80,13 @@ export function prepareEventStatements(db: Database.Database) {
       VALUES (@id, @delivery, @endpointUrl, @authorization, @caPem, @clientId, @audience, @createdAt, @stream, @retentionMs,
               CASE WHEN @delivery = 'poll' THEN (SELECT coalesce(max(seq), 0) FROM security_events) ELSE 0 END)`),
     // A ReceiverChange in one statement: @set* (1 or 0) say which of the nullable fields it names; a null @retentionMs keeps the retention.
+    // @checkStream: only if the stream is still @ifStream (IS: null equals null).
     updateReceiver: p(`UPDATE receivers SET
         endpoint_url = CASE WHEN @setEndpointUrl THEN @endpointUrl ELSE endpoint_url END,
         authorization = CASE WHEN @setAuthorization THEN @authorization ELSE authorization END,
         stream = CASE WHEN @setStream THEN @stream ELSE stream END,
         retention_ms = coalesce(@retentionMs, retention_ms)
-      WHERE id = @id`),
+      WHERE id = @id AND (NOT @checkStream OR stream IS @ifStream)`),
     deliveryOf: p('SELECT delivery FROM receivers WHERE id = ?').pluck(true),
     getReceiver: p(`SELECT ${RECEIVER_COLUMNS} FROM receivers r WHERE r.id = ?`),
     pollReceiver: p(`SELECT ${RECEIVER_COLUMNS} FROM receivers r WHERE r.delivery = 'poll' AND r.client_id = ? ORDER BY r.created_at, r.id LIMIT 1`),

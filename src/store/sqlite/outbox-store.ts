@@ -102,6 +102,8 @@ export class SqliteEvents implements EventStore {
       setStream: stream === undefined ? 0 : 1,
       stream: stream ?? null,
       retentionMs: retentionMs ?? null,
+      checkStream: change.ifStream === undefined ? 0 : 1,
+      ifStream: change.ifStream ?? null,
     };
     // One write step (a savepoint): the change and its audit line commit together or not at all.
     return this.write(() => this.trail(this.st.updateReceiver.run(params).changes === 1, trail));
