@@ -111,3 +111,6 @@ export function eventSelection(stream: string | null | undefined): EventSelectio
   const delivered = eventsDelivered(settings);
   return { tokenctl: delivered.includes(TOKENS_REVOKED), caep: delivered.includes(SESSION_REVOKED) };
 }
+
+/** How many times a read-modify-write of a stream's settings (a write only over what it read) is tried before it gives up. */
+export const STREAM_WRITE_TRIES = 5;

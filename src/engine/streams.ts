@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { tokenState, type ClientStore, type OutboxStore, type ReceiverRecord, type TokenReads } from '../store/store.js';
 import { auditLine } from './audit.js';
 import { findPresentedToken, splitScope, type EngineContext } from './context.js';
-import { AccessDeniedError, InvalidInputError, NotFoundError } from './errors.js';
+import { AccessDeniedError, InvalidInputError, NotFoundError, ServiceUnavailableError } from './errors.js';
 import { recordedEndpoint } from './push-destination.js';
 import { addReceiver, checkPushUrl } from './receivers.js';
 import { newJti } from './tokens.js';
 import type { SetAlg } from './signing-keys.js';
-import { checkAlg, checkEventsRequested, EVENTS_SUPPORTED, MIN_VERIFICATION_INTERVAL_S, STREAM_STATUSES, streamJson, streamSettingsOf, type StreamSettings, type StreamStatus } from './stream-settings.js';
+import { checkAlg, checkEventsRequested, EVENTS_SUPPORTED, MIN_VERIFICATION_INTERVAL_S, STREAM_STATUSES, STREAM_WRITE_TRIES, streamJson, streamSettingsOf, type StreamSettings, type StreamStatus } from './stream-settings.js';
 
 /** The store ports this module uses (store/ports/). */
 type Ports = ClientStore & OutboxStore & TokenReads;
@@ -145,8 +145,15 @@ export async function createStream(ctx: EngineContext<Ports>, clientId: string, 
  * was (a poll stream cannot become a push one: InvalidInputError); a push endpoint may change.
  */
 export async function updateStream(ctx: EngineContext<Ports>, clientId: string, body: unknown, replace: boolean): Promise<ReceiverRecord> {
-  const r = await getStream(ctx, clientId, isObject(body) ? body.stream_id : undefined, true);
-  const input = streamInput(body);
+  const streamId = isObject(body) ? body.stream_id : undefined;
+  return untilWritten(streamId, async () => {
+    const r = await getStream(ctx, clientId, streamId, true);
+    return saved(ctx, r, updated(ctx, r, streamInput(body), replace), 'stream updated');
+  });
+}
+
+/** The change of an update or replace of `r` (see {@link updateStream}). */
+function updated(ctx: EngineContext<Ports>, r: ReceiverRecord, input: StreamInput, replace: boolean): Partial<Pick<ReceiverRecord, 'endpointUrl' | 'authorization'>> & { stream: string } {
   const before = streamSettingsOf(r.stream);
   const settings: StreamSettings = {
     ...before,
@@ -165,7 +172,7 @@ export async function updateStream(ctx: EngineContext<Ports>, clientId: string, 
       authorization = made.authorization;
     }
   }
-  return saved(ctx, r, { endpointUrl, authorization, stream: streamJson(settings) }, 'stream updated');
+  return { endpointUrl, authorization, stream: streamJson(settings) };
 }
 
 /** A push endpoint and Authorization value as `receiver add` would record them (the checks are its own). */
@@ -177,11 +184,30 @@ function checkedPush(ctx: EngineContext<Ports>, endpointUrl: string, authorizati
   return { endpointUrl: recordedEndpoint(url, ctx.config.ssfPrivateNetwork), authorization: authorization?.trim() ?? null };
 }
 
-async function saved(ctx: EngineContext<Ports>, r: ReceiverRecord, change: Partial<Pick<ReceiverRecord, 'endpointUrl' | 'authorization'>> & { stream: string }, what: string): Promise<ReceiverRecord> {
+/**
+ * Writes `change` of `r` with its audit line, only if the stream's settings are still those of
+ * `r` (the read the change was made from); null if they are not, or the stream is gone.
+ */
+async function saved(ctx: EngineContext<Ports>, r: ReceiverRecord, change: Partial<Pick<ReceiverRecord, 'endpointUrl' | 'authorization'>> & { stream: string }, what: string): Promise<ReceiverRecord | null> {
   const owner = streamSettingsOf(r.stream).owner ?? '';
   const audit = auditLine(ctx, `ssf:${owner}`, 'receiver.update', `receiver:${r.id}`, 1, what);
-  if (!(await ctx.store.updateReceiver(r.id, change, { audit }))) throw new NotFoundError(`no stream with stream_id "${r.id}"`);
+  if (!(await ctx.store.updateReceiver(r.id, { ...change, ifStream: r.stream ?? null }, { audit }))) return null;
   return { ...r, ...change };
+}
+
+/**
+ * Runs `attempt` (a read of the stream, a decision made from it, a write conditional on that
+ * read) until its write lands. An attempt whose write found the settings changed since its read
+ * returns null and is run again from a fresh read, so that a concurrent change (a disable) is
+ * never written over and the decision is remade on what is there now; a stream gone since is
+ * the fresh read's NotFoundError.
+ */
+async function untilWritten<T>(streamId: unknown, attempt: () => Promise<T | null>): Promise<T> {
+  for (let i = 0; i < STREAM_WRITE_TRIES; i++) {
+    const done = await attempt();
+    if (done !== null) return done;
+  }
+  throw new ServiceUnavailableError(`stream "${String(streamId)}" kept changing while this request was made (${STREAM_WRITE_TRIES} tries): send the request again`);
 }
 
 /** SSF §8.1.1.5: deletes a stream the client made, with its pending deliveries. */
@@ -206,17 +232,22 @@ export interface VerificationToPush {
  */
 export async function setStreamStatus(ctx: EngineContext<Ports>, clientId: string, body: unknown): Promise<{ stream: ReceiverRecord; push?: VerificationToPush }> {
   if (!isObject(body)) throw new InvalidInputError('the request body must be a JSON object (SSF 1.0 §8.1.2.2)');
-  const r = await getStream(ctx, clientId, body.stream_id, true);
+  await getStream(ctx, clientId, body.stream_id, true);
   if (!STREAM_STATUSES.includes(body.status as StreamStatus)) throw new InvalidInputError(`status must be one of ${STREAM_STATUSES.join(', ')}`);
   if (body.reason !== undefined && (typeof body.reason !== 'string' || body.reason.length > 1024)) throw new InvalidInputError('reason must be a string of at most 1024 characters');
-  const { reason: _old, verification, ...settings } = streamSettingsOf(r.stream);
   const status = body.status as StreamStatus;
-  // A poll stream's verification stays until its SET is acknowledged (events/poll.ts); a push stream's goes now.
-  const keep = verification !== undefined && status !== 'disabled' && (r.delivery === 'poll' || status === 'paused');
-  const next: StreamSettings = { ...settings, status, ...(typeof body.reason === 'string' ? { reason: body.reason } : {}), ...(keep ? { verification } : {}) };
-  const stream = await saved(ctx, r, { stream: streamJson(next) }, `status ${next.status}`);
-  if (verification === undefined || keep || status !== 'enabled') return { stream };
-  return { stream, push: { jti: verification.jti, ...(verification.state !== undefined ? { state: verification.state } : {}) } };
+  const reason = typeof body.reason === 'string' ? { reason: body.reason } : {};
+  return untilWritten(body.stream_id, async () => {
+    const r = await getStream(ctx, clientId, body.stream_id, true);
+    const { reason: _old, verification, ...settings } = streamSettingsOf(r.stream);
+    // A poll stream's verification stays until its SET is acknowledged (events/poll.ts); a push stream's goes now.
+    const keep = verification !== undefined && status !== 'disabled' && (r.delivery === 'poll' || status === 'paused');
+    const next: StreamSettings = { ...settings, status, ...reason, ...(keep ? { verification } : {}) };
+    const stream = await saved(ctx, r, { stream: streamJson(next) }, `status ${next.status}`);
+    if (stream === null) return null;
+    if (verification === undefined || keep || status !== 'enabled') return { stream };
+    return { stream, push: { jti: verification.jti, ...(verification.state !== undefined ? { state: verification.state } : {}) } };
+  });
 }
 
 /**
@@ -231,9 +262,15 @@ export async function setStreamStatus(ctx: EngineContext<Ports>, clientId: strin
  */
 export async function requestVerification(ctx: EngineContext<Ports>, clientId: string, body: unknown): Promise<{ stream: ReceiverRecord; jti: string; state?: string; push?: VerificationToPush }> {
   if (!isObject(body)) throw new InvalidInputError('the request body must be a JSON object (SSF 1.0 §8.1.4.2)');
-  const r = await getStream(ctx, clientId, body.stream_id);
+  await getStream(ctx, clientId, body.stream_id);
   if (body.state !== undefined && (typeof body.state !== 'string' || body.state.length > 1024)) throw new InvalidInputError('state must be a string of at most 1024 characters');
   const state = typeof body.state === 'string' ? body.state : undefined;
+  return untilWritten(body.stream_id, () => verificationOnce(ctx, clientId, body.stream_id, state));
+}
+
+/** One try of {@link requestVerification}, from a fresh read of the stream: null if the settings changed before its write. */
+async function verificationOnce(ctx: EngineContext<Ports>, clientId: string, streamId: unknown, state: string | undefined): Promise<{ stream: ReceiverRecord; jti: string; state?: string; push?: VerificationToPush } | null> {
+  const r = await getStream(ctx, clientId, streamId);
   const now = ctx.clock.now();
   const before = streamSettingsOf(r.stream);
   if (before.status === 'disabled') {
@@ -245,7 +282,7 @@ export async function requestVerification(ctx: EngineContext<Ports>, clientId: s
   const held = r.delivery === 'poll' || before.status === 'paused';
   const settings: StreamSettings = { ...before, lastVerificationAt: now, ...(held ? { verification: { jti, ...(state !== undefined ? { state } : {}), at: now } } : {}) };
   // No audit line: a verification changes nothing the operator decided. Only the settings: the endpoint stays as the store has it.
-  await ctx.store.updateReceiver(r.id, { stream: streamJson(settings) }, {});
+  if (!(await ctx.store.updateReceiver(r.id, { stream: streamJson(settings), ifStream: r.stream ?? null }, {}))) return null;
   const wanted = { jti, ...(state !== undefined ? { state } : {}) };
   return { stream: r, ...wanted, ...(held ? {} : { push: wanted }) };
 }

@@ -1,8 +1,8 @@
-import { InvalidRequestError } from '../engine/errors.js';
+import { InvalidRequestError, ServiceUnavailableError } from '../engine/errors.js';
 import type { OutboxStore, ReceiverRecord } from '../store/store.js';
 import { ByteWriter } from './bytes.js';
 import type { SigningKey, SigningKeys } from './keys.js';
-import { eventSelection, streamJson, streamSettingsOf, type EventSelection, type StreamSettings } from '../engine/stream-settings.js';
+import { eventSelection, STREAM_WRITE_TRIES, streamJson, streamSettingsOf, type EventSelection, type StreamSettings } from '../engine/stream-settings.js';
 import { hasEventsFor, signClaims, verificationClaims, writeSet, type SetContent } from './set.js';
 
 /** RFC 8936 §2.4: `maxEvents` when the request has none, and the most one answer holds. */
@@ -169,11 +169,19 @@ async function pendingFor(deps: PollDeps, receiverId: string, limit: number, mer
  * none and holds none (§8.1.2.1), whatever its settings kept from before it was disabled.
  */
 async function verificationAfter(deps: PollDeps, receiver: ReceiverRecord, settings: StreamSettings, done: readonly string[]): Promise<StreamSettings['verification']> {
-  const v = settings.verification;
-  if (v === undefined || (settings.status !== 'disabled' && !done.includes(v.jti))) return v;
-  const { verification: _gone, ...rest } = settings;
-  await deps.store.updateReceiver(receiver.id, { stream: streamJson(rest) }, {});
-  return undefined;
+  // Written only over the settings it read: a request or status change since is read again and decided on.
+  let stream = receiver.stream ?? null;
+  for (let i = 0; i < STREAM_WRITE_TRIES; i++) {
+    const current = i === 0 ? settings : streamSettingsOf(stream);
+    const v = current.verification;
+    if (v === undefined || (current.status !== 'disabled' && !done.includes(v.jti))) return v;
+    const { verification: _gone, ...rest } = current;
+    if (await deps.store.updateReceiver(receiver.id, { stream: streamJson(rest), ifStream: stream }, {})) return undefined;
+    const fresh = await deps.store.getReceiver(receiver.id);
+    if (!fresh) return undefined;
+    stream = fresh.stream ?? null;
+  }
+  throw new ServiceUnavailableError(`stream "${receiver.id}" kept changing while this poll was answered (${STREAM_WRITE_TRIES} tries): poll again`);
 }
 
 /** The SETs of an answer: these deliveries', signed by `key` at `now` (ms), with the events `selection` names. */
