@@ -1,4 +1,4 @@
-import { InvalidInputError } from './errors.js';
+import { InvalidInputError, ServiceUnavailableError } from './errors.js';
 import { isSetAlg, SET_ALG, type SetAlg } from './signing-keys.js';
 
 /**
@@ -114,3 +114,18 @@ export function eventSelection(stream: string | null | undefined): EventSelectio
 
 /** How many times a read-modify-write of a stream's settings (a write only over what it read) is tried before it gives up. */
 export const STREAM_WRITE_TRIES = 5;
+
+/**
+ * Runs `attempt` (a read of the stream, a decision made from it, a write conditional on that
+ * read) until its write lands. An attempt whose write found the settings changed since its read
+ * returns null and is run again from a fresh read, so that a concurrent change (a disable) is
+ * never written over and the decision is remade on what is there now. After STREAM_WRITE_TRIES,
+ * ServiceUnavailableError: the stream kept changing `while` (what was being done), `retry` (what to do).
+ */
+export async function untilWritten<T>(streamId: unknown, attempt: (tryIndex: number) => Promise<T | null>, during = 'this request was made', retry = 'send the request again'): Promise<T> {
+  for (let i = 0; i < STREAM_WRITE_TRIES; i++) {
+    const done = await attempt(i);
+    if (done !== null) return done;
+  }
+  throw new ServiceUnavailableError(`stream "${String(streamId)}" kept changing while ${during} (${STREAM_WRITE_TRIES} tries): ${retry}`);
+}

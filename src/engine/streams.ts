@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { tokenState, type ClientStore, type OutboxStore, type ReceiverRecord, type TokenReads } from '../store/store.js';
 import { auditLine } from './audit.js';
 import { findPresentedToken, splitScope, type EngineContext } from './context.js';
-import { AccessDeniedError, InvalidInputError, NotFoundError, ServiceUnavailableError } from './errors.js';
+import { AccessDeniedError, InvalidInputError, NotFoundError } from './errors.js';
 import { recordedEndpoint } from './push-destination.js';
 import { addReceiver, checkPushUrl } from './receivers.js';
 import { newJti } from './tokens.js';
 import type { SetAlg } from './signing-keys.js';
-import { checkAlg, checkEventsRequested, EVENTS_SUPPORTED, MIN_VERIFICATION_INTERVAL_S, STREAM_STATUSES, STREAM_WRITE_TRIES, streamJson, streamSettingsOf, type StreamSettings, type StreamStatus } from './stream-settings.js';
+import { checkAlg, checkEventsRequested, EVENTS_SUPPORTED, MIN_VERIFICATION_INTERVAL_S, STREAM_STATUSES, streamJson, streamSettingsOf, untilWritten, type StreamSettings, type StreamStatus } from './stream-settings.js';
 
 /** The store ports this module uses (store/ports/). */
 type Ports = ClientStore & OutboxStore & TokenReads;
@@ -193,21 +193,6 @@ async function saved(ctx: EngineContext<Ports>, r: ReceiverRecord, change: Parti
   const audit = auditLine(ctx, `ssf:${owner}`, 'receiver.update', `receiver:${r.id}`, 1, what);
   if (!(await ctx.store.updateReceiver(r.id, { ...change, ifStream: r.stream ?? null }, { audit }))) return null;
   return { ...r, ...change };
-}
-
-/**
- * Runs `attempt` (a read of the stream, a decision made from it, a write conditional on that
- * read) until its write lands. An attempt whose write found the settings changed since its read
- * returns null and is run again from a fresh read, so that a concurrent change (a disable) is
- * never written over and the decision is remade on what is there now; a stream gone since is
- * the fresh read's NotFoundError.
- */
-async function untilWritten<T>(streamId: unknown, attempt: () => Promise<T | null>): Promise<T> {
-  for (let i = 0; i < STREAM_WRITE_TRIES; i++) {
-    const done = await attempt();
-    if (done !== null) return done;
-  }
-  throw new ServiceUnavailableError(`stream "${String(streamId)}" kept changing while this request was made (${STREAM_WRITE_TRIES} tries): send the request again`);
 }
 
 /** SSF §8.1.1.5: deletes a stream the client made, with its pending deliveries. */

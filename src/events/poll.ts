@@ -1,8 +1,8 @@
-import { InvalidRequestError, ServiceUnavailableError } from '../engine/errors.js';
+import { InvalidRequestError } from '../engine/errors.js';
 import type { OutboxStore, ReceiverRecord } from '../store/store.js';
 import { ByteWriter } from './bytes.js';
 import type { SigningKey, SigningKeys } from './keys.js';
-import { eventSelection, STREAM_WRITE_TRIES, streamJson, streamSettingsOf, type EventSelection, type StreamSettings } from '../engine/stream-settings.js';
+import { eventSelection, streamJson, streamSettingsOf, untilWritten, type EventSelection, type StreamSettings } from '../engine/stream-settings.js';
 import { hasEventsFor, signClaims, verificationClaims, writeSet, type SetContent } from './set.js';
 
 /** RFC 8936 §2.4: `maxEvents` when the request has none, and the most one answer holds. */
@@ -171,17 +171,18 @@ async function pendingFor(deps: PollDeps, receiverId: string, limit: number, mer
 async function verificationAfter(deps: PollDeps, receiver: ReceiverRecord, settings: StreamSettings, done: readonly string[]): Promise<StreamSettings['verification']> {
   // Written only over the settings it read: a request or status change since is read again and decided on.
   let stream = receiver.stream ?? null;
-  for (let i = 0; i < STREAM_WRITE_TRIES; i++) {
+  return untilWritten(receiver.id, async (i) => {
+    if (i > 0) {
+      const fresh = await deps.store.getReceiver(receiver.id);
+      if (!fresh) return { v: undefined };
+      stream = fresh.stream ?? null;
+    }
     const current = i === 0 ? settings : streamSettingsOf(stream);
     const v = current.verification;
-    if (v === undefined || (current.status !== 'disabled' && !done.includes(v.jti))) return v;
+    if (v === undefined || (current.status !== 'disabled' && !done.includes(v.jti))) return { v };
     const { verification: _gone, ...rest } = current;
-    if (await deps.store.updateReceiver(receiver.id, { stream: streamJson(rest), ifStream: stream }, {})) return undefined;
-    const fresh = await deps.store.getReceiver(receiver.id);
-    if (!fresh) return undefined;
-    stream = fresh.stream ?? null;
-  }
-  throw new ServiceUnavailableError(`stream "${receiver.id}" kept changing while this poll was answered (${STREAM_WRITE_TRIES} tries): poll again`);
+    return (await deps.store.updateReceiver(receiver.id, { stream: streamJson(rest), ifStream: stream }, {})) ? { v: undefined } : null;
+  }, 'this poll was answered', 'poll again').then((r) => r.v);
 }
 
 /** The SETs of an answer: these deliveries', signed by `key` at `now` (ms), with the events `selection` names. */
